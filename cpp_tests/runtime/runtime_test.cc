@@ -1,0 +1,510 @@
+#include "runtime/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace pypto::runtime {
+namespace {
+
+using std::chrono::milliseconds;
+
+pypto_region Region1D(void* base, int64_t offset, int64_t extent, int32_t elem_size = 4) {
+  pypto_region r{};
+  r.base = base;
+  r.ndim = 1;
+  r.elem_size = elem_size;
+  r.offset[0] = offset;
+  r.extent[0] = extent;
+  r.stride[0] = 1;
+  return r;
+}
+
+// A row-major box of a buffer whose rows are `row_stride` elements apart.
+pypto_region Region2D(void* base, int64_t r0, int64_t c0, int64_t rows, int64_t cols, int64_t row_stride) {
+  pypto_region r{};
+  r.base = base;
+  r.ndim = 2;
+  r.elem_size = 4;
+  r.offset[0] = r0;
+  r.offset[1] = c0;
+  r.extent[0] = rows;
+  r.extent[1] = cols;
+  r.stride[0] = row_stride;
+  r.stride[1] = 1;
+  return r;
+}
+
+// Records the order in which tasks ran; tasks run on several threads.
+class Log {
+ public:
+  void Add(const std::string& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.push_back(s);
+  }
+  std::vector<std::string> Entries() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entries_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> entries_;
+};
+
+TaskFn Logging(Log* log, std::string label, int sleep_ms = 0) {
+  return [log, label, sleep_ms](const pypto_region*, int32_t) {
+    if (sleep_ms > 0) std::this_thread::sleep_for(milliseconds(sleep_ms));
+    log->Add(label);
+  };
+}
+
+void Submit(Runtime& rt, const std::string& name, TaskFn fn, const std::vector<pypto_region>& inputs,
+            const std::vector<pypto_region>& outputs) {
+  int64_t t = rt.task_alloc(name, std::move(fn), 0);
+  for (const auto& r : inputs) rt.add_input(t, r);
+  for (const auto& r : outputs) rt.add_output(t, r);
+  rt.submit(t);
+}
+
+TEST(RuntimeTest, ReadAfterWriteWaitsForWriter) {
+  Runtime rt(4);
+  float buf[16];
+  Log log;
+  RunStats stats = rt.run([&](const pypto_runtime_api*) {
+    Submit(rt, "writer", Logging(&log, "w", 30), {}, {Region1D(buf, 0, 16)});
+    Submit(rt, "reader", Logging(&log, "r"), {Region1D(buf, 4, 4)}, {});
+  });
+  EXPECT_EQ(log.Entries(), (std::vector<std::string>{"w", "r"}));
+  EXPECT_EQ(stats.tasks, 2);
+  EXPECT_EQ(stats.edges, 1);
+}
+
+TEST(RuntimeTest, WriteAfterReadWaitsForReaders) {
+  Runtime rt(4);
+  float buf[16];
+  Log log;
+  RunStats stats = rt.run([&](const pypto_runtime_api*) {
+    Submit(rt, "reader0", Logging(&log, "r", 30), {Region1D(buf, 0, 8)}, {});
+    Submit(rt, "reader1", Logging(&log, "r", 30), {Region1D(buf, 8, 8)}, {});
+    Submit(rt, "writer", Logging(&log, "w"), {}, {Region1D(buf, 0, 16)});
+  });
+  EXPECT_EQ(log.Entries(), (std::vector<std::string>{"r", "r", "w"}));
+  EXPECT_EQ(stats.edges, 2);
+}
+
+TEST(RuntimeTest, WriteAfterWriteKeepsOrder) {
+  Runtime rt(4);
+  float buf[16];
+  Log log;
+  RunStats stats = rt.run([&](const pypto_runtime_api*) {
+    Submit(rt, "w1", Logging(&log, "w1", 30), {}, {Region1D(buf, 0, 8)});
+    Submit(rt, "w2", Logging(&log, "w2"), {}, {Region1D(buf, 4, 8)});
+  });
+  EXPECT_EQ(log.Entries(), (std::vector<std::string>{"w1", "w2"}));
+  EXPECT_EQ(stats.edges, 1);
+}
+
+TEST(RuntimeTest, DisjointRegionsOfOneBufferHaveNoEdge) {
+  Runtime rt(4);
+  float buf[8 * 8];
+  RunStats stats = rt.run([&](const pypto_runtime_api*) {
+    // Four 4x4 tiles of an 8x8 matrix, each written then read, plus reads of a shared tile.
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 2; ++j) {
+        Submit(rt, "tile", [](const pypto_region*, int32_t) {}, {}, {Region2D(buf, 4 * i, 4 * j, 4, 4, 8)});
+      }
+    }
+    Submit(rt, "read_a", [](const pypto_region*, int32_t) {}, {Region1D(buf + 64, 0, 0)}, {});
+  });
+  EXPECT_EQ(stats.tasks, 5);
+  EXPECT_EQ(stats.edges, 0);
+
+  float other[8];
+  stats = rt.run([&](const pypto_runtime_api*) {
+    // Read-after-read never orders tasks, and distinct buffers are independent.
+    Submit(rt, "r1", [](const pypto_region*, int32_t) {}, {Region1D(buf, 0, 8)}, {});
+    Submit(rt, "r2", [](const pypto_region*, int32_t) {}, {Region1D(buf, 0, 8)}, {});
+    Submit(rt, "w_other", [](const pypto_region*, int32_t) {}, {}, {Region1D(other, 0, 8)});
+  });
+  EXPECT_EQ(stats.edges, 0);
+}
+
+TEST(RuntimeTest, PartialOverlapCreatesEdge) {
+  Runtime rt(2);
+  float buf[8 * 8];
+  RunStats stats = rt.run([&](const pypto_runtime_api*) {
+    Submit(rt, "w", [](const pypto_region*, int32_t) {}, {}, {Region2D(buf, 0, 0, 4, 4, 8)});
+    // Shares only element (3, 3) with the first tile.
+    Submit(rt, "r", [](const pypto_region*, int32_t) {}, {Region2D(buf, 3, 3, 4, 4, 8)}, {});
+  });
+  EXPECT_EQ(stats.edges, 1);
+}
+
+TEST(RuntimeTest, EdgesToTheSamePredecessorAreDeduplicated) {
+  Runtime rt(2);
+  float buf[16];
+  RunStats stats = rt.run([&](const pypto_runtime_api*) {
+    Submit(rt, "w", [](const pypto_region*, int32_t) {}, {}, {Region1D(buf, 0, 16)});
+    Submit(rt, "r", [](const pypto_region*, int32_t) {}, {Region1D(buf, 0, 4), Region1D(buf, 8, 4)},
+           {Region1D(buf, 12, 4)});
+  });
+  EXPECT_EQ(stats.edges, 1);
+}
+
+TEST(RuntimeTest, OverlapTest) {
+  float buf[64];
+  float other[64];
+  // Same layout: N-D boxes in index space.
+  EXPECT_TRUE(regions_overlap(Region2D(buf, 0, 0, 2, 2, 8), Region2D(buf, 1, 1, 2, 2, 8)));
+  EXPECT_FALSE(regions_overlap(Region2D(buf, 0, 0, 2, 2, 8), Region2D(buf, 0, 2, 2, 2, 8)));
+  // Column blocks interleave in memory but are disjoint boxes.
+  EXPECT_FALSE(regions_overlap(Region2D(buf, 0, 0, 8, 1, 8), Region2D(buf, 0, 1, 8, 1, 8)));
+  EXPECT_FALSE(regions_overlap(Region1D(buf, 0, 8), Region1D(other, 0, 8)));
+  EXPECT_FALSE(regions_overlap(Region1D(buf, 0, 0), Region1D(buf, 0, 8)));
+  // Different layouts fall back to byte ranges: row 1 of an 8-wide matrix is elements [8, 16).
+  EXPECT_TRUE(regions_overlap(Region2D(buf, 1, 0, 1, 8, 8), Region1D(buf, 15, 4)));
+  EXPECT_FALSE(regions_overlap(Region2D(buf, 1, 0, 1, 8, 8), Region1D(buf, 16, 4)));
+  // The byte-range fallback is conservative: a column still spans its rows.
+  EXPECT_TRUE(regions_overlap(Region2D(buf, 0, 0, 8, 1, 8), Region1D(buf, 3, 1)));
+  // Element size matters for byte ranges.
+  EXPECT_TRUE(regions_overlap(Region1D(buf, 0, 2, 8), Region1D(buf, 3, 1, 4)));
+  EXPECT_FALSE(regions_overlap(Region1D(buf, 0, 2, 8), Region1D(buf, 4, 1, 4)));
+
+  EXPECT_TRUE(region_covers(Region2D(buf, 0, 0, 4, 4, 8), Region2D(buf, 1, 1, 2, 2, 8)));
+  EXPECT_FALSE(region_covers(Region2D(buf, 0, 0, 4, 4, 8), Region2D(buf, 1, 1, 4, 2, 8)));
+}
+
+// out = out * 31 + i, applied in a chain; any reordering changes the result.
+void RunChain(Runtime& rt, int64_t n, uint64_t* value, RunStats* stats) {
+  *stats = rt.run([&](const pypto_runtime_api*) {
+    for (int64_t i = 0; i < n; ++i) {
+      Submit(
+          rt, "step",
+          [i](const pypto_region* args, int32_t) {
+            auto* v = static_cast<uint64_t*>(args[0].base);
+            *v = *v * 31 + static_cast<uint64_t>(i);
+          },
+          {Region1D(value, 0, 1, 8)}, {Region1D(value, 0, 1, 8)});
+    }
+  });
+}
+
+TEST(RuntimeTest, ChainMatchesSequentialOnAnyWorkerCount) {
+  uint64_t expected = 1;
+  for (uint64_t i = 0; i < 1000; ++i) expected = expected * 31 + i;
+  for (int workers : {1, 2, 4, 8}) {
+    Runtime rt(workers);
+    EXPECT_EQ(rt.num_workers(), workers);
+    uint64_t value = 1;
+    RunStats stats;
+    RunChain(rt, 1000, &value, &stats);
+    EXPECT_EQ(value, expected) << "workers=" << workers;
+    EXPECT_EQ(stats.tasks, 1000);
+    EXPECT_EQ(stats.edges, 999);
+  }
+}
+
+TEST(RuntimeTest, LongStreamsStayCorrectUnderBackPressure) {
+  // More tasks than the in-flight window, to exercise back-pressure and access-map pruning.
+  Runtime rt(4);
+  constexpr int kTasks = 40000;
+  std::vector<int32_t> slots(kTasks, 0);
+  int64_t counter = 0;
+  RunStats stats = rt.run([&](const pypto_runtime_api*) {
+    for (int i = 0; i < kTasks; ++i) {
+      Submit(
+          rt, "slot", [&slots, i](const pypto_region*, int32_t) { slots[i] = i; }, {},
+          {Region1D(slots.data(), i, 1)});
+      Submit(
+          rt, "count", [&counter](const pypto_region*, int32_t) { ++counter; }, {}, {Region1D(&counter, 0, 1, 8)});
+    }
+  });
+  EXPECT_EQ(stats.tasks, 2 * kTasks);
+  EXPECT_EQ(counter, kTasks);
+  for (int i = 0; i < kTasks; ++i) ASSERT_EQ(slots[i], i);
+}
+
+TEST(RuntimeTest, TaskExceptionFailsRunAndRuntimeStaysUsable) {
+  Runtime rt(4);
+  float buf[16];
+  std::atomic<int> after{0};
+  try {
+    rt.run([&](const pypto_runtime_api*) {
+      Submit(
+          rt, "boom",
+          [](const pypto_region*, int32_t) {
+            std::this_thread::sleep_for(milliseconds(10));
+            throw std::runtime_error("bad thing");
+          },
+          {}, {Region1D(buf, 0, 16)});
+      // Depends on the failing task, so it must be cancelled.
+      Submit(rt, "after", [&](const pypto_region*, int32_t) { ++after; }, {Region1D(buf, 0, 16)}, {});
+    });
+    FAIL() << "expected TaskError";
+  } catch (const TaskError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("task 0 (boom) failed"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("bad thing"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(after.load(), 0);
+  EXPECT_TRUE(rt.failed());
+
+  uint64_t value = 1;
+  RunStats stats;
+  RunChain(rt, 100, &value, &stats);
+  EXPECT_FALSE(rt.failed());
+  EXPECT_EQ(stats.tasks, 100);
+}
+
+TEST(RuntimeTest, NonStdExceptionIsReportedAsUnknown) {
+  Runtime rt(2);
+  try {
+    rt.run([&](const pypto_runtime_api*) { Submit(rt, "odd", [](const pypto_region*, int32_t) { throw 42; }, {}, {}); });
+    FAIL() << "expected TaskError";
+  } catch (const TaskError& e) {
+    EXPECT_NE(std::string(e.what()).find("(odd) failed: unknown exception"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RuntimeTest, FirstFailureWinsAndLaterTasksAreCancelled) {
+  Runtime rt(1);
+  float buf[4];
+  std::atomic<int> ran{0};
+  EXPECT_THROW(rt.run([&](const pypto_runtime_api*) {
+    Submit(rt, "first", [](const pypto_region*, int32_t) { throw std::runtime_error("first"); }, {}, {});
+    // Orchestration may observe the failure and stop early; tasks submitted after it never run.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!rt.failed() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    ASSERT_TRUE(rt.failed());
+    for (int i = 0; i < 10; ++i) {
+      Submit(rt, "late", [&](const pypto_region*, int32_t) { ++ran; }, {}, {Region1D(buf, 0, 4)});
+    }
+  }),
+               TaskError);
+  EXPECT_EQ(ran.load(), 0);
+}
+
+TEST(RuntimeTest, OrchestrationExceptionIsRethrown) {
+  Runtime rt(2);
+  std::atomic<int> ran{0};
+  float buf[4];
+  EXPECT_THROW(rt.run([&](const pypto_runtime_api*) {
+    Submit(rt, "ok", [&](const pypto_region*, int32_t) { ++ran; }, {}, {Region1D(buf, 0, 4)});
+    throw std::logic_error("orchestration broke");
+  }),
+               std::logic_error);
+  // The task submitted before the exception may or may not have started, but the run drained.
+  EXPECT_LE(ran.load(), 1);
+  uint64_t value = 1;
+  RunStats stats;
+  RunChain(rt, 10, &value, &stats);
+  EXPECT_EQ(stats.tasks, 10);
+}
+
+TEST(RuntimeTest, MisuseIsReported) {
+  Runtime rt(1);
+  EXPECT_THROW(rt.run([&](const pypto_runtime_api*) { rt.submit(12345); }), std::invalid_argument);
+  EXPECT_THROW(rt.run([&](const pypto_runtime_api*) {
+    int64_t t = rt.task_alloc("t", [](const pypto_region*, int32_t) {}, 0);
+    rt.submit(t);
+    rt.submit(t);
+  }),
+               std::invalid_argument);
+}
+
+// C kernels: dst[i] = src[i] * scalars[0] + scalars[1].
+int32_t AxpbKernel(const pypto_region* args, int32_t nargs, const int64_t* scalars, int32_t nscalars) {
+  if (nargs != 2 || nscalars != 2) return 1;
+  const auto* src = static_cast<const float*>(args[0].base) + args[0].offset[0];
+  auto* dst = static_cast<float*>(args[1].base) + args[1].offset[0];
+  for (int64_t i = 0; i < args[0].extent[0]; ++i) dst[i] = src[i] * scalars[0] + scalars[1];
+  return 0;
+}
+
+int32_t FailingKernel(const pypto_region*, int32_t, const int64_t*, int32_t) { return 3; }
+
+TEST(RuntimeTest, KernelsThroughTheCApi) {
+  Runtime rt(2);
+  float x[8];
+  float y[8];
+  for (int i = 0; i < 8; ++i) x[i] = static_cast<float>(i);
+  RunStats stats = rt.run([&](const pypto_runtime_api* api) {
+    ASSERT_EQ(api->abi_version, PYPTO_ABI_VERSION);
+    for (int half = 0; half < 2; ++half) {
+      pypto_region in = Region1D(x, 4 * half, 4);
+      pypto_region out = Region1D(y, 4 * half, 4);
+      int64_t t = api->task_alloc(api->rt, "axpb", &AxpbKernel, 0);
+      api->task_add_input(api->rt, t, &in);
+      api->task_add_output(api->rt, t, &out);
+      api->task_add_scalar(api->rt, t, 2);
+      api->task_add_scalar(api->rt, t, 1);
+      api->task_submit(api->rt, t);
+    }
+    // Scale y in place after both halves were produced.
+    pypto_region all = Region1D(y, 0, 8);
+    int64_t t = api->task_alloc(api->rt, "scale", &AxpbKernel, 0);
+    api->task_add_input(api->rt, t, &all);
+    api->task_add_output(api->rt, t, &all);
+    api->task_add_scalar(api->rt, t, 10);
+    api->task_add_scalar(api->rt, t, 0);
+    api->task_submit(api->rt, t);
+    EXPECT_EQ(api->failed(api->rt), 0);
+  });
+  EXPECT_EQ(stats.tasks, 3);
+  EXPECT_EQ(stats.edges, 2);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(y[i], (2.0f * i + 1.0f) * 10.0f);
+
+  try {
+    rt.run([&](const pypto_runtime_api* api) {
+      int64_t t = api->task_alloc(api->rt, "bad_kernel", &FailingKernel, 0);
+      api->task_submit(api->rt, t);
+    });
+    FAIL() << "expected TaskError";
+  } catch (const TaskError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("(bad_kernel)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("kernel returned status 3"), std::string::npos) << msg;
+  }
+}
+
+TEST(RuntimeTest, CApiErrorsDoNotEscapeIntoGeneratedCode) {
+  Runtime rt(1);
+  EXPECT_THROW(rt.run([&](const pypto_runtime_api* api) {
+    api->task_submit(api->rt, 99);  // Never allocated.
+    EXPECT_NE(api->failed(api->rt), 0);
+  }),
+               std::invalid_argument);
+}
+
+TEST(RuntimeTest, WorkspacesAreZeroedAlignedAndLiveUntilTasksFinish) {
+  Runtime rt(4);
+  int64_t result = 0;
+  rt.run([&](const pypto_runtime_api* api) {
+    auto* ws = static_cast<int64_t*>(api->alloc_workspace(api->rt, 1000 * sizeof(int64_t)));
+    ASSERT_NE(ws, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(ws) % 64, 0u);
+    for (int i = 0; i < 1000; ++i) ASSERT_EQ(ws[i], 0);
+    auto* odd = static_cast<unsigned char*>(rt.alloc_workspace(3));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(odd) % 64, 0u);
+    EXPECT_EQ(odd[0] | odd[1] | odd[2], 0);
+    Submit(
+        rt, "fill",
+        [ws](const pypto_region*, int32_t) {
+          std::this_thread::sleep_for(milliseconds(20));
+          for (int i = 0; i < 1000; ++i) ws[i] = i;
+        },
+        {}, {Region1D(ws, 0, 1000, 8)});
+    Submit(
+        rt, "sum",
+        [ws, &result](const pypto_region*, int32_t) {
+          for (int i = 0; i < 1000; ++i) result += ws[i];
+        },
+        {Region1D(ws, 0, 1000, 8)}, {Region1D(&result, 0, 1, 8)});
+  });
+  EXPECT_EQ(result, 999 * 1000 / 2);
+}
+
+TEST(RuntimeTest, NumWorkersFromEnvironment) {
+  const char* old = std::getenv("PYPTO_NUM_THREADS");
+  std::string saved = old != nullptr ? old : "";
+  setenv("PYPTO_NUM_THREADS", "3", 1);
+  EXPECT_EQ(Runtime(0).num_workers(), 3);
+  setenv("PYPTO_NUM_THREADS", "0", 1);
+  EXPECT_GE(Runtime(0).num_workers(), 1);
+  if (old != nullptr) {
+    setenv("PYPTO_NUM_THREADS", saved.c_str(), 1);
+  } else {
+    unsetenv("PYPTO_NUM_THREADS");
+  }
+  EXPECT_GE(default_runtime().num_workers(), 1);
+  EXPECT_EQ(&default_runtime(), &default_runtime());
+}
+
+TEST(RuntimeTest, ManySmallRunsDoNotHang) {
+  // Short graphs stress the hand-off between orchestration, workers and the final drain.
+  Runtime rt(4);
+  for (int iter = 0; iter < 300; ++iter) {
+    uint64_t value = 1;
+    RunStats stats;
+    RunChain(rt, iter % 7, &value, &stats);
+    ASSERT_EQ(stats.tasks, iter % 7);
+  }
+}
+
+// A random read-modify-write program over three buffers, checked against
+// running the same tasks one after the other in submission order.
+struct RandomTask {
+  int in_buf, in_off, in_len;
+  int out_buf, out_off, out_len;
+  uint32_t salt;
+  int delay_us;
+};
+
+void ApplyTask(const RandomTask& t, std::vector<std::vector<uint32_t>>& bufs) {
+  uint32_t acc = t.salt;
+  for (int i = 0; i < t.in_len; ++i) acc = acc * 2654435761u + bufs[t.in_buf][t.in_off + i];
+  for (int i = 0; i < t.out_len; ++i) {
+    uint32_t& o = bufs[t.out_buf][t.out_off + i];
+    o = (o ^ acc) * 2246822519u + static_cast<uint32_t>(i);
+  }
+}
+
+TEST(RuntimeTest, RandomGraphsMatchSequentialExecution) {
+  constexpr int kBuffers = 3;
+  constexpr int kElems = 64;
+  constexpr int kTasks = 200;
+  for (uint32_t seed : {1u, 2u, 3u, 4u, 5u}) {
+    std::mt19937 rng(seed);
+    auto range = [&](int* off, int* len) {
+      *off = static_cast<int>(rng() % kElems);
+      *len = 1 + static_cast<int>(rng() % std::min(16, kElems - *off));
+    };
+    std::vector<RandomTask> program(kTasks);
+    for (auto& t : program) {
+      t.in_buf = static_cast<int>(rng() % kBuffers);
+      range(&t.in_off, &t.in_len);
+      t.out_buf = static_cast<int>(rng() % kBuffers);
+      range(&t.out_off, &t.out_len);
+      t.salt = rng();
+      // Uneven task durations provoke reordering wherever a dependency is missing.
+      t.delay_us = (rng() % 4 == 0) ? static_cast<int>(rng() % 300) : 0;
+    }
+    std::vector<std::vector<uint32_t>> initial(kBuffers, std::vector<uint32_t>(kElems));
+    for (auto& b : initial) {
+      for (auto& v : b) v = rng();
+    }
+    auto expected = initial;
+    for (const auto& t : program) ApplyTask(t, expected);
+
+    for (int workers : {1, 2, 4, 8}) {
+      Runtime rt(workers);
+      auto bufs = initial;
+      RunStats stats = rt.run([&](const pypto_runtime_api*) {
+        for (int i = 0; i < kTasks; ++i) {
+          const RandomTask& t = program[i];
+          Submit(
+              rt, "rand" + std::to_string(i), [&t, &bufs](const pypto_region*, int32_t) {
+                if (t.delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(t.delay_us));
+                ApplyTask(t, bufs);
+              },
+              {Region1D(bufs[t.in_buf].data(), t.in_off, t.in_len)},
+              {Region1D(bufs[t.out_buf].data(), t.out_off, t.out_len)});
+        }
+      });
+      EXPECT_EQ(stats.tasks, kTasks);
+      EXPECT_EQ(bufs, expected) << "seed=" << seed << " workers=" << workers;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pypto::runtime

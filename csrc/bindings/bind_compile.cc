@@ -1,0 +1,92 @@
+// Python access to compilation (passes, codegen, host compiler, cache) and to
+// running a compiled program on the caller's memory.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <fmt/format.h>
+
+#include "codegen/program.h"
+#include "ir/errors.h"
+#include "runtime/runtime.h"
+
+namespace py = pybind11;
+
+namespace pypto::bindings {
+
+namespace {
+
+using codegen::CompiledProgram;
+
+/// (data pointer, shape, element strides, element size) of a caller's array.
+using TensorSpec = std::tuple<uintptr_t, std::vector<int64_t>, std::vector<int64_t>, int32_t>;
+
+py::dict stats(const CompiledProgram& p) {
+  py::dict d;
+  d["incore_functions"] = p.incore_functions();
+  py::dict bytes;
+  for (const auto& f : p.ir.execution.functions) bytes[py::str(f.name)] = f.buffer_bytes;
+  d["buffer_bytes"] = bytes;
+  d["compile_seconds"] = p.compile_seconds;
+  d["host_compile_seconds"] = p.build.compile_seconds;
+  d["cache"] = p.build.cache;
+  d["library"] = p.build.library;
+  return d;
+}
+
+/// Runs the orchestration on the process-wide runtime; returns the task count.
+int64_t run(const CompiledProgram& p, const std::vector<TensorSpec>& specs, const std::vector<int64_t>& scalars) {
+  std::vector<pypto_tensor> tensors(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto& [ptr, shape, strides, elem] = specs[i];
+    if (shape.size() > PYPTO_MAX_DIMS || strides.size() != shape.size())
+      throw InternalError("run: bad tensor description");
+    pypto_tensor& t = tensors[i];
+    t.data = reinterpret_cast<void*>(ptr);
+    t.ndim = static_cast<int32_t>(shape.size());
+    t.elem_size = elem;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      t.shape[d] = shape[d];
+      t.stride[d] = strides[d];
+    }
+  }
+  runtime::RunStats st;
+  int32_t rc = 0;
+  {
+    py::gil_scoped_release release;
+    st = runtime::default_runtime().run([&](const pypto_runtime_api* api) {
+      rc = p.entry(api, tensors.data(), static_cast<int32_t>(tensors.size()), scalars.data(),
+                   static_cast<int32_t>(scalars.size()));
+    });
+  }
+  if (rc != 0) throw runtime::TaskError(fmt::format("orchestration of '{}' failed with status {}", p.ir.tensor.name, rc));
+  return st.tasks;
+}
+
+}  // namespace
+
+void bind_compile(py::module_& m) {
+  py::class_<PassOptions>(m, "PassOptions", "Options of the pass pipeline.")
+      .def(py::init<>())
+      .def_readwrite("verify", &PassOptions::verify)
+      .def_readwrite("fusion", &PassOptions::fusion)
+      .def_readwrite("disabled", &PassOptions::disabled)
+      .def_readwrite("sram_budget_kb", &PassOptions::sram_budget_kb);
+
+  py::class_<CompiledProgram, std::shared_ptr<CompiledProgram>>(m, "CompiledProgram")
+      .def("dump", &CompiledProgram::dump, py::arg("stage") = "")
+      .def_readonly("pto", &CompiledProgram::pto)
+      .def_readonly("source", &CompiledProgram::cpp)
+      .def("stats", &stats)
+      .def("output_shapes", &CompiledProgram::output_shapes)
+      .def("count_tasks", &CompiledProgram::count_tasks)
+      .def("run", &run, py::arg("tensors"), py::arg("scalars"));
+
+  m.def("compile", &codegen::compile_program, py::arg("graph"), py::arg("options"),
+        "Lowers, generates and builds a Tensor Graph.");
+  m.def("pass_names", &pass_names, "Registry names of the passes, in pipeline order.");
+  m.def("dump_stages", &codegen::dump_stages);
+  m.def("cache_dir", &codegen::cache_dir);
+  m.def("compiler_command", &codegen::compiler_command);
+}
+
+}  // namespace pypto::bindings

@@ -1,0 +1,39 @@
+// Maps the C++ error hierarchy (ir/errors.h) and the runtime's task errors to
+// Python exceptions, so that no bare std:: message reaches a user.
+#include <pybind11/pybind11.h>
+
+#include "ir/errors.h"
+#include "runtime/runtime.h"
+
+namespace py = pybind11;
+
+namespace pypto::bindings {
+
+void bind_errors(py::module_& m) {
+  // Order matters: pybind11 tries translators newest first, so the catch-all goes first.
+  static py::exception<std::exception> internal_any(m, "InternalError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const py::builtin_exception&) {
+      throw;
+    } catch (const py::error_already_set&) {
+      throw;
+    } catch (const pypto::Error&) {
+      throw;
+    } catch (const runtime::TaskError&) {
+      throw;
+    } catch (const std::exception& e) {
+      py::set_error(internal_any, (std::string("pypto internal error: ") + e.what()).c_str());
+    }
+  });
+  py::register_exception<pypto::UserError>(m, "UserError", PyExc_ValueError);
+  py::register_exception<pypto::TypeError>(m, "UserTypeError", PyExc_TypeError);
+  py::register_exception<pypto::VerifyError>(m, "VerifyError", PyExc_RuntimeError);
+  py::register_exception<pypto::CompileError>(m, "CompileError", PyExc_RuntimeError);
+  py::register_exception<pypto::NotSupportedError>(m, "NotSupportedError", PyExc_NotImplementedError);
+  py::register_exception<pypto::InternalError>(m, "PyptoInternalError", internal_any.ptr());
+  py::register_exception<runtime::TaskError>(m, "TaskError", PyExc_RuntimeError);
+}
+
+}  // namespace pypto::bindings

@@ -1,0 +1,335 @@
+#include "codegen/cpp_emitter.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+#include "ir/errors.h"
+#include "ir/printer.h"
+
+namespace pypto::codegen {
+
+namespace {
+
+std::string var_name(const std::string& v) { return "v_" + v; }
+
+std::string cexpr(const Expr& e) { return e.cpp(var_name); }
+
+std::string list(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+std::string cexprs(const std::vector<Expr>& v) {
+  std::vector<std::string> s;
+  for (const Expr& e : v) s.push_back(cexpr(e));
+  return list(s);
+}
+
+std::string ints(const std::vector<int64_t>& v) {
+  std::vector<std::string> s;
+  for (int64_t x : v) s.push_back(std::to_string(x));
+  return list(s);
+}
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+void check_dtype(DataType dt, const std::string& what) {
+  if (dt != DataType::FP32)
+    throw NotSupportedError(fmt::format("{}: dtype {} cannot run on the CPU backend yet (DT_FP32 can)", what, dtype_name(dt)));
+}
+
+/// Emits one InCore function as a static kernel.
+class KernelEmitter {
+ public:
+  KernelEmitter(const InCoreFunction& f, const std::vector<MemRef>& memrefs) : f_(f), memrefs_(memrefs) {}
+
+  std::string emit() {
+    std::string o;
+    o += fmt::format("// InCore @{} ({} buffer bytes)\n", f_.name, f_.buffer_bytes);
+    o += fmt::format("static int32_t k_{}(const pypto_region* args, int32_t nargs, const int64_t* scalars, int32_t nscalars) {{\n",
+                     f_.name);
+    o += fmt::format("  if (nargs != {} || nscalars != {}) return 1;\n", f_.params.size(), f_.scalar_params.size());
+    for (size_t i = 0; i < f_.params.size(); ++i) {
+      const RegionParam& p = f_.params[i];
+      check_dtype(p.dtype, "parameter " + p.name);
+      std::string ty = dtype_cpp_type(p.dtype);
+      o += fmt::format("  {}* __restrict p{} = pto::region_data<{}>(args[{}]);  // %{}\n", ty, i, ty, i, p.name);
+      o += fmt::format("  const int64_t* p{}_s = args[{}].stride;\n", i, i);
+      mem_ptr_[p.memref] = fmt::format("p{}", i);
+      mem_stride_[p.memref] = fmt::format("p{}_s", i);
+    }
+    for (size_t i = 0; i < f_.scalar_params.size(); ++i)
+      o += fmt::format("  const int64_t {} = scalars[{}];\n", var_name(f_.scalar_params[i]), i);
+    // One thread-local arena holds every tile and local buffer: no stack limits, one TLS lookup.
+    int64_t offset = 0;
+    std::string decls;
+    for (int l : f_.locals) {
+      const MemRef& m = memrefs_.at(l);
+      check_dtype(m.dtype, "local buffer " + m.name);
+      std::vector<int64_t> shape;
+      for (const Expr& d : m.shape) shape.push_back(d.value());
+      std::vector<int64_t> strides(shape.size());
+      int64_t n = 1;
+      for (size_t d = shape.size(); d-- > 0;) {
+        strides[d] = n;
+        n *= shape[d];
+      }
+      std::string ty = dtype_cpp_type(m.dtype);
+      decls += fmt::format("  {}* __restrict l{} = reinterpret_cast<{}*>(arena + {});  // local %{}\n", ty, l, ty, offset,
+                           m.name);
+      decls += fmt::format("  static const int64_t l{}_s[] = {{{}}};\n", l, ints(strides));
+      mem_ptr_[l] = fmt::format("l{}", l);
+      mem_stride_[l] = fmt::format("l{}_s", l);
+      offset += local_bytes(m);
+    }
+    for (const TileDecl& t : f_.tiles) {
+      check_dtype(t.dtype, "tile " + t.name);
+      std::string ty = dtype_cpp_type(t.dtype);
+      decls += fmt::format("  {}* __restrict {} = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, t.name, ty, offset,
+                           tile_type(t));
+      decls += fmt::format("  static const int64_t {}_shape[] = {{{}}};\n", t.name, ints(t.shape));
+      offset += tile_bytes(t);
+    }
+    if (offset > 0) o += fmt::format("  alignas(64) static thread_local unsigned char arena[{}];\n", offset);
+    o += decls;
+    (void)numel;
+    emit_body(o, f_.body, 1);
+    o += "  return 0;\n}\n\n";
+    return o;
+  }
+
+ private:
+  const TileDecl& tile(int id) const {
+    for (const auto& t : f_.tiles)
+      if (t.id == id) return t;
+    throw InternalError(fmt::format("@{}: tile {} is not declared", f_.name, id));
+  }
+
+  std::string address(const Instr& in) const {
+    std::string ptr = mem_ptr_.at(in.memref), s = mem_stride_.at(in.memref);
+    std::string off;
+    for (size_t d = 0; d < in.offsets.size(); ++d) {
+      if (in.offsets[d].is_const() && in.offsets[d].value() == 0) continue;
+      off += fmt::format(" + {} * {}[{}]", cexpr(in.offsets[d]), s, d);
+    }
+    return ptr + off;
+  }
+
+  void emit_body(std::string& o, const std::vector<Stmt>& body, int indent) {
+    std::string pad(indent * 2, ' ');
+    for (const Stmt& s : body) {
+      if (auto* l = std::get_if<Loop>(&s.node)) {
+        std::string v = var_name(l->var);
+        o += fmt::format("{}for (int64_t {} = {}; {} < {}; {} += {}) {{\n", pad, v, cexpr(l->start), v, cexpr(l->stop), v,
+                         cexpr(l->step));
+        emit_body(o, l->body, indent + 1);
+        o += pad + "}\n";
+      } else if (auto* in = std::get_if<Instr>(&s.node)) {
+        emit_instr(o, *in, pad);
+      } else {
+        throw InternalError("CALL inside an InCore function");
+      }
+    }
+  }
+
+  void emit_instr(std::string& o, const Instr& in, const std::string& pad) {
+    const char* ty = "float";
+    auto op_struct = [](Opcode op) -> const char* {
+      switch (op) {
+        case Opcode::TADD: case Opcode::TROWEXPANDADD: case Opcode::TCOLEXPANDADD: case Opcode::TROWSUM:
+        case Opcode::TCOLSUM: return "pto::OpAdd";
+        case Opcode::TSUB: case Opcode::TROWEXPANDSUB: case Opcode::TCOLEXPANDSUB: return "pto::OpSub";
+        case Opcode::TMUL: case Opcode::TROWEXPANDMUL: case Opcode::TCOLEXPANDMUL: return "pto::OpMul";
+        case Opcode::TDIV: case Opcode::TROWEXPANDDIV: case Opcode::TCOLEXPANDDIV: return "pto::OpDiv";
+        default: return "pto::OpMax";
+      }
+    };
+    std::string comment = fmt::format("  // {}", opcode_name(in.op));
+    switch (in.op) {
+      case Opcode::TLOAD: {
+        const TileDecl& t = tile(in.dst);
+        o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, cexprs(in.valid), comment);
+        o += fmt::format("{}  pto::tload<{}, {}>({}, {}, {}_shape, {}, {}, valid); }}\n", pad, ty, t.shape.back(), t.name,
+                         t.shape.size(), t.name, address(in), mem_stride_.at(in.memref));
+        return;
+      }
+      case Opcode::TSTORE: {
+        const TileDecl& t = tile(in.srcs[0]);
+        o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, cexprs(in.valid), comment);
+        o += fmt::format("{}  pto::tstore<{}, {}>({}, {}, valid, {}, {}_shape, {}); }}\n", pad, ty, t.shape.back(),
+                         address(in), mem_stride_.at(in.memref), t.shape.size(), t.name, t.name);
+        return;
+      }
+      case Opcode::TFILL: {
+        const TileDecl& t = tile(in.dst);
+        std::string v = std::isinf(in.scalar) ? (in.scalar < 0 ? "-INFINITY" : "INFINITY") : fmt::format("static_cast<float>({:.17g})", in.scalar);
+        o += fmt::format("{}pto::tfill<{}, {}>({}, {});{}\n", pad, ty, numel(t.shape), t.name, v, comment);
+        return;
+      }
+      case Opcode::TRESHAPE: {
+        const TileDecl& t = tile(in.dst);
+        o += fmt::format("{}pto::tcopy<{}, {}>({}, {});{}\n", pad, ty, numel(t.shape), t.name, tile(in.srcs[0]).name,
+                         comment);
+        return;
+      }
+      case Opcode::TEXPAND: {
+        const TileDecl& t = tile(in.dst);
+        const TileDecl& s = tile(in.srcs[0]);
+        o += fmt::format("{}pto::texpand<{}>({}, {}, {}_shape, {}, {}_shape);{}\n", pad, ty, t.name, t.shape.size(), t.name,
+                         s.name, s.name, comment);
+        return;
+      }
+      case Opcode::TEXP: {
+        const TileDecl& t = tile(in.dst);
+        o += fmt::format("{}pto::texp<{}, {}>({}, {});{}\n", pad, ty, numel(t.shape), t.name, tile(in.srcs[0]).name,
+                         comment);
+        return;
+      }
+      case Opcode::TADD: case Opcode::TSUB: case Opcode::TMUL: case Opcode::TDIV: case Opcode::TMAX: {
+        const TileDecl& t = tile(in.dst);
+        o += fmt::format("{}pto::tbinary<{}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ty, numel(t.shape), t.name,
+                         tile(in.srcs[0]).name, tile(in.srcs[1]).name, comment);
+        return;
+      }
+      case Opcode::TROWEXPANDADD: case Opcode::TROWEXPANDSUB: case Opcode::TROWEXPANDMUL: case Opcode::TROWEXPANDDIV:
+      case Opcode::TROWEXPANDMAX: {
+        const TileDecl& t = tile(in.dst);
+        o += fmt::format("{}pto::trowexpand<{}, {}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ty,
+                         numel(t.shape) / t.shape.back(), t.shape.back(), t.name, tile(in.srcs[0]).name,
+                         tile(in.srcs[1]).name, comment);
+        return;
+      }
+      case Opcode::TCOLEXPANDADD: case Opcode::TCOLEXPANDSUB: case Opcode::TCOLEXPANDMUL: case Opcode::TCOLEXPANDDIV:
+      case Opcode::TCOLEXPANDMAX: {
+        const TileDecl& t = tile(in.dst);
+        o += fmt::format("{}pto::tcolexpand<{}, {}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ty, t.shape[0],
+                         numel(t.shape) / t.shape[0], t.name, tile(in.srcs[0]).name, tile(in.srcs[1]).name, comment);
+        return;
+      }
+      case Opcode::TROWSUM: case Opcode::TROWMAX: {
+        const TileDecl& s = tile(in.srcs[0]);
+        std::string init = in.op == Opcode::TROWSUM ? "0.0f" : "-INFINITY";
+        o += fmt::format("{}pto::trowreduce<{}, {}, {}, {}>({}, {}, {}, {});{}\n", pad, op_struct(in.op), ty,
+                         numel(s.shape) / s.shape.back(), s.shape.back(), tile(in.dst).name, s.name,
+                         cexpr(in.valid.back()), init, comment);
+        return;
+      }
+      case Opcode::TCOLSUM: case Opcode::TCOLMAX: {
+        const TileDecl& s = tile(in.srcs[0]);
+        std::string init = in.op == Opcode::TCOLSUM ? "0.0f" : "-INFINITY";
+        o += fmt::format("{}pto::tcolreduce<{}, {}, {}, {}>({}, {}, {}, {});{}\n", pad, op_struct(in.op), ty, s.shape[0],
+                         numel(s.shape) / s.shape[0], tile(in.dst).name, s.name, cexpr(in.valid.front()), init, comment);
+        return;
+      }
+    }
+    throw InternalError(fmt::format("no C++ lowering for {}", opcode_name(in.op)));
+  }
+
+  const InCoreFunction& f_;
+  const std::vector<MemRef>& memrefs_;
+  std::map<int, std::string> mem_ptr_, mem_stride_;
+};
+
+/// Emits the orchestration entry point.
+class OrchestrationEmitter {
+ public:
+  explicit OrchestrationEmitter(const ExecutionGraph& g) : g_(g) {}
+
+  std::string emit() {
+    std::string o = fmt::format(
+        "// Orchestration @{}\nextern \"C\" int32_t {}(const pypto_runtime_api* api, const pypto_tensor* tensors, "
+        "int32_t ntensors, const int64_t* scalars, int32_t nscalars) {{\n",
+        g_.name, kEntrySymbol);
+    size_t nt = g_.params.size() + g_.outputs.size();
+    o += fmt::format("  if (ntensors != {} || nscalars != {}) return 2;\n", nt, g_.dyn_dims.size());
+    o += "  void* rt = api->rt;\n";
+    for (size_t i = 0; i < g_.dyn_dims.size(); ++i)
+      o += fmt::format("  const int64_t {} = scalars[{}];\n", var_name(g_.dyn_dims[i]), i);
+    size_t ti = 0;
+    for (int id : g_.params) o += fmt::format("  const pypto_tensor& m{} = tensors[{}];  // %{}\n", id, ti++, g_.memrefs[id].name);
+    for (int id : g_.outputs) o += fmt::format("  const pypto_tensor& m{} = tensors[{}];  // %{}\n", id, ti++, g_.memrefs[id].name);
+    for (const MemRef& m : g_.memrefs) {
+      if (m.kind != MemKind::Workspace || !used(m.id)) continue;
+      check_dtype(m.dtype, "workspace " + m.name);
+      o += fmt::format("  const int64_t m{}_shape[] = {{{}}};\n", m.id, cexprs(m.shape));
+      o += fmt::format("  const pypto_tensor m{} = pto::make_workspace(api, {}, m{}_shape, {});  // %{}\n", m.id,
+                       m.shape.size(), m.id, dtype_size(m.dtype), m.name);
+    }
+    emit_body(o, g_.orchestration, 1);
+    o += "  return api->failed(rt) ? 1 : 0;\n}\n\n";
+    o += fmt::format("extern \"C\" int32_t {}(void) {{ return PYPTO_ABI_VERSION; }}\n", kAbiSymbol);
+    return o;
+  }
+
+ private:
+  bool used(int id) const {
+    bool u = false;
+    std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
+      for (const Stmt& s : body) {
+        if (auto* l = std::get_if<Loop>(&s.node)) walk(l->body);
+        else if (auto* c = std::get_if<Call>(&s.node))
+          for (const CallArg& a : c->args) u |= a.memref == id;
+      }
+    };
+    walk(g_.orchestration);
+    return u;
+  }
+
+  void emit_body(std::string& o, const std::vector<Stmt>& body, int indent) {
+    std::string pad(indent * 2, ' ');
+    for (const Stmt& s : body) {
+      if (auto* l = std::get_if<Loop>(&s.node)) {
+        std::string v = var_name(l->var);
+        o += fmt::format("{}for (int64_t {} = {}; {} < {}; {} += {}) {{\n", pad, v, cexpr(l->start), v, cexpr(l->stop), v,
+                         cexpr(l->step));
+        emit_body(o, l->body, indent + 1);
+        o += pad + "}\n";
+      } else if (auto* c = std::get_if<Call>(&s.node)) {
+        emit_call(o, *c, pad);
+      } else {
+        throw InternalError("tile instruction in the orchestration");
+      }
+    }
+  }
+
+  void emit_call(std::string& o, const Call& c, const std::string& pad) {
+    const InCoreFunction& f = g_.functions.at(c.callee);
+    o += fmt::format("{}{{\n", pad);
+    o += fmt::format("{}  if (api->failed(rt)) return 1;\n", pad);
+    o += fmt::format("{}  const int64_t task = api->task_alloc(rt, \"{}\", &k_{}, {});\n", pad, f.name, f.name,
+                     f.buffer_bytes);
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      const CallArg& a = c.args[i];
+      o += fmt::format("{}  {{ const int64_t off[] = {{{}}}; const int64_t ext[] = {{{}}};\n", pad, cexprs(a.offsets),
+                       cexprs(a.extents));
+      o += fmt::format("{}    const pypto_region r = pto::make_region(m{}, off, ext); api->task_add_{}(rt, task, &r); }}\n",
+                       pad, a.memref, f.params[i].is_output ? "output" : "input");
+    }
+    for (const Expr& s : c.scalars) o += fmt::format("{}  api->task_add_scalar(rt, task, {});\n", pad, cexpr(s));
+    o += fmt::format("{}  api->task_submit(rt, task);\n{}}}\n", pad, pad);
+  }
+
+  const ExecutionGraph& g_;
+};
+
+}  // namespace
+
+std::string emit_cpp(const ExecutionGraph& g) {
+  std::string o = fmt::format("// Generated by pypto from function '{}'. Do not edit.\n", g.name);
+  o += kAbiHeaderText;
+  o += "\n";
+  o += kTileOpsHeaderText;
+  o += "\n";
+  for (const InCoreFunction& f : g.functions) o += KernelEmitter(f, g.memrefs).emit();
+  o += OrchestrationEmitter(g).emit();
+  return o;
+}
+
+}  // namespace pypto::codegen

@@ -1,0 +1,21 @@
+/// C++ source for an Execution Graph: one kernel per InCore function and the
+/// orchestration entry point `pypto_orchestrate` (see runtime/pypto_abi.h).
+#pragma once
+
+#include <string>
+
+#include "ir/program.h"
+
+namespace pypto::codegen {
+
+/// The whole self-contained source file of a program.
+std::string emit_cpp(const ExecutionGraph& g);
+/// Name of the orchestration symbol every generated library exports.
+inline constexpr const char* kEntrySymbol = "pypto_orchestrate";
+/// Name of the ABI-version symbol every generated library exports.
+inline constexpr const char* kAbiSymbol = "pypto_abi_version";
+/// Text of csrc/runtime/pypto_abi.h and csrc/codegen/tile_ops.h (embedded at build time).
+extern const char* const kAbiHeaderText;
+extern const char* const kTileOpsHeaderText;
+
+}  // namespace pypto::codegen

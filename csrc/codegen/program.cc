@@ -1,0 +1,114 @@
+#include "codegen/program.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+
+#include "codegen/cpp_emitter.h"
+#include "ir/errors.h"
+#include "ir/printer.h"
+
+namespace pypto::codegen {
+
+const std::vector<std::string>& dump_stages() {
+  static const std::vector<std::string> s = {"tensor", "tile", "block", "execution", "pto", "cpp", "passes"};
+  return s;
+}
+
+namespace {
+std::string header(const std::string& title) {
+  std::string bar(72, '=');
+  return fmt::format("{}\n== {}\n{}\n", bar, title, bar);
+}
+}  // namespace
+
+std::string CompiledProgram::dump(const std::string& stage) const {
+  auto one = [&](const std::string& s) -> std::string {
+    if (s == "tensor") return print(ir.tensor);
+    if (s == "tile") return print(ir.tile);
+    if (s == "block") return print(ir.block);
+    if (s == "execution") return print(ir.execution);
+    if (s == "pto") return pto;
+    if (s == "cpp") return cpp;
+    if (s == "passes") {
+      std::string out;
+      for (const PassRecord& p : ir.passes) {
+        std::string state = p.skipped ? "skipped (disabled)" : (p.changed ? "changed" : "unchanged");
+        out += fmt::format("-- pass {} ({:.3f} ms, {})\n", p.name, p.seconds * 1e3, state);
+        out += p.ir;
+      }
+      return out;
+    }
+    throw UserError(fmt::format("dump: unknown stage '{}' (expected one of: {})", s, fmt::join(dump_stages(), ", ")));
+  };
+  if (!stage.empty()) return one(stage);
+  static const std::vector<std::pair<std::string, std::string>> titles = {
+      {"tensor", "Tensor Graph"}, {"tile", "Tile Graph"}, {"block", "Block Graph"},
+      {"execution", "Execution Graph"}, {"pto", "PTO assembly (.pto)"}, {"cpp", "Generated C++"}};
+  std::string out;
+  for (const auto& [s, title] : titles) out += header(title) + one(s) + "\n";
+  return out;
+}
+
+std::vector<std::vector<int64_t>> CompiledProgram::output_shapes(const std::vector<int64_t>& dyn) const {
+  const auto& names = ir.tensor.dyn_dims;
+  if (dyn.size() != names.size())
+    throw InternalError(fmt::format("output_shapes: {} symbolic dims given, {} expected", dyn.size(), names.size()));
+  auto env = [&](const std::string& n) -> int64_t {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == n) return dyn[i];
+    throw InternalError("unbound symbolic dim " + n);
+  };
+  std::vector<std::vector<int64_t>> out;
+  for (int id : ir.tensor.outputs) {
+    std::vector<int64_t> s;
+    for (const Expr& d : ir.tensor.value(id).shape) s.push_back(d.eval(env));
+    out.push_back(s);
+  }
+  return out;
+}
+
+int64_t CompiledProgram::count_tasks(const std::vector<int64_t>& dyn) const {
+  const auto& names = ir.tensor.dyn_dims;
+  std::map<std::string, int64_t> env;
+  for (size_t i = 0; i < names.size() && i < dyn.size(); ++i) env[names[i]] = dyn[i];
+  auto lookup = [&](const std::string& n) -> int64_t {
+    auto it = env.find(n);
+    if (it == env.end()) throw InternalError("unbound variable " + n);
+    return it->second;
+  };
+  std::function<int64_t(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) -> int64_t {
+    int64_t n = 0;
+    for (const Stmt& s : body) {
+      if (std::holds_alternative<Call>(s.node)) {
+        ++n;
+      } else if (auto* l = std::get_if<Loop>(&s.node)) {
+        int64_t start = l->start.eval(lookup), stop = l->stop.eval(lookup), step = l->step.eval(lookup);
+        for (int64_t i = start; i < stop; i += step) {
+          env[l->var] = i;
+          n += walk(l->body);
+        }
+        env.erase(l->var);
+      }
+    }
+    return n;
+  };
+  return walk(ir.execution.orchestration);
+}
+
+std::shared_ptr<CompiledProgram> compile_program(const TensorGraph& g, const PassOptions& opts) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto p = std::make_shared<CompiledProgram>();
+  p->ir = run_pipeline(g, opts);
+  p->pto = print_pto(p->ir.execution);
+  p->cpp = emit_cpp(p->ir.execution);
+  p->pass_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  p->build = build_library(p->cpp, g.name);
+  p->entry = reinterpret_cast<pypto_orchestration_fn>(library_symbol(p->build.handle, kEntrySymbol, p->build.library));
+  p->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return p;
+}
+
+}  // namespace pypto::codegen

@@ -1,0 +1,40 @@
+/// A compiled program: every IR level, the generated texts and the loaded
+/// library. This is the one codegen file that drives the pass pipeline.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/toolchain.h"
+#include "passes/pipeline.h"
+#include "runtime/pypto_abi.h"
+
+namespace pypto::codegen {
+
+struct CompiledProgram {
+  PipelineResult ir;
+  std::string pto;
+  std::string cpp;
+  BuildResult build;
+  pypto_orchestration_fn entry = nullptr;
+  double pass_seconds = 0.0;     ///< passes + codegen
+  double compile_seconds = 0.0;  ///< passes + codegen + host compiler
+
+  /// The dump of one stage ("tensor", "tile", "block", "execution", "pto",
+  /// "cpp", "passes") or, for "", all of them under headers.
+  std::string dump(const std::string& stage) const;
+  /// Shapes of the outputs for given values of the symbolic dims.
+  std::vector<std::vector<int64_t>> output_shapes(const std::vector<int64_t>& dyn) const;
+  /// Number of tasks the orchestration submits for given symbolic dims.
+  int64_t count_tasks(const std::vector<int64_t>& dyn) const;
+  /// Number of InCore functions.
+  int incore_functions() const { return static_cast<int>(ir.execution.functions.size()); }
+};
+
+/// Lowers, generates and builds (or loads from the disk cache) a Tensor Graph.
+std::shared_ptr<CompiledProgram> compile_program(const TensorGraph& g, const PassOptions& opts);
+/// The stages `dump` accepts.
+const std::vector<std::string>& dump_stages();
+
+}  // namespace pypto::codegen

@@ -1,0 +1,35 @@
+/// The host compiler and the on-disk kernel cache.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace pypto::codegen {
+
+/// A built (or found) shared library of generated code.
+struct BuildResult {
+  std::string key;          ///< cache key (hex SHA-256)
+  std::string library;      ///< path of the .so
+  std::string source_path;  ///< path of the kept generated source
+  std::string cache;        ///< "disk" (found) or "compiled"
+  double compile_seconds = 0.0;  ///< time in the host compiler (0 on a hit)
+  void* handle = nullptr;   ///< dlopen handle, never closed
+};
+
+/// The compiler argument vector: `$CXX` (split on spaces) or the first of
+/// c++, g++, clang++ on PATH; throws CompileError if none is found.
+std::vector<std::string> compiler_command();
+/// Flags pypto compiles generated code with (before -o and the source).
+std::vector<std::string> compiler_flags();
+/// Cache directory: `$PYPTO_CACHE_DIR`, else ~/.cache/pypto.
+std::string cache_dir();
+/// Builds `source` into a shared library, or loads it from the disk cache.
+/// The key covers the source, the full command line, the compiler's identity
+/// (path, size, mtime: no process is started on a hit), the CPU's features
+/// and the pypto version. Entries are written under temporary names and
+/// renamed; a damaged entry is rebuilt. `kernel` names the program in errors.
+BuildResult build_library(const std::string& source, const std::string& kernel);
+/// Looks up a symbol of a loaded library; throws CompileError if absent.
+void* library_symbol(void* handle, const char* name, const std::string& library);
+
+}  // namespace pypto::codegen

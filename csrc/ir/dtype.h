@@ -1,0 +1,23 @@
+/// Element types of tensors and tiles.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pypto {
+
+/// Element type; the order is part of the Python API (pypto.DataType values).
+enum class DataType : uint8_t { FP32, FP16, BF16, DOUBLE, INT8, INT16, INT32, INT64, UINT8, BOOL };
+
+/// Bytes per element.
+int dtype_size(DataType dt);
+/// Python-facing name, e.g. "DT_FP32".
+std::string dtype_name(DataType dt);
+/// Short name used in .pto types, e.g. "f32".
+std::string dtype_pto_name(DataType dt);
+/// C++ element type used for storage in generated code.
+std::string dtype_cpp_type(DataType dt);
+/// True for the floating-point types.
+bool dtype_is_float(DataType dt);
+
+}  // namespace pypto

@@ -1,0 +1,212 @@
+#include "ir/expr.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ir/errors.h"
+
+namespace pypto {
+
+struct Expr::Node {
+  Kind kind;
+  int64_t value = 0;
+  std::string name;
+  std::shared_ptr<const Node> a, b;
+};
+
+namespace {
+int64_t floordiv_i(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+int64_t mod_i(int64_t a, int64_t b) { return a - floordiv_i(a, b) * b; }
+}  // namespace
+
+Expr::Expr(int64_t value) {
+  auto n = std::make_shared<Node>();
+  n->kind = Kind::Const;
+  n->value = value;
+  node_ = std::move(n);
+}
+
+Expr::Expr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+
+Expr Expr::var(const std::string& name) {
+  auto n = std::make_shared<Node>();
+  n->kind = Kind::Var;
+  n->name = name;
+  return Expr(std::shared_ptr<const Node>(std::move(n)));
+}
+
+Expr::Kind Expr::kind() const { return node_->kind; }
+
+int64_t Expr::value() const {
+  if (node_->kind != Kind::Const) throw InternalError("Expr::value on a non-constant " + str());
+  return node_->value;
+}
+
+std::optional<int64_t> Expr::as_const() const {
+  if (node_->kind == Kind::Const) return node_->value;
+  return std::nullopt;
+}
+
+const std::string& Expr::name() const {
+  if (node_->kind != Kind::Var) throw InternalError("Expr::name on a non-variable " + str());
+  return node_->name;
+}
+
+Expr Expr::lhs() const {
+  if (!node_->a) throw InternalError("Expr::lhs on a leaf " + str());
+  return Expr(node_->a);
+}
+
+Expr Expr::rhs() const {
+  if (!node_->b) throw InternalError("Expr::rhs on a leaf " + str());
+  return Expr(node_->b);
+}
+
+Expr Expr::make(Kind kind, Expr a, Expr b) {
+  auto ca = a.as_const(), cb = b.as_const();
+  if (ca && cb) {
+    switch (kind) {
+      case Kind::Add: return Expr(*ca + *cb);
+      case Kind::Sub: return Expr(*ca - *cb);
+      case Kind::Mul: return Expr(*ca * *cb);
+      case Kind::FloorDiv:
+        if (*cb == 0) throw UserError("division by zero in a symbolic expression");
+        return Expr(floordiv_i(*ca, *cb));
+      case Kind::Mod:
+        if (*cb == 0) throw UserError("modulo by zero in a symbolic expression");
+        return Expr(mod_i(*ca, *cb));
+      case Kind::Min: return Expr(std::min(*ca, *cb));
+      case Kind::Max: return Expr(std::max(*ca, *cb));
+      default: break;
+    }
+  }
+  switch (kind) {
+    case Kind::Add:
+      if (ca && *ca == 0) return b;
+      if (cb && *cb == 0) return a;
+      break;
+    case Kind::Sub:
+      if (cb && *cb == 0) return a;
+      if (a.equals(b)) return Expr(0);
+      break;
+    case Kind::Mul:
+      if ((ca && *ca == 0) || (cb && *cb == 0)) return Expr(0);
+      if (ca && *ca == 1) return b;
+      if (cb && *cb == 1) return a;
+      break;
+    case Kind::FloorDiv:
+      if (cb && *cb == 1) return a;
+      break;
+    case Kind::Mod:
+      if (cb && *cb == 1) return Expr(0);
+      break;
+    case Kind::Min:
+    case Kind::Max:
+      if (a.equals(b)) return a;
+      break;
+    default: break;
+  }
+  auto n = std::make_shared<Node>();
+  n->kind = kind;
+  n->a = a.node_;
+  n->b = b.node_;
+  return Expr(std::shared_ptr<const Node>(std::move(n)));
+}
+
+Expr operator+(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Add, a, b); }
+Expr operator-(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Sub, a, b); }
+Expr operator*(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Mul, a, b); }
+Expr floordiv(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::FloorDiv, a, b); }
+Expr mod(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Mod, a, b); }
+Expr min(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Min, a, b); }
+Expr max(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Max, a, b); }
+Expr ceildiv(const Expr& a, const Expr& b) { return floordiv(a + b - Expr(1), b); }
+
+bool Expr::equals(const Expr& other) const {
+  const Node* x = node_.get();
+  const Node* y = other.node_.get();
+  if (x == y) return true;
+  if (x->kind != y->kind) return false;
+  switch (x->kind) {
+    case Kind::Const: return x->value == y->value;
+    case Kind::Var: return x->name == y->name;
+    default: return Expr(x->a).equals(Expr(y->a)) && Expr(x->b).equals(Expr(y->b));
+  }
+}
+
+bool Expr::uses(const std::string& name) const {
+  switch (node_->kind) {
+    case Kind::Const: return false;
+    case Kind::Var: return node_->name == name;
+    default: return Expr(node_->a).uses(name) || Expr(node_->b).uses(name);
+  }
+}
+
+Expr Expr::substitute(const std::map<std::string, Expr>& env) const {
+  switch (node_->kind) {
+    case Kind::Const: return *this;
+    case Kind::Var: {
+      auto it = env.find(node_->name);
+      return it == env.end() ? *this : it->second;
+    }
+    default: return make(node_->kind, Expr(node_->a).substitute(env), Expr(node_->b).substitute(env));
+  }
+}
+
+int64_t Expr::eval(const std::function<int64_t(const std::string&)>& env) const {
+  switch (node_->kind) {
+    case Kind::Const: return node_->value;
+    case Kind::Var: return env(node_->name);
+    default: {
+      Expr r = make(node_->kind, Expr(Expr(node_->a).eval(env)), Expr(Expr(node_->b).eval(env)));
+      return r.value();
+    }
+  }
+}
+
+namespace {
+const char* infix(Expr::Kind k) {
+  switch (k) {
+    case Expr::Kind::Add: return " + ";
+    case Expr::Kind::Sub: return " - ";
+    case Expr::Kind::Mul: return " * ";
+    case Expr::Kind::FloorDiv: return " // ";
+    case Expr::Kind::Mod: return " % ";
+    default: return nullptr;
+  }
+}
+}  // namespace
+
+std::string Expr::str() const {
+  switch (node_->kind) {
+    case Kind::Const: return std::to_string(node_->value);
+    case Kind::Var: return node_->name;
+    case Kind::Min: return fmt::format("min({}, {})", Expr(node_->a).str(), Expr(node_->b).str());
+    case Kind::Max: return fmt::format("max({}, {})", Expr(node_->a).str(), Expr(node_->b).str());
+    default: return fmt::format("({}{}{})", Expr(node_->a).str(), infix(node_->kind), Expr(node_->b).str());
+  }
+}
+
+std::string Expr::cpp(const std::function<std::string(const std::string&)>& name_of) const {
+  auto A = [&] { return Expr(node_->a).cpp(name_of); };
+  auto B = [&] { return Expr(node_->b).cpp(name_of); };
+  switch (node_->kind) {
+    case Kind::Const: return fmt::format("INT64_C({})", node_->value);
+    case Kind::Var: return name_of(node_->name);
+    case Kind::Add: return fmt::format("({} + {})", A(), B());
+    case Kind::Sub: return fmt::format("({} - {})", A(), B());
+    case Kind::Mul: return fmt::format("({} * {})", A(), B());
+    case Kind::FloorDiv: return fmt::format("pto::floordiv({}, {})", A(), B());
+    case Kind::Mod: return fmt::format("pto::floormod({}, {})", A(), B());
+    case Kind::Min: return fmt::format("pto::imin({}, {})", A(), B());
+    case Kind::Max: return fmt::format("pto::imax({}, {})", A(), B());
+  }
+  throw InternalError("unknown Expr kind");
+}
+
+}  // namespace pypto

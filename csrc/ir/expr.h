@@ -1,0 +1,72 @@
+/// Symbolic integer expressions: shapes with dynamic dims, loop bounds, tile
+/// offsets and valid (tail) extents at every graph level.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace pypto {
+
+/// An immutable integer expression over named variables (value semantics).
+class Expr {
+ public:
+  enum class Kind { Const, Var, Add, Sub, Mul, FloorDiv, Mod, Min, Max };
+
+  /// A constant.
+  Expr(int64_t value = 0);  // NOLINT(google-explicit-constructor): constants read naturally.
+  /// A named variable (loop index, block index or symbolic dim).
+  static Expr var(const std::string& name);
+
+  Kind kind() const;
+  bool is_const() const { return kind() == Kind::Const; }
+  bool is_var() const { return kind() == Kind::Var; }
+  /// The value of a constant; throws InternalError otherwise.
+  int64_t value() const;
+  /// The constant value, if this is a constant.
+  std::optional<int64_t> as_const() const;
+  /// The name of a variable.
+  const std::string& name() const;
+  Expr lhs() const;
+  Expr rhs() const;
+
+  /// Structural equality (after the simplifications the constructors apply).
+  bool equals(const Expr& other) const;
+  /// True if `name` occurs in the expression.
+  bool uses(const std::string& name) const;
+  /// Replaces variables by expressions.
+  Expr substitute(const std::map<std::string, Expr>& env) const;
+  /// Evaluates with variable values from `env`; throws InternalError on an unbound variable.
+  int64_t eval(const std::function<int64_t(const std::string&)>& env) const;
+  /// Printed form, e.g. "min(32, (64 - (g0 * 32)))".
+  std::string str() const;
+  /// Writes the expression in C++ syntax, mapping variable names through `name_of`.
+  std::string cpp(const std::function<std::string(const std::string&)>& name_of) const;
+
+  friend Expr operator+(const Expr& a, const Expr& b);
+  friend Expr operator-(const Expr& a, const Expr& b);
+  friend Expr operator*(const Expr& a, const Expr& b);
+
+ private:
+  struct Node;
+  explicit Expr(std::shared_ptr<const Node> node);
+  static Expr make(Kind kind, Expr a, Expr b);
+  std::shared_ptr<const Node> node_;
+
+  friend Expr floordiv(const Expr& a, const Expr& b);
+  friend Expr mod(const Expr& a, const Expr& b);
+  friend Expr min(const Expr& a, const Expr& b);
+  friend Expr max(const Expr& a, const Expr& b);
+};
+
+Expr floordiv(const Expr& a, const Expr& b);
+Expr mod(const Expr& a, const Expr& b);
+Expr min(const Expr& a, const Expr& b);
+Expr max(const Expr& a, const Expr& b);
+/// ceil(a / b) for positive b.
+Expr ceildiv(const Expr& a, const Expr& b);
+
+}  // namespace pypto

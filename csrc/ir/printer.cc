@@ -1,0 +1,292 @@
+#include "ir/printer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "ir/errors.h"
+
+namespace pypto {
+
+namespace {
+
+std::string exprs(const std::vector<Expr>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i].str();
+  return s;
+}
+
+std::string dims_x(const std::vector<Expr>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + shape[i].str();
+  return s;
+}
+
+std::string scalar_str(double v) {
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  return fmt::format("{}", v);
+}
+
+/// Resolves ids to names while printing statements.
+struct Names {
+  const std::vector<MemRef>* memrefs = nullptr;
+  const std::vector<TileDecl>* tiles = nullptr;
+  const std::vector<InCoreFunction>* functions = nullptr;
+  /// Optional: memref id -> the name it has inside an InCore function.
+  std::function<std::string(int)> memref_name;
+
+  std::string memref(int id) const {
+    if (memref_name) return memref_name(id);
+    if (!memrefs || id < 0 || id >= static_cast<int>(memrefs->size())) return fmt::format("<memref {}>", id);
+    return (*memrefs)[id].name;
+  }
+  const TileDecl* tile(int id) const {
+    if (!tiles) return nullptr;
+    for (const auto& t : *tiles)
+      if (t.id == id) return &t;
+    return nullptr;
+  }
+  std::string tile_name(int id) const {
+    const TileDecl* t = tile(id);
+    return t ? t->name : fmt::format("<tile {}>", id);
+  }
+};
+
+void print_stmts(std::string& out, const std::vector<Stmt>& stmts, const Names& n, int indent);
+
+void print_instr(std::string& out, const Instr& in, const Names& n, const std::string& pad) {
+  const TileDecl* dst = n.tile(in.dst);
+  std::string type = dst ? tile_type(*dst) : "";
+  std::string valid = in.valid.empty() ? "" : fmt::format(" valid [{}]", exprs(in.valid));
+  switch (in.op) {
+    case Opcode::TLOAD:
+      out += fmt::format("{}%{} = tload %{}[{}]{} : {}\n", pad, n.tile_name(in.dst), n.memref(in.memref),
+                         exprs(in.offsets), valid, type);
+      return;
+    case Opcode::TSTORE:
+      out += fmt::format("{}tstore %{}, %{}[{}]{}\n", pad, n.tile_name(in.srcs.at(0)), n.memref(in.memref),
+                         exprs(in.offsets), valid);
+      return;
+    case Opcode::TFILL:
+      out += fmt::format("{}%{} = tfill {} : {}\n", pad, n.tile_name(in.dst), scalar_str(in.scalar), type);
+      return;
+    default: {
+      std::string srcs;
+      for (size_t i = 0; i < in.srcs.size(); ++i) srcs += (i ? ", %" : "%") + n.tile_name(in.srcs[i]);
+      out += fmt::format("{}%{} = {} {}{} : {}\n", pad, n.tile_name(in.dst), opcode_name(in.op), srcs, valid, type);
+    }
+  }
+}
+
+void print_call(std::string& out, const Call& c, const Names& n, const std::string& pad) {
+  const InCoreFunction* f =
+      (n.functions && c.callee >= 0 && c.callee < static_cast<int>(n.functions->size())) ? &(*n.functions)[c.callee]
+                                                                                         : nullptr;
+  std::string args;
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    const CallArg& a = c.args[i];
+    std::string pname = f && i < f->params.size() ? f->params[i].name : fmt::format("arg{}", i);
+    args += fmt::format("{}%{} -> %{}[{}; {}]", i ? ", " : "", pname, n.memref(a.memref), exprs(a.offsets),
+                        exprs(a.extents));
+  }
+  for (size_t i = 0; i < c.scalars.size(); ++i) {
+    std::string pname = f && i < f->scalar_params.size() ? f->scalar_params[i] : fmt::format("s{}", i);
+    args += fmt::format("{}%{} -> {}", args.empty() ? "" : ", ", pname, c.scalars[i].str());
+  }
+  out += fmt::format("{}CALL @{}({})\n", pad, f ? f->name : fmt::format("<function {}>", c.callee), args);
+}
+
+void print_loop(std::string& out, const Loop& l, const Names& n, int indent) {
+  std::string pad(indent * 2, ' ');
+  std::string note = l.parallel ? fmt::format("  // parallel dim={} tile={}", l.dim, l.tile) : "";
+  out += fmt::format("{}FOR %{}:idx, {}:idx, {}:idx, {}:idx{}\n", pad, l.var, l.start.str(), l.stop.str(),
+                     l.step.str(), note);
+  print_stmts(out, l.body, n, indent + 1);
+  out += pad + "ENDFOR\n";
+}
+
+void print_stmts(std::string& out, const std::vector<Stmt>& stmts, const Names& n, int indent) {
+  std::string pad(indent * 2, ' ');
+  for (const Stmt& s : stmts) {
+    if (auto* in = std::get_if<Instr>(&s.node)) print_instr(out, *in, n, pad);
+    else if (auto* l = std::get_if<Loop>(&s.node)) print_loop(out, *l, n, indent);
+    else print_call(out, std::get<Call>(s.node), n, pad);
+  }
+}
+
+/// Lists memrefs; a local buffer is listed only while some function owns it.
+void print_memrefs(std::string& out, const std::vector<MemRef>& memrefs,
+                   const std::vector<InCoreFunction>* functions = nullptr) {
+  for (const MemRef& m : memrefs) {
+    if (m.kind == MemKind::Local && functions) {
+      bool owned = false;
+      for (const auto& f : *functions)
+        owned |= std::find(f.locals.begin(), f.locals.end(), m.id) != f.locals.end();
+      if (!owned) continue;
+    }
+    out += fmt::format("  %{} : {}  // {}\n", m.name, memref_type(m), memkind_name(m.kind));
+  }
+}
+
+std::string id_list(const std::vector<MemRef>& memrefs, const std::vector<int>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", %" : "%") + memrefs.at(ids[i]).name;
+  return s;
+}
+
+/// An InCore function in .pto syntax; `globals` names the caller's memrefs.
+void print_function(std::string& out, const InCoreFunction& f, const std::vector<MemRef>& memrefs) {
+  out += "// Function Type: InCore\n";
+  out += fmt::format("// Buffer bytes: {}\n", f.buffer_bytes);
+  if (!f.fused_ops.empty()) {
+    std::string ops;
+    for (size_t i = 0; i < f.fused_ops.size(); ++i) ops += (i ? ", " : "") + f.fused_ops[i];
+    out += fmt::format("// Fused: {}\n", ops);
+  }
+  std::string params;
+  for (const RegionParam& p : f.params) {
+    params += fmt::format("{}%{}: !pto.memref<gm,{},{}>{}", params.empty() ? "" : ", ", p.name,
+                          dims_x(p.max_extents), dtype_pto_name(p.dtype), p.is_output ? " out" : "");
+  }
+  for (const std::string& s : f.scalar_params) params += fmt::format("{}%{}: index", params.empty() ? "" : ", ", s);
+  out += fmt::format("func @{}({}) {{\n", f.name, params);
+  for (int id : f.locals) {
+    const MemRef& m = memrefs.at(id);
+    out += fmt::format("  %{} = alloc_local : {}\n", m.name, memref_type(m));
+  }
+  for (const TileDecl& t : f.tiles) out += fmt::format("  %{} = alloc_tile : {}\n", t.name, tile_type(t));
+  Names n;
+  n.memrefs = &memrefs;
+  n.tiles = &f.tiles;
+  n.memref_name = [&](int id) {
+    for (const RegionParam& p : f.params)
+      if (p.memref == id) return p.name;
+    return id >= 0 && id < static_cast<int>(memrefs.size()) ? memrefs[id].name : fmt::format("<memref {}>", id);
+  };
+  print_stmts(out, f.body, n, 1);
+  out += "  return\n}\n";
+}
+
+}  // namespace
+
+const char* memkind_name(MemKind k) {
+  switch (k) {
+    case MemKind::Input: return "input";
+    case MemKind::Output: return "output";
+    case MemKind::Workspace: return "workspace";
+    case MemKind::Local: return "local";
+  }
+  return "?";
+}
+
+std::string tile_type(const TileDecl& t) {
+  std::string s;
+  for (size_t i = 0; i < t.shape.size(); ++i) s += fmt::format("{}{}", i ? "x" : "", t.shape[i]);
+  return fmt::format("!pto.tile<{}x{}>", s, dtype_pto_name(t.dtype));
+}
+
+std::string memref_type(const MemRef& m) {
+  return fmt::format("!pto.memref<{},{},{}>", m.kind == MemKind::Local ? "local" : "gm", dims_x(m.shape),
+                     dtype_pto_name(m.dtype));
+}
+
+std::string print(const TensorGraph& g) {
+  std::string out = fmt::format("tensor_graph @{}(", g.name);
+  for (size_t i = 0; i < g.params.size(); ++i) {
+    const TensorValue& v = g.value(g.params[i]);
+    out += fmt::format("{}%{}: {}{}", i ? ", " : "", v.name, dtype_name(v.dtype), shape_str(v.shape));
+  }
+  out += ")";
+  if (!g.dyn_dims.empty()) {
+    std::string d;
+    for (size_t i = 0; i < g.dyn_dims.size(); ++i) d += (i ? ", " : "") + g.dyn_dims[i];
+    out += fmt::format(" dyn({})", d);
+  }
+  out += " {\n";
+  for (const TensorOp& op : g.ops) {
+    const OpInfo& info = op_info(op.kind);
+    const TensorValue& o = g.value(op.output);
+    std::string ins;
+    for (size_t i = 0; i < op.inputs.size(); ++i) ins += (i ? ", %" : "%") + g.value(op.inputs[i]).name;
+    std::string attrs;
+    if (info.cls == OpClass::Reduce) attrs = fmt::format(", dim={}{}", op.dim, op.keepdim ? ", keepdim" : "");
+    std::string loc = op.loc.file.empty() ? "" : fmt::format("  @ {}", op.loc.str());
+    out += fmt::format("  %{} = {}({}{}) : {}{}  tile {}{}\n", o.name, info.name, ins, attrs, dtype_name(o.dtype),
+                       shape_str(o.shape), ints_str(op.tile_shape), loc);
+  }
+  std::string outs;
+  for (size_t i = 0; i < g.outputs.size(); ++i) outs += (i ? ", %" : "%") + g.value(g.outputs[i]).name;
+  out += fmt::format("  return {}\n}}\n", outs);
+  return out;
+}
+
+std::string print(const TileGraph& g) {
+  std::string out = fmt::format("tile_graph @{}(params {}; outputs {}) {{\n", g.name, id_list(g.memrefs, g.params),
+                                id_list(g.memrefs, g.outputs));
+  print_memrefs(out, g.memrefs);
+  for (const TileDecl& t : g.tiles) out += fmt::format("  %{} = alloc_tile : {}\n", t.name, tile_type(t));
+  Names n;
+  n.memrefs = &g.memrefs;
+  n.tiles = &g.tiles;
+  for (const TileNest& nest : g.nests) {
+    out += fmt::format("  nest @{}:\n", nest.name);
+    print_stmts(out, nest.body, n, 2);
+  }
+  return out + "}\n";
+}
+
+std::string print(const BlockGraph& g) {
+  std::string out = fmt::format("block_graph @{}(params {}; outputs {}) {{\n", g.name, id_list(g.memrefs, g.params),
+                                id_list(g.memrefs, g.outputs));
+  print_memrefs(out, g.memrefs, &g.functions);
+  for (const InCoreFunction& f : g.functions) print_function(out, f, g.memrefs);
+  Names n;
+  n.memrefs = &g.memrefs;
+  n.functions = &g.functions;
+  for (const BlockLaunch& launch : g.launches) {
+    std::string grid;
+    for (const Loop& l : launch.grid)
+      grid += fmt::format("{}%{} < {} (dim {}, tile {})", grid.empty() ? "" : ", ", l.var, l.stop.str(), l.dim, l.tile);
+    out += fmt::format("launch @{} over [{}]:\n", g.functions.at(launch.function).name, grid);
+    print_call(out, launch.call, n, "  ");
+  }
+  return out + "}\n";
+}
+
+std::string print(const ExecutionGraph& g) {
+  std::string out = fmt::format("execution_graph @{}(params {}; outputs {}) {{\n", g.name,
+                                id_list(g.memrefs, g.params), id_list(g.memrefs, g.outputs));
+  print_memrefs(out, g.memrefs, &g.functions);
+  Names n;
+  n.memrefs = &g.memrefs;
+  n.functions = &g.functions;
+  print_stmts(out, g.orchestration, n, 1);
+  return out + "}\n";
+}
+
+std::string print_pto(const ExecutionGraph& g) {
+  std::string out = fmt::format("// PTO Module: {}\n// Entry: @{}\n\n", g.name, g.name);
+  for (const InCoreFunction& f : g.functions) {
+    print_function(out, f, g.memrefs);
+    out += "\n";
+  }
+  out += "// Function Type: Orchestration\n";
+  std::string params;
+  for (int id : g.params) params += fmt::format("{}%{}: {}", params.empty() ? "" : ", ", g.memrefs[id].name,
+                                                memref_type(g.memrefs[id]));
+  for (int id : g.outputs) params += fmt::format("{}%{}: {} out", params.empty() ? "" : ", ", g.memrefs[id].name,
+                                                 memref_type(g.memrefs[id]));
+  out += fmt::format("func @{}({}) {{\n", g.name, params);
+  for (const std::string& d : g.dyn_dims) out += fmt::format("  %{} = alloc_scalar : i64\n", d);
+  for (const MemRef& m : g.memrefs)
+    if (m.kind == MemKind::Workspace) out += fmt::format("  %{} = alloc_workspace : {}\n", m.name, memref_type(m));
+  Names n;
+  n.memrefs = &g.memrefs;
+  n.functions = &g.functions;
+  print_stmts(out, g.orchestration, n, 1);
+  return out + "  return\n}\n";
+}
+
+}  // namespace pypto

@@ -1,0 +1,176 @@
+/// Levels 2-4: the Tile, Block and Execution graphs. They share one statement
+/// language (PTO tile instructions, FOR loops and CALLs over symbolic integer
+/// expressions); each level restricts where each statement may appear, and the
+/// verifier checks those rules.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/expr.h"
+#include "ir/tensor_graph.h"
+
+namespace pypto {
+
+/// PTO tile instructions.
+enum class Opcode {
+  TLOAD,   ///< tile <- memref box (tail elements outside `valid` are zero)
+  TSTORE,  ///< memref box <- valid part of a tile
+  TFILL,   ///< tile <- scalar
+  TADD, TSUB, TMUL, TDIV, TMAX,  ///< elementwise, same shapes
+  TEXP,
+  TROWSUM, TROWMAX,  ///< reduce the last tile axis over its valid length
+  TCOLSUM, TCOLMAX,  ///< reduce the first tile axis over its valid length
+  TROWEXPANDADD, TROWEXPANDSUB, TROWEXPANDMUL, TROWEXPANDDIV, TROWEXPANDMAX,  ///< src1 is [..,1]
+  TCOLEXPANDADD, TCOLEXPANDSUB, TCOLEXPANDMUL, TCOLEXPANDDIV, TCOLEXPANDMAX,  ///< src1 is [1,..]
+  TEXPAND,   ///< general broadcast copy of src0 to dst's shape
+  TRESHAPE,  ///< same elements, another shape (e.g. drop a size-1 dim)
+};
+
+/// Lower-case mnemonic used in .pto text, e.g. "trowmax".
+const char* opcode_name(Opcode op);
+/// Number of tile sources the opcode reads.
+int opcode_num_srcs(Opcode op);
+
+/// Where a memref lives.
+enum class MemKind {
+  Input,      ///< parameter of the traced function (global memory)
+  Output,     ///< returned value (global memory)
+  Workspace,  ///< intermediate in global memory, allocated per run
+  Local,      ///< intermediate kept in an InCore function's tile buffers
+};
+const char* memkind_name(MemKind k);
+
+/// A tensor in memory.
+struct MemRef {
+  int id = -1;
+  std::string name;
+  DataType dtype = DataType::FP32;
+  std::vector<Expr> shape;
+  MemKind kind = MemKind::Workspace;
+};
+
+/// A tile buffer declaration (`alloc_tile`).
+struct TileDecl {
+  int id = -1;
+  std::string name;
+  std::vector<int64_t> shape;
+  DataType dtype = DataType::FP32;
+};
+
+/// One PTO tile instruction.
+struct Instr {
+  Opcode op;
+  int dst = -1;              ///< destination tile (not TSTORE)
+  std::vector<int> srcs;     ///< source tiles
+  int memref = -1;           ///< TLOAD/TSTORE only
+  std::vector<Expr> offsets; ///< TLOAD/TSTORE: element offset per memref dim
+  std::vector<Expr> valid;   ///< valid extent per tile dim (tails); TLOAD/TSTORE and reductions
+  double scalar = 0.0;       ///< TFILL value
+};
+
+struct Stmt;
+
+/// A counted loop. Parallel loops iterate the outer tile grid of an op.
+struct Loop {
+  std::string var;
+  Expr start, stop, step;
+  std::vector<Stmt> body;
+  bool parallel = false;
+  int dim = -1;        ///< iteration-space dim the loop walks (-1 if none)
+  int64_t tile = 0;    ///< elements per iteration along `dim`
+};
+
+/// A region argument of a CALL: `memref[offsets; extents]`.
+struct CallArg {
+  int memref = -1;
+  std::vector<Expr> offsets;
+  std::vector<Expr> extents;
+};
+
+/// Orchestration: run InCore function `callee` as one task.
+struct Call {
+  int callee = -1;
+  std::vector<CallArg> args;    ///< one per region parameter of the callee
+  std::vector<Expr> scalars;    ///< one per scalar parameter of the callee
+};
+
+/// A statement: an instruction, a loop or a call.
+struct Stmt {
+  std::variant<Instr, Loop, Call> node;
+};
+
+/// Level 2: every tensor op expanded into a loop nest over tiles.
+struct TileNest {
+  std::string name;   ///< e.g. "amax_0"
+  int source_op = -1; ///< index into the Tensor Graph's ops
+  std::vector<Stmt> body;  ///< the loop nest (parallel loops outermost)
+};
+
+struct TileGraph {
+  std::string name;
+  std::vector<MemRef> memrefs;  ///< one per tensor value, in value order
+  std::vector<TileDecl> tiles;
+  std::vector<TileNest> nests;
+  std::vector<int> params, outputs;  ///< memref ids
+  std::vector<std::string> dyn_dims;
+};
+
+/// A region parameter of an InCore function.
+struct RegionParam {
+  std::string name;
+  int memref = -1;               ///< the global memref it binds in the caller
+  DataType dtype = DataType::FP32;
+  std::vector<Expr> max_extents; ///< largest box the function is called with
+  bool is_output = false;
+};
+
+/// An InCore function: a fused chain of tile loop nests over one block of the
+/// outer tile grid; intermediates live in local buffers and tiles.
+struct InCoreFunction {
+  std::string name;
+  std::vector<RegionParam> params;
+  std::vector<std::string> scalar_params;  ///< block indices, then symbolic dims
+  std::vector<int> locals;                 ///< ids of Local memrefs it owns
+  std::vector<TileDecl> tiles;
+  std::vector<Stmt> body;                  ///< offsets relative to each region's origin
+  std::vector<std::string> fused_ops;      ///< tile nests fused into it, in order
+  int64_t buffer_bytes = 0;                ///< tile + local buffer bytes (set by plan_buffers)
+};
+
+/// One group of the Block Graph: an InCore function and the grid it runs over.
+struct BlockLaunch {
+  int function = -1;
+  std::vector<Loop> grid;  ///< parallel loops (empty bodies), outermost first
+  Call call;               ///< the call made inside the grid
+};
+
+/// Level 3: InCore functions and where they run.
+struct BlockGraph {
+  std::string name;
+  std::vector<MemRef> memrefs;
+  std::vector<InCoreFunction> functions;
+  std::vector<BlockLaunch> launches;  ///< in execution order
+  std::vector<int> params, outputs;
+  std::vector<std::string> dyn_dims;
+};
+
+/// Level 4: the orchestration program.
+struct ExecutionGraph {
+  std::string name;
+  std::vector<MemRef> memrefs;
+  std::vector<InCoreFunction> functions;
+  std::vector<Stmt> orchestration;  ///< loops and calls only
+  std::vector<int> params, outputs;
+  std::vector<std::string> dyn_dims;
+};
+
+/// Bytes of one tile buffer, rounded up to the 64-byte alignment codegen gives it.
+int64_t tile_bytes(const TileDecl& t);
+/// Bytes of one local buffer (its shape must be static), rounded up to 64.
+int64_t local_bytes(const MemRef& m);
+
+}  // namespace pypto

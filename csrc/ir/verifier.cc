@@ -1,0 +1,280 @@
+#include "ir/verifier.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <set>
+
+#include "ir/errors.h"
+
+namespace pypto {
+
+namespace {
+
+[[noreturn]] void fail(const char* rule, const std::string& msg) {
+  throw VerifyError(fmt::format("[{}] {}", rule, msg));
+}
+
+/// Checks statements against a scope of integer variables and a set of
+/// defined tiles; `allow_*` select what the level permits.
+struct StmtChecker {
+  const std::vector<MemRef>& memrefs;
+  const std::vector<TileDecl>& tiles;
+  std::function<bool(int)> memref_visible;  ///< may this code touch the memref?
+  bool allow_instr = true;
+  bool allow_call = false;
+  const std::vector<InCoreFunction>* functions = nullptr;
+  std::set<std::string> scope;
+  std::set<int> defined_tiles;
+
+  const TileDecl* tile(int id) const {
+    for (const auto& t : tiles)
+      if (t.id == id) return &t;
+    return nullptr;
+  }
+
+  void check_expr(const Expr& e, const std::string& what) {
+    std::function<void(const Expr&)> walk = [&](const Expr& x) {
+      if (x.is_const()) return;
+      if (x.is_var()) {
+        if (!scope.count(x.name())) fail("scope", fmt::format("{} uses '{}' outside its scope", what, x.name()));
+        return;
+      }
+      walk(x.lhs());
+      walk(x.rhs());
+    };
+    walk(e);
+  }
+
+  void check_memref(int id, const std::string& what) {
+    if (id < 0 || id >= static_cast<int>(memrefs.size())) fail("memref.exists", fmt::format("{} names memref {} which does not exist", what, id));
+    if (memref_visible && !memref_visible(id))
+      fail("memref.visible", fmt::format("{} touches %{} which is not visible here", what, memrefs[id].name));
+  }
+
+  void check_instr(const Instr& in) {
+    std::string what = opcode_name(in.op);
+    if (!allow_instr) fail("level.no-instr", fmt::format("tile instruction {} is not allowed at this level", what));
+    if (static_cast<int>(in.srcs.size()) != opcode_num_srcs(in.op))
+      fail("instr.arity", fmt::format("{} takes {} source tiles, found {}", what, opcode_num_srcs(in.op), in.srcs.size()));
+    for (int s : in.srcs) {
+      if (!tile(s)) fail("tile.declared", fmt::format("{} reads undeclared tile {}", what, s));
+      if (!defined_tiles.count(s))
+        fail("tile.use-before-def", fmt::format("{} reads tile %{} before it is written", what, tile(s)->name));
+    }
+    const TileDecl* dst = nullptr;
+    if (in.op != Opcode::TSTORE) {
+      dst = tile(in.dst);
+      if (!dst) fail("tile.declared", fmt::format("{} writes undeclared tile {}", what, in.dst));
+    }
+    if (in.op == Opcode::TLOAD || in.op == Opcode::TSTORE) {
+      check_memref(in.memref, what);
+      const MemRef& m = memrefs[in.memref];
+      if (in.offsets.size() != m.shape.size())
+        fail("memref.rank", fmt::format("{} of %{} has {} offsets, the memref has rank {}", what, m.name,
+                                        in.offsets.size(), m.shape.size()));
+      const TileDecl* t = in.op == Opcode::TLOAD ? dst : tile(in.srcs[0]);
+      if (t->shape.size() != m.shape.size())
+        fail("tile.rank", fmt::format("{} moves tile %{} of rank {} through memref %{} of rank {}", what, t->name,
+                                      t->shape.size(), m.name, m.shape.size()));
+      if (t->dtype != m.dtype) fail("tile.dtype", fmt::format("{}: tile %{} and memref %{} differ in dtype", what, t->name, m.name));
+      for (const Expr& e : in.offsets) check_expr(e, what);
+    }
+    if (!in.valid.empty()) {
+      const TileDecl* t = dst && in.op != Opcode::TROWSUM && in.op != Opcode::TROWMAX && in.op != Opcode::TCOLSUM &&
+                                  in.op != Opcode::TCOLMAX
+                              ? dst
+                              : tile(in.srcs.empty() ? in.dst : in.srcs[0]);
+      if (in.valid.size() != t->shape.size())
+        fail("tile.valid-rank", fmt::format("{} has {} valid extents for tile %{} of rank {}", what, in.valid.size(),
+                                            t->name, t->shape.size()));
+      for (const Expr& e : in.valid) check_expr(e, what);
+    }
+    // Shape rules of compute instructions.
+    auto same = [&](const TileDecl* a, const TileDecl* b) { return a->shape == b->shape; };
+    switch (in.op) {
+      case Opcode::TADD: case Opcode::TSUB: case Opcode::TMUL: case Opcode::TDIV: case Opcode::TMAX:
+        if (!same(dst, tile(in.srcs[0])) || !same(dst, tile(in.srcs[1])))
+          fail("instr.shape", fmt::format("{} needs equal tile shapes", what));
+        break;
+      case Opcode::TEXP:
+        if (!same(dst, tile(in.srcs[0]))) fail("instr.shape", fmt::format("{} needs equal tile shapes", what));
+        break;
+      case Opcode::TROWEXPANDADD: case Opcode::TROWEXPANDSUB: case Opcode::TROWEXPANDMUL:
+      case Opcode::TROWEXPANDDIV: case Opcode::TROWEXPANDMAX: {
+        const TileDecl* b = tile(in.srcs[1]);
+        if (!same(dst, tile(in.srcs[0])) || b->shape.back() != 1 || b->shape.size() != dst->shape.size())
+          fail("instr.shape", fmt::format("{} needs src1 of shape [..., 1] matching src0", what));
+        break;
+      }
+      default: break;
+    }
+    if (dst) defined_tiles.insert(dst->id);
+  }
+
+  void check_call(const Call& c) {
+    if (!allow_call) fail("level.no-call", "CALL is not allowed at this level");
+    if (!functions || c.callee < 0 || c.callee >= static_cast<int>(functions->size()))
+      fail("call.callee", fmt::format("CALL names function {} which does not exist", c.callee));
+    const InCoreFunction& f = (*functions)[c.callee];
+    if (c.args.size() != f.params.size())
+      fail("call.arity", fmt::format("CALL @{} passes {} regions, the function takes {}", f.name, c.args.size(), f.params.size()));
+    if (c.scalars.size() != f.scalar_params.size())
+      fail("call.arity", fmt::format("CALL @{} passes {} scalars, the function takes {}", f.name, c.scalars.size(),
+                                     f.scalar_params.size()));
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      const CallArg& a = c.args[i];
+      check_memref(a.memref, "CALL @" + f.name);
+      const MemRef& m = memrefs[a.memref];
+      if (m.kind == MemKind::Local) fail("call.local", fmt::format("CALL @{} passes local buffer %{}", f.name, m.name));
+      if (a.offsets.size() != m.shape.size() || a.extents.size() != m.shape.size())
+        fail("memref.rank", fmt::format("CALL @{}: region of %{} does not match its rank {}", f.name, m.name, m.shape.size()));
+      if (m.dtype != f.params[i].dtype)
+        fail("call.dtype", fmt::format("CALL @{}: %{} has the wrong dtype for parameter %{}", f.name, m.name, f.params[i].name));
+      for (const Expr& e : a.offsets) check_expr(e, "CALL @" + f.name);
+      for (const Expr& e : a.extents) check_expr(e, "CALL @" + f.name);
+    }
+    for (const Expr& e : c.scalars) check_expr(e, "CALL @" + f.name);
+  }
+
+  void check(const std::vector<Stmt>& stmts) {
+    for (const Stmt& s : stmts) {
+      if (auto* in = std::get_if<Instr>(&s.node)) {
+        check_instr(*in);
+      } else if (auto* l = std::get_if<Loop>(&s.node)) {
+        check_expr(l->start, "FOR bound");
+        check_expr(l->stop, "FOR bound");
+        check_expr(l->step, "FOR step");
+        if (auto st = l->step.as_const(); st && *st <= 0) fail("loop.step", fmt::format("FOR %{} has step {}", l->var, *st));
+        if (scope.count(l->var)) fail("loop.shadow", fmt::format("FOR %{} shadows a variable in scope", l->var));
+        scope.insert(l->var);
+        check(l->body);
+        scope.erase(l->var);
+      } else {
+        check_call(std::get<Call>(s.node));
+      }
+    }
+  }
+};
+
+void check_tiles_unique(const std::vector<TileDecl>& tiles) {
+  std::set<int> ids;
+  for (const auto& t : tiles) {
+    if (!ids.insert(t.id).second) fail("tile.unique", fmt::format("tile id {} declared twice", t.id));
+    for (int64_t d : t.shape)
+      if (d <= 0) fail("tile.shape", fmt::format("tile %{} has non-positive dim", t.name));
+  }
+}
+
+void check_ids(const std::vector<MemRef>& memrefs, const std::vector<int>& ids, const char* what) {
+  for (int id : ids)
+    if (id < 0 || id >= static_cast<int>(memrefs.size())) fail("memref.exists", fmt::format("{} names memref {} which does not exist", what, id));
+}
+
+}  // namespace
+
+void verify(const TensorGraph& g) {
+  std::set<int> defined;
+  for (int p : g.params) {
+    if (p < 0 || p >= static_cast<int>(g.values.size())) fail("tensor.value-exists", fmt::format("parameter id {} does not exist", p));
+    defined.insert(p);
+  }
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const TensorOp& op = g.ops[i];
+    const OpInfo& info = op_info(op.kind);
+    size_t arity = info.cls == OpClass::Binary ? 2 : 1;
+    if (op.inputs.size() != arity) fail("tensor.arity", fmt::format("op {} ({}) has {} inputs, expected {}", i, info.name, op.inputs.size(), arity));
+    for (int in : op.inputs)
+      if (!defined.count(in)) fail("tensor.use-before-def", fmt::format("op {} ({}) reads value {} before it is defined", i, info.name, in));
+    if (op.output < 0 || op.output >= static_cast<int>(g.values.size())) fail("tensor.value-exists", fmt::format("op {} output {} does not exist", i, op.output));
+    if (!defined.insert(op.output).second) fail("tensor.ssa", fmt::format("value {} is defined twice", op.output));
+    size_t iter_rank = info.cls == OpClass::Reduce ? g.value(op.inputs[0]).shape.size() : g.value(op.output).shape.size();
+    if (op.tile_shape.size() != iter_rank)
+      fail("tensor.tile-rank", fmt::format("op {} ({}) has tile shape of rank {}, expected {}", i, info.name, op.tile_shape.size(), iter_rank));
+    if (info.cls == OpClass::Reduce && (op.dim < 0 || op.dim >= static_cast<int>(iter_rank)))
+      fail("tensor.reduce-dim", fmt::format("op {} ({}) reduces dim {} of a rank-{} tensor", i, info.name, op.dim, iter_rank));
+  }
+  for (int o : g.outputs)
+    if (!defined.count(o)) fail("tensor.use-before-def", fmt::format("output value {} is never defined", o));
+}
+
+void verify(const TileGraph& g) {
+  check_tiles_unique(g.tiles);
+  check_ids(g.memrefs, g.params, "params");
+  check_ids(g.memrefs, g.outputs, "outputs");
+  for (const MemRef& m : g.memrefs)
+    if (m.kind == MemKind::Local) fail("tile.no-local", fmt::format("memref %{} is local before blocks exist", m.name));
+  StmtChecker c{g.memrefs, g.tiles, nullptr};
+  for (const auto& d : g.dyn_dims) c.scope.insert(d);
+  for (const TileNest& n : g.nests) {
+    c.defined_tiles.clear();
+    c.check(n.body);
+  }
+}
+
+namespace {
+void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs, const std::vector<std::string>& dyn) {
+  check_tiles_unique(f.tiles);
+  std::set<int> visible(f.locals.begin(), f.locals.end());
+  for (const RegionParam& p : f.params) {
+    if (p.memref < 0 || p.memref >= static_cast<int>(memrefs.size())) fail("memref.exists", fmt::format("@{} param %{} binds no memref", f.name, p.name));
+    if (memrefs[p.memref].kind == MemKind::Local) fail("function.param-local", fmt::format("@{} param %{} binds a local buffer", f.name, p.name));
+    if (p.max_extents.size() != memrefs[p.memref].shape.size())
+      fail("memref.rank", fmt::format("@{} param %{} has the wrong rank", f.name, p.name));
+    visible.insert(p.memref);
+  }
+  for (int l : f.locals)
+    if (l < 0 || l >= static_cast<int>(memrefs.size()) || memrefs[l].kind != MemKind::Local)
+      fail("function.local", fmt::format("@{} owns memref {} which is not a local buffer", f.name, l));
+  StmtChecker c{memrefs, f.tiles, [&](int id) { return visible.count(id) > 0; }};
+  for (const auto& s : f.scalar_params) c.scope.insert(s);
+  for (const auto& d : dyn) c.scope.insert(d);
+  c.check(f.body);
+  // Stores into inputs would race with other readers of the caller's tensors.
+  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
+    for (const Stmt& s : body) {
+      if (auto* in = std::get_if<Instr>(&s.node); in && in->op == Opcode::TSTORE) {
+        for (const RegionParam& p : f.params)
+          if (p.memref == in->memref && !p.is_output)
+            fail("function.store-to-input", fmt::format("@{} stores into input parameter %{}", f.name, p.name));
+      } else if (auto* l = std::get_if<Loop>(&s.node)) {
+        walk(l->body);
+      }
+    }
+  };
+  walk(f.body);
+}
+}  // namespace
+
+void verify(const BlockGraph& g) {
+  check_ids(g.memrefs, g.params, "params");
+  check_ids(g.memrefs, g.outputs, "outputs");
+  for (const InCoreFunction& f : g.functions) verify_function(f, g.memrefs, g.dyn_dims);
+  for (const BlockLaunch& l : g.launches) {
+    StmtChecker c{g.memrefs, {}, [&](int id) { return g.memrefs[id].kind != MemKind::Local; }};
+    c.allow_instr = false;
+    c.allow_call = true;
+    c.functions = &g.functions;
+    for (const auto& d : g.dyn_dims) c.scope.insert(d);
+    for (const Loop& gl : l.grid) {
+      if (!gl.parallel) fail("block.grid-parallel", fmt::format("grid loop %{} is not parallel", gl.var));
+      c.scope.insert(gl.var);
+    }
+    if (l.call.callee != l.function) fail("call.callee", "launch calls a different function than it launches");
+    c.check({Stmt{l.call}});
+  }
+}
+
+void verify(const ExecutionGraph& g) {
+  check_ids(g.memrefs, g.params, "params");
+  check_ids(g.memrefs, g.outputs, "outputs");
+  for (const InCoreFunction& f : g.functions) verify_function(f, g.memrefs, g.dyn_dims);
+  StmtChecker c{g.memrefs, {}, [&](int id) { return g.memrefs[id].kind != MemKind::Local; }};
+  c.allow_instr = false;
+  c.allow_call = true;
+  c.functions = &g.functions;
+  for (const auto& d : g.dyn_dims) c.scope.insert(d);
+  c.check(g.orchestration);
+}
+
+}  // namespace pypto

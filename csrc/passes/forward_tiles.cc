@@ -1,0 +1,162 @@
+// Pass "forward_tiles": keep fused intermediates in tiles.
+//
+// Requires: a verified Block Graph (TLOAD destinations are defined once).
+// Guarantees: a TLOAD of exactly the box a preceding TSTORE wrote (same
+// memref, offsets and valid extents, no other store to that memref and no
+// rewrite of the stored tile in between, in the same loop iteration or an
+// enclosing scope) is removed and its uses read the stored tile. Local
+// buffers nobody loads any more lose their stores and are dropped, then
+// instructions whose result is never read, and tiles no instruction uses.
+#include "passes/forward_tiles.h"
+
+#include <functional>
+
+#include "passes/util.h"
+
+namespace pypto {
+
+namespace {
+
+struct Entry {
+  int memref;
+  std::vector<Expr> offsets, valid;
+  int tile;
+};
+
+bool same_exprs(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!a[i].equals(b[i])) return false;
+  return true;
+}
+
+class Forwarder {
+ public:
+  explicit Forwarder(InCoreFunction& f) : f_(f) {}
+
+  void run() {
+    std::vector<Entry> avail;
+    walk(f_.body, avail);
+    // Rename forwarded loads everywhere (their destinations were defined once).
+    for_each_instr(f_.body, [&](Instr& in) {
+      for (int& s : in.srcs) s = resolve(s);
+    });
+    eliminate_dead();
+  }
+
+ private:
+  int resolve(int t) const {
+    auto it = rename_.find(t);
+    return it == rename_.end() ? t : resolve(it->second);
+  }
+
+  const TileDecl* tile(int id) const {
+    for (const auto& t : f_.tiles)
+      if (t.id == id) return &t;
+    return nullptr;
+  }
+
+  static void kill_tile(std::vector<Entry>& avail, int t) {
+    avail.erase(std::remove_if(avail.begin(), avail.end(), [&](const Entry& e) { return e.tile == t; }), avail.end());
+  }
+  static void kill_memref(std::vector<Entry>& avail, int m) {
+    avail.erase(std::remove_if(avail.begin(), avail.end(), [&](const Entry& e) { return e.memref == m; }), avail.end());
+  }
+
+  void walk(std::vector<Stmt>& body, std::vector<Entry>& avail) {
+    for (size_t i = 0; i < body.size(); ++i) {
+      Stmt& s = body[i];
+      if (auto* l = std::get_if<Loop>(&s.node)) {
+        // What the loop writes is not available inside it (later iterations) nor after it.
+        std::set<int> stored_mems, written_tiles;
+        for_each_instr(l->body, [&](const Instr& in) {
+          if (in.op == Opcode::TSTORE) stored_mems.insert(in.memref);
+          if (in.dst >= 0) written_tiles.insert(in.dst);
+        });
+        for (int m : stored_mems) kill_memref(avail, m);
+        for (int t : written_tiles) kill_tile(avail, resolve(t));
+        std::vector<Entry> inner = avail;
+        walk(l->body, inner);
+        continue;
+      }
+      Instr* in = std::get_if<Instr>(&s.node);
+      if (!in) continue;
+      for (int& src : in->srcs) src = resolve(src);
+      if (in->op == Opcode::TLOAD) {
+        const TileDecl* dt = tile(in->dst);
+        bool forwarded = false;
+        for (const Entry& e : avail) {
+          const TileDecl* st = tile(e.tile);
+          if (e.memref == in->memref && same_exprs(e.offsets, in->offsets) && same_exprs(e.valid, in->valid) && dt &&
+              st && dt->shape == st->shape) {
+            rename_[in->dst] = e.tile;
+            body.erase(body.begin() + i);
+            --i;
+            forwarded = true;
+            break;
+          }
+        }
+        if (forwarded) continue;
+      }
+      if (in->dst >= 0) kill_tile(avail, in->dst);
+      if (in->op == Opcode::TSTORE) {
+        kill_memref(avail, in->memref);
+        avail.push_back(Entry{in->memref, in->offsets, in->valid, in->srcs[0]});
+      }
+    }
+  }
+
+  void eliminate_dead() {
+    std::set<int> loaded;
+    for_each_instr(f_.body, [&](const Instr& in) {
+      if (in.op == Opcode::TLOAD) loaded.insert(in.memref);
+    });
+    std::set<int> dead_locals;
+    for (int l : f_.locals)
+      if (!loaded.count(l)) dead_locals.insert(l);
+    f_.locals.erase(std::remove_if(f_.locals.begin(), f_.locals.end(), [&](int l) { return dead_locals.count(l) > 0; }),
+                    f_.locals.end());
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      std::set<int> read;
+      for_each_instr(f_.body, [&](const Instr& in) { read.insert(in.srcs.begin(), in.srcs.end()); });
+      std::function<void(std::vector<Stmt>&)> sweep = [&](std::vector<Stmt>& body) {
+        for (size_t i = 0; i < body.size(); ++i) {
+          if (auto* l = std::get_if<Loop>(&body[i].node)) {
+            sweep(l->body);
+            if (l->body.empty()) {
+              body.erase(body.begin() + i--);
+              changed = true;
+            }
+            continue;
+          }
+          Instr& in = std::get<Instr>(body[i].node);
+          bool dead = in.op == Opcode::TSTORE ? dead_locals.count(in.memref) > 0 : !read.count(in.dst);
+          if (dead) {
+            body.erase(body.begin() + i--);
+            changed = true;
+          }
+        }
+      };
+      sweep(f_.body);
+    }
+    std::set<int> used = tiles_of(f_.body);
+    f_.tiles.erase(std::remove_if(f_.tiles.begin(), f_.tiles.end(), [&](const TileDecl& t) { return !used.count(t.id); }),
+                   f_.tiles.end());
+  }
+
+  InCoreFunction& f_;
+  std::map<int, int> rename_;
+};
+
+}  // namespace
+
+BlockGraph ForwardTiles(const BlockGraph& g, const PassOptions&) {
+  BlockGraph out = g;
+  for (InCoreFunction& f : out.functions) Forwarder(f).run();
+  // Memrefs no function keeps any more are not locals of anyone: mark them unused workspace-free.
+  return out;
+}
+
+}  // namespace pypto

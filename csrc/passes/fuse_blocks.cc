@@ -1,0 +1,271 @@
+// Pass "fuse_blocks": Tile Graph -> Block Graph.
+//
+// Requires: a verified Tile Graph (parallel grid loops outermost in each nest).
+// Guarantees: nests are grouped, in program order, into InCore functions. A
+// nest joins the group before it when it consumes a tensor that group
+// produces, both share a non-empty common prefix of their outer tile grids
+// (same dims, tile sizes and trip counts), and every tensor passed inside the
+// group is read block-aligned with how it was written (a consumer reads only
+// the block of the grid its producer wrote). The common grid becomes the
+// launch grid; the rest of each nest's parallel loops run inside the function.
+// A tensor produced and consumed only inside one group and not returned
+// becomes a Local buffer holding one block; every other tensor a function
+// touches becomes a region parameter, blocked along the grid dims it is
+// accessed by. With PassOptions::fusion off, every nest is its own group.
+#include "passes/fuse_blocks.h"
+
+#include <fmt/format.h>
+
+#include "ir/errors.h"
+#include "passes/util.h"
+
+namespace pypto {
+
+namespace {
+
+/// A nest split into its parallel grid loops and what is inside them.
+struct Split {
+  const TileNest* nest;
+  std::vector<Loop> grid;  ///< parallel loops with empty bodies, outermost first
+  std::vector<Stmt> body;
+  int produces = -1;       ///< memref stored by the nest
+  std::set<int> reads;     ///< memrefs loaded by the nest
+};
+
+Split split(const TileNest& n) {
+  Split s;
+  s.nest = &n;
+  const std::vector<Stmt>* body = &n.body;
+  while (body->size() == 1) {
+    const Loop* l = std::get_if<Loop>(&(*body)[0].node);
+    if (!l || !l->parallel) break;
+    Loop head = *l;
+    head.body.clear();
+    s.grid.push_back(head);
+    body = &l->body;
+  }
+  s.body = *body;
+  for_each_instr(s.body, [&](const Instr& in) {
+    if (in.op == Opcode::TSTORE) s.produces = in.memref;
+    if (in.op == Opcode::TLOAD) s.reads.insert(in.memref);
+  });
+  return s;
+}
+
+bool same_grid_loop(const Loop& a, const Loop& b) {
+  return a.dim == b.dim && a.tile == b.tile && a.stop.equals(b.stop) && a.start.equals(b.start) && a.step.equals(b.step);
+}
+
+size_t common_prefix(const std::vector<Loop>& a, const std::vector<Loop>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && same_grid_loop(a[n], b[n])) ++n;
+  return n;
+}
+
+std::string grid_var(size_t k) { return fmt::format("g{}", k); }
+
+/// The member's body with its first `len` grid vars renamed to g0.., its
+/// remaining grid loops turned into sequential loops around the body.
+std::vector<Stmt> member_body(const Split& m, size_t len) {
+  std::vector<Stmt> body = m.body;
+  for (size_t k = m.grid.size(); k-- > len;) {
+    Loop l = m.grid[k];
+    l.parallel = false;
+    l.body = std::move(body);
+    body = {Stmt{std::move(l)}};
+  }
+  std::map<std::string, Expr> env;
+  for (size_t k = 0; k < len; ++k) env[m.grid[k].var] = Expr::var(grid_var(k));
+  substitute(body, env);
+  return body;
+}
+
+std::set<std::string> grid_vars_in(const Expr& e, size_t len) {
+  std::set<std::string> out;
+  for (const auto& v : vars_of(e))
+    for (size_t k = 0; k < len; ++k)
+      if (v == grid_var(k)) out.insert(v);
+  return out;
+}
+
+/// Every tensor produced inside the group and read by a later member must be
+/// read block-aligned with its store along each grid-indexed dim.
+bool aligned(const std::vector<const Split*>& members, size_t len, const TileGraph& g) {
+  std::vector<std::vector<Stmt>> bodies;
+  for (const Split* m : members) bodies.push_back(member_body(*m, len));
+  for (size_t p = 0; p < members.size(); ++p) {
+    int mem = members[p]->produces;
+    std::vector<const Instr*> stores;
+    for_each_instr(bodies[p], [&](const Instr& in) {
+      if (in.op == Opcode::TSTORE && in.memref == mem) stores.push_back(&in);
+    });
+    for (size_t c = p + 1; c < members.size(); ++c) {
+      if (!members[c]->reads.count(mem)) continue;
+      bool ok = true;
+      for_each_instr(bodies[c], [&](const Instr& ld) {
+        if (ld.op != Opcode::TLOAD || ld.memref != mem) return;
+        for (const Instr* st : stores) {
+          for (size_t e = 0; e < ld.offsets.size(); ++e) {
+            auto gs = grid_vars_in(st->offsets[e], len), gl = grid_vars_in(ld.offsets[e], len);
+            if (gs != gl) ok = false;
+            else if (!gs.empty() && !st->offsets[e].equals(ld.offsets[e])) ok = false;
+            else if (!gs.empty() && g.tiles[st->srcs[0]].shape[e] != g.tiles[ld.dst].shape[e]) ok = false;
+          }
+        }
+      });
+      if (!ok) return false;
+    }
+  }
+  return true;
+}
+
+struct Group {
+  std::vector<const Split*> members;
+  size_t grid_len = 0;
+};
+
+}  // namespace
+
+BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
+  std::vector<Split> splits;
+  for (const TileNest& n : g.nests) splits.push_back(split(n));
+
+  // Greedy grouping in program order.
+  std::vector<Group> groups;
+  for (const Split& s : splits) {
+    if (opts.fusion && !groups.empty()) {
+      Group& last = groups.back();
+      bool consumes = false;
+      for (const Split* m : last.members) consumes |= s.reads.count(m->produces) > 0;
+      if (consumes) {
+        size_t len = std::min(last.grid_len, common_prefix(last.members[0]->grid, s.grid));
+        bool keeps_parallelism = len > 0 || (last.grid_len == 0 && s.grid.empty());
+        std::vector<const Split*> trial = last.members;
+        trial.push_back(&s);
+        if (keeps_parallelism && aligned(trial, len, g)) {
+          last.members = std::move(trial);
+          last.grid_len = len;
+          continue;
+        }
+      }
+    }
+    groups.push_back(Group{{&s}, s.grid.size()});
+  }
+
+  BlockGraph out;
+  out.name = g.name;
+  out.memrefs = g.memrefs;
+  out.params = g.params;
+  out.outputs = g.outputs;
+  out.dyn_dims = g.dyn_dims;
+
+  // Which group produces / reads each memref.
+  std::map<int, size_t> producer;
+  std::map<int, std::set<size_t>> readers;
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    for (const Split* m : groups[gi].members) {
+      producer[m->produces] = gi;
+      for (int r : m->reads) readers[r].insert(gi);
+    }
+
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const Group& grp = groups[gi];
+    size_t len = grp.grid_len;
+    InCoreFunction f;
+    f.name = grp.members.size() == 1 ? grp.members[0]->nest->name : fmt::format("{}_fused_{}", g.name, gi);
+    for (const Split* m : grp.members) {
+      auto b = member_body(*m, len);
+      f.body.insert(f.body.end(), b.begin(), b.end());
+      f.fused_ops.push_back(m->nest->name);
+    }
+    for (size_t k = 0; k < len; ++k) f.scalar_params.push_back(grid_var(k));
+    for (const auto& d : g.dyn_dims) f.scalar_params.push_back(d);
+    for (int t : tiles_of(f.body)) f.tiles.push_back(g.tiles.at(t));
+
+    // Memrefs in the order they are first touched.
+    std::vector<int> touched;
+    std::map<int, bool> stored;
+    for_each_instr(f.body, [&](const Instr& in) {
+      if (in.op != Opcode::TLOAD && in.op != Opcode::TSTORE) return;
+      if (std::find(touched.begin(), touched.end(), in.memref) == touched.end()) touched.push_back(in.memref);
+      if (in.op == Opcode::TSTORE) stored[in.memref] = true;
+    });
+
+    BlockLaunch launch;
+    launch.function = static_cast<int>(out.functions.size());
+    for (size_t k = 0; k < len; ++k) {
+      Loop l = grp.members[0]->grid[k];
+      l.var = grid_var(k);
+      l.body.clear();
+      launch.grid.push_back(l);
+    }
+    launch.call.callee = launch.function;
+    for (const auto& s : f.scalar_params) launch.call.scalars.push_back(Expr::var(s));
+
+    for (int mem : touched) {
+      MemRef& m = out.memrefs[mem];
+      bool local = stored[mem] && m.kind == MemKind::Workspace && readers[mem].size() <= 1 &&
+                   (readers[mem].empty() || *readers[mem].begin() == gi);
+      // Per dim: the grid expression all accesses agree on, if any.
+      size_t rank = m.shape.size();
+      std::vector<std::optional<Expr>> origin(rank);
+      std::vector<bool> blocked(rank, true);
+      std::vector<int64_t> tile_extent(rank, 0);
+      for_each_instr(f.body, [&](const Instr& in) {
+        if ((in.op != Opcode::TLOAD && in.op != Opcode::TSTORE) || in.memref != mem) return;
+        const TileDecl& t = g.tiles[in.op == Opcode::TLOAD ? in.dst : in.srcs[0]];
+        for (size_t e = 0; e < rank; ++e) {
+          if (grid_vars_in(in.offsets[e], len).empty()) {
+            blocked[e] = false;
+          } else if (!origin[e]) {
+            origin[e] = in.offsets[e];
+            tile_extent[e] = t.shape[e];
+          } else if (!origin[e]->equals(in.offsets[e])) {
+            blocked[e] = false;
+          }
+        }
+      });
+      std::map<int, Expr> rebase;  // dim -> origin subtracted inside the function
+      CallArg arg;
+      arg.memref = mem;
+      std::vector<Expr> block_shape;
+      for (size_t e = 0; e < rank; ++e) {
+        if (blocked[e] && origin[e]) {
+          rebase[e] = *origin[e];
+          arg.offsets.push_back(*origin[e]);
+          auto c = m.shape[e].as_const();
+          arg.extents.push_back(c && *c % tile_extent[e] == 0 ? Expr(tile_extent[e])
+                                                              : min(Expr(tile_extent[e]), m.shape[e] - *origin[e]));
+          block_shape.push_back(Expr(tile_extent[e]));
+        } else {
+          arg.offsets.push_back(Expr(0));
+          arg.extents.push_back(m.shape[e]);
+          block_shape.push_back(m.shape[e]);
+        }
+      }
+      for_each_instr(f.body, [&](Instr& in) {
+        if ((in.op != Opcode::TLOAD && in.op != Opcode::TSTORE) || in.memref != mem) return;
+        for (auto& [e, o] : rebase) in.offsets[e] = in.offsets[e] - o;
+      });
+      if (local) {
+        m.kind = MemKind::Local;
+        m.shape = block_shape;
+        f.locals.push_back(mem);
+      } else {
+        RegionParam p;
+        p.name = m.name;
+        p.memref = mem;
+        p.dtype = m.dtype;
+        p.max_extents = block_shape;
+        p.is_output = stored[mem];
+        f.params.push_back(p);
+        launch.call.args.push_back(arg);
+      }
+    }
+    out.functions.push_back(std::move(f));
+    out.launches.push_back(std::move(launch));
+  }
+  return out;
+}
+
+}  // namespace pypto

@@ -1,0 +1,27 @@
+/// Options shared by the passes and the record the pipeline keeps of each pass.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+namespace pypto {
+
+/// Knobs of the pass pipeline (pypto.set_pass_options / jit(pass_options=...)).
+struct PassOptions {
+  bool verify = true;                ///< run the verifier after every pass
+  bool fusion = true;                ///< fuse tile nests into shared InCore functions
+  std::set<std::string> disabled;    ///< registry names of optional passes to skip
+  int64_t sram_budget_kb = 256;      ///< tile-buffer budget of one InCore function
+};
+
+/// What the pipeline records about one pass run.
+struct PassRecord {
+  std::string name;
+  double seconds = 0.0;
+  bool changed = true;
+  bool skipped = false;
+  std::string ir;  ///< the IR after the pass (empty when unchanged or skipped)
+};
+
+}  // namespace pypto

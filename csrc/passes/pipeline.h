@@ -1,0 +1,27 @@
+/// The pass pipeline: Tensor Graph -> Tile -> Block -> Execution Graph.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+#include "ir/tensor_graph.h"
+#include "passes/pass.h"
+
+namespace pypto {
+
+/// Every level of one compiled program, and what each pass did.
+struct PipelineResult {
+  TensorGraph tensor;
+  TileGraph tile;
+  BlockGraph block;
+  ExecutionGraph execution;
+  std::vector<PassRecord> passes;
+};
+
+/// Names of all passes, in pipeline order (the registry).
+const std::vector<std::string>& pass_names();
+/// Runs every pass in order, verifying after each when `opts.verify`.
+PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts);
+
+}  // namespace pypto

@@ -1,0 +1,45 @@
+"""pypto: a tile-programming JIT compiler for AI kernels on the CPU.
+
+Write tensor code under ``@pypto.frontend.jit``; pypto traces it into a Tensor
+Graph, lowers it through Tile, Block and Execution graphs, generates PTO
+assembly and C++, builds it with the host compiler and runs it as a task graph
+on the memory of your torch tensors or NumPy arrays.
+"""
+
+from pypto._dtypes import (
+    DataType,
+    DT_BF16,
+    DT_BOOL,
+    DT_DOUBLE,
+    DT_FP16,
+    DT_FP32,
+    DT_INT8,
+    DT_INT16,
+    DT_INT32,
+    DT_INT64,
+    DT_UINT8,
+)
+from pypto.errors import (
+    CompileError,
+    InternalError,
+    NotSupportedError,
+    PyptoError,
+    TaskError,
+    UserError,
+    UserTypeError,
+    VerifyError,
+)
+from pypto import frontend
+from pypto.frontend.tensor import Tensor
+from pypto.frontend.config import get_vec_tile_shapes, set_pass_options, set_vec_tile_shapes
+from pypto.frontend.jit import Compiled, compile, jit
+from pypto.ops import add, amax, div, exp, mul, sub, sum
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DataType", "DT_FP32", "DT_FP16", "DT_BF16", "DT_DOUBLE", "DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64",
+    "DT_UINT8", "DT_BOOL", "Tensor", "jit", "compile", "Compiled", "frontend", "set_vec_tile_shapes",
+    "get_vec_tile_shapes", "set_pass_options", "add", "sub", "mul", "div", "exp", "amax", "sum", "PyptoError",
+    "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError",
+]

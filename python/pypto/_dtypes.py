@@ -1,0 +1,78 @@
+"""Element types and their mapping to NumPy and torch dtypes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pypto import _C
+
+DataType = _C.DataType
+DT_FP32 = DataType.DT_FP32
+DT_FP16 = DataType.DT_FP16
+DT_BF16 = DataType.DT_BF16
+DT_DOUBLE = DataType.DT_DOUBLE
+DT_INT8 = DataType.DT_INT8
+DT_INT16 = DataType.DT_INT16
+DT_INT32 = DataType.DT_INT32
+DT_INT64 = DataType.DT_INT64
+DT_UINT8 = DataType.DT_UINT8
+DT_BOOL = DataType.DT_BOOL
+
+_NUMPY = {
+    DT_FP32: np.dtype(np.float32),
+    DT_FP16: np.dtype(np.float16),
+    DT_DOUBLE: np.dtype(np.float64),
+    DT_INT8: np.dtype(np.int8),
+    DT_INT16: np.dtype(np.int16),
+    DT_INT32: np.dtype(np.int32),
+    DT_INT64: np.dtype(np.int64),
+    DT_UINT8: np.dtype(np.uint8),
+    DT_BOOL: np.dtype(np.bool_),
+}
+_FROM_NUMPY = {v: k for k, v in _NUMPY.items()}
+
+_TORCH_NAMES = {
+    DT_FP32: "float32",
+    DT_FP16: "float16",
+    DT_BF16: "bfloat16",
+    DT_DOUBLE: "float64",
+    DT_INT8: "int8",
+    DT_INT16: "int16",
+    DT_INT32: "int32",
+    DT_INT64: "int64",
+    DT_UINT8: "uint8",
+    DT_BOOL: "bool",
+}
+
+
+def dtype_name(dt: DataType) -> str:
+    """The name users write, e.g. ``DT_FP32``."""
+    return dt.name
+
+
+def to_numpy(dt: DataType) -> np.dtype:
+    """The NumPy dtype of a pypto dtype (bf16 has none)."""
+    if dt not in _NUMPY:
+        raise TypeError(f"{dtype_name(dt)} has no NumPy dtype; use torch tensors for it")
+    return _NUMPY[dt]
+
+
+def from_numpy(dt: np.dtype) -> DataType | None:
+    """The pypto dtype of a NumPy dtype, or None."""
+    return _FROM_NUMPY.get(np.dtype(dt))
+
+
+def to_torch(dt: DataType):
+    """The torch dtype of a pypto dtype."""
+    import torch
+
+    return getattr(torch, _TORCH_NAMES[dt])
+
+
+def from_torch(dt) -> DataType | None:
+    """The pypto dtype of a torch dtype, or None."""
+    name = str(dt).replace("torch.", "")
+    for k, v in _TORCH_NAMES.items():
+        if v == name:
+            return k
+    return None

@@ -1,0 +1,22 @@
+"""pypto's exceptions. Each is also a subclass of the matching builtin
+(ValueError, TypeError, RuntimeError, NotImplementedError), so ordinary
+``except ValueError`` code keeps working."""
+
+from pypto import _C
+
+#: Raised for bad values from the user (shapes, dims, arguments).
+UserError = _C.UserError
+#: Raised for values of the wrong type or dtype.
+UserTypeError = _C.UserTypeError
+#: A graph broke an invariant of its level (a compiler bug or a bad hand-built graph).
+VerifyError = _C.VerifyError
+#: The host compiler or the loader failed.
+CompileError = _C.CompileError
+#: A feature pypto does not implement yet.
+NotSupportedError = _C.NotSupportedError
+#: A broken internal assumption.
+InternalError = _C.InternalError
+#: A task of the runtime failed.
+TaskError = _C.TaskError
+
+PyptoError = (UserError, UserTypeError, VerifyError, CompileError, NotSupportedError, InternalError, TaskError)

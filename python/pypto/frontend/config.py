@@ -1,0 +1,138 @@
+"""Tile configuration, pass options and the per-thread trace context."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any
+
+from pypto import _C
+from pypto.errors import UserError, UserTypeError
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class TraceContext:
+    """State of one trace: the C++ graph builder and the active tile shapes."""
+
+    def __init__(self, name: str, vec_tile: tuple[int, ...] | None):
+        self.builder = _C.GraphBuilder(name)
+        self.vec_tile = vec_tile
+
+
+_local = threading.local()
+_global_vec_tile: tuple[int, ...] | None = None
+_global_pass_options: dict[str, Any] = {}
+
+
+def current_trace() -> TraceContext | None:
+    """The trace running on this thread, if any."""
+    return getattr(_local, "trace", None)
+
+
+def push_trace(ctx: TraceContext | None) -> TraceContext | None:
+    prev = current_trace()
+    _local.trace = ctx
+    return prev
+
+
+def user_location() -> tuple[str, int]:
+    """File and line of the innermost frame outside the pypto package."""
+    f = sys._getframe(1)
+    while f is not None:
+        path = os.path.abspath(f.f_code.co_filename)
+        if not path.startswith(_PKG_DIR + os.sep):
+            return f.f_code.co_filename, f.f_lineno
+        f = f.f_back
+    return "", 0
+
+
+def _check_dims(fn: str, dims: tuple) -> tuple[int, ...]:
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = tuple(dims[0])
+    if not dims:
+        raise UserError(f"pypto.{fn}: expected at least one tile dim, found none")
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int):
+            raise UserTypeError(f"pypto.{fn}: tile dims must be int, found {type(d).__name__} {d!r}")
+        if d <= 0:
+            raise UserError(f"pypto.{fn}: tile dims must be positive, found {d}")
+    return tuple(dims)
+
+
+def set_vec_tile_shapes(*dims: int) -> None:
+    """Sets the vec tile shape used by the vector ops traced after this call.
+
+    Inside a jitted function it applies to the ops that follow it in that
+    function; outside, it sets the default for functions traced later.
+    """
+    global _global_vec_tile
+    shape = _check_dims("set_vec_tile_shapes", dims)
+    ctx = current_trace()
+    if ctx is not None:
+        ctx.vec_tile = shape
+    else:
+        _global_vec_tile = shape
+
+
+def get_vec_tile_shapes() -> tuple[int, ...] | None:
+    """The vec tile shape in effect here (None when unset)."""
+    ctx = current_trace()
+    return ctx.vec_tile if ctx is not None else _global_vec_tile
+
+
+def default_vec_tile() -> tuple[int, ...] | None:
+    return _global_vec_tile
+
+
+_PASS_OPTION_KEYS = {"verify", "fusion", "disable_passes", "sram_budget_kb"}
+
+
+def normalize_pass_options(opts: dict[str, Any]) -> dict[str, Any]:
+    """Validates pass options; returns them with canonical value types."""
+    out: dict[str, Any] = {}
+    for key, value in opts.items():
+        if key not in _PASS_OPTION_KEYS:
+            raise UserError(f"unknown pass option '{key}' (expected one of: {', '.join(sorted(_PASS_OPTION_KEYS))})")
+        if key in ("verify", "fusion"):
+            if not isinstance(value, bool):
+                raise UserTypeError(f"pass option '{key}' must be bool, found {type(value).__name__}")
+            out[key] = value
+        elif key == "disable_passes":
+            if isinstance(value, str):
+                value = [value]
+            names = tuple(sorted(str(v) for v in value))
+            known = set(_C.pass_names())
+            for n in names:
+                if n not in known:
+                    raise UserError(f"pass option 'disable_passes': unknown pass '{n}' (passes: {', '.join(_C.pass_names())})")
+            out[key] = names
+        elif key == "sram_budget_kb":
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise UserError(f"pass option 'sram_budget_kb' must be a positive int, found {value!r}")
+            out[key] = value
+    return out
+
+
+def set_pass_options(**opts: Any) -> None:
+    """Sets pass options for functions compiled afterwards (``verify``,
+    ``fusion``, ``disable_passes``, ``sram_budget_kb``)."""
+    _global_pass_options.update(normalize_pass_options(opts))
+
+
+def global_pass_options() -> dict[str, Any]:
+    return dict(_global_pass_options)
+
+
+def make_pass_options(opts: dict[str, Any]) -> "_C.PassOptions":
+    po = _C.PassOptions()
+    if "verify" in opts:
+        po.verify = opts["verify"]
+    if "fusion" in opts:
+        po.fusion = opts["fusion"]
+    if "disable_passes" in opts:
+        po.disabled = set(opts["disable_passes"])
+    if "sram_budget_kb" in opts:
+        po.sram_budget_kb = opts["sram_budget_kb"]
+    return po

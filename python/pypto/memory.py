@@ -1,0 +1,70 @@
+"""Adapters between the caller's arrays (torch tensors, NumPy arrays) and the
+descriptions the runtime reads: data pointer, shape, element strides. torch is
+imported only when the caller passes torch tensors."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from pypto import _dtypes
+
+
+def is_torch(x: Any) -> bool:
+    """True for a torch.Tensor, without importing torch."""
+    mod = sys.modules.get("torch")
+    return mod is not None and isinstance(x, mod.Tensor)
+
+
+def is_array(x: Any) -> bool:
+    return isinstance(x, np.ndarray) or is_torch(x)
+
+
+def kind_name(x: Any) -> str:
+    if isinstance(x, np.ndarray):
+        return "numpy.ndarray"
+    if is_torch(x):
+        return "torch.Tensor"
+    return type(x).__name__
+
+
+def shape_of(x: Any) -> tuple[int, ...]:
+    return tuple(int(d) for d in x.shape)
+
+
+def dtype_of(x: Any):
+    """The pypto dtype of an array, or None if pypto has none."""
+    if isinstance(x, np.ndarray):
+        return _dtypes.from_numpy(x.dtype)
+    return _dtypes.from_torch(x.dtype)
+
+
+def dtype_text(x: Any) -> str:
+    return str(x.dtype)
+
+
+def describe(x: Any) -> tuple[Any, tuple]:
+    """Returns (array kept alive, (pointer, shape, element strides, element size)).
+
+    Arrays are read in place, strided or not; only a NumPy view whose byte
+    strides are not a multiple of its item size is copied.
+    """
+    if isinstance(x, np.ndarray):
+        item = x.itemsize
+        if any(s % item for s in x.strides):
+            x = np.ascontiguousarray(x)
+        return x, (x.__array_interface__["data"][0], list(x.shape), [s // item for s in x.strides], item)
+    if x.device.type != "cpu":
+        raise ValueError(f"pypto runs on the CPU; found a torch tensor on device '{x.device}'")
+    return x, (x.data_ptr(), list(x.shape), list(x.stride()), x.element_size())
+
+
+def empty_like_kind(like: Any, shape: list[int], dt) -> Any:
+    """A new contiguous array of the caller's kind."""
+    if is_torch(like):
+        import torch
+
+        return torch.empty(shape, dtype=_dtypes.to_torch(dt))
+    return np.empty(shape, dtype=_dtypes.to_numpy(dt))
