@@ -1,0 +1,18 @@
+"""Every example runs and checks itself against torch."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = sorted(p for d in ("examples", "models") for p in (ROOT / d).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[str(p.relative_to(ROOT)) for p in EXAMPLES])
+def test_example_runs(path):
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=600, cwd=path.parent,
+                         env=dict(os.environ))
+    assert out.returncode == 0, out.stdout + out.stderr
