@@ -7,7 +7,7 @@
 
 #include "ir/errors.h"
 #include "ir/printer.h"
-#include "test_graphs.h"
+#include "../test_graphs.h"
 
 namespace pypto {
 namespace {
@@ -49,7 +49,9 @@ TEST(TensorGraphBuilderTest, BroadcastsMissingLeadingDims) {
   int v = b.add_param("v", {Expr(128)}, DataType::FP32);
   int id = b.add_binary(TensorOpKind::Add, v, x, {1, 32, 32}, TestLoc());
   EXPECT_EQ(Shape(b, id), "[4, 64, 128]");
-  const TensorOp& op = b.finish().ops.back();
+  b.set_outputs({id});
+  TensorGraph g = b.finish();
+  const TensorOp& op = g.ops.back();
   EXPECT_EQ(op.inputs, (std::vector<int>{v, x}));
   EXPECT_EQ(op.tile_shape, (std::vector<int64_t>{1, 32, 32}));
 }

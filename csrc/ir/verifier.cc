@@ -124,9 +124,10 @@ struct StmtChecker {
                                      f.scalar_params.size()));
     for (size_t i = 0; i < c.args.size(); ++i) {
       const CallArg& a = c.args[i];
+      if (a.memref >= 0 && a.memref < static_cast<int>(memrefs.size()) && memrefs[a.memref].kind == MemKind::Local)
+        fail("call.local", fmt::format("CALL @{} passes local buffer %{}", f.name, memrefs[a.memref].name));
       check_memref(a.memref, "CALL @" + f.name);
       const MemRef& m = memrefs[a.memref];
-      if (m.kind == MemKind::Local) fail("call.local", fmt::format("CALL @{} passes local buffer %{}", f.name, m.name));
       if (a.offsets.size() != m.shape.size() || a.extents.size() != m.shape.size())
         fail("memref.rank", fmt::format("CALL @{}: region of %{} does not match its rank {}", f.name, m.name, m.shape.size()));
       if (m.dtype != f.params[i].dtype)

@@ -1,0 +1,250 @@
+#include "passes/expand_tiles.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ir/errors.h"
+#include "ir/printer.h"
+#include "../test_graphs.h"
+
+namespace pypto {
+namespace {
+
+using testing::InstrsOf;
+using testing::LoopsOf;
+using testing::OpcodeString;
+using testing::TestLoc;
+
+TileGraph Expand(const TensorGraph& g) { return ExpandTiles(g, PassOptions{}); }
+
+std::string Strs(const std::vector<Expr>& v) {
+  std::string s;
+  for (const Expr& e : v) s += (s.empty() ? "" : ", ") + e.str();
+  return s;
+}
+
+// Follows single-loop bodies down to the first statement list that is not one loop.
+std::vector<const Loop*> LoopChain(const std::vector<Stmt>& body) {
+  std::vector<const Loop*> out;
+  const std::vector<Stmt>* b = &body;
+  while (b->size() == 1 && std::holds_alternative<Loop>((*b)[0].node)) {
+    out.push_back(&std::get<Loop>((*b)[0].node));
+    b = &out.back()->body;
+  }
+  return out;
+}
+
+TEST(ExpandTilesTest, ElementwiseAddWithATailAlongTheLastDim) {
+  TileGraph t = Expand(testing::AddGraph({Expr(64), Expr(100)}));
+  ASSERT_EQ(t.nests.size(), 1u);
+  EXPECT_EQ(t.nests[0].name, "add_0");
+  EXPECT_EQ(t.nests[0].source_op, 0);
+
+  std::vector<const Loop*> loops = LoopChain(t.nests[0].body);
+  ASSERT_EQ(loops.size(), 2u);
+  EXPECT_EQ(loops[0]->var, "i0_0");
+  EXPECT_EQ(loops[1]->var, "i0_1");
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_TRUE(loops[d]->parallel);
+    EXPECT_EQ(loops[d]->dim, d);
+    EXPECT_EQ(loops[d]->tile, 32);
+    EXPECT_EQ(loops[d]->start.as_const(), 0);
+    EXPECT_EQ(loops[d]->step.as_const(), 1);
+  }
+  EXPECT_EQ(loops[0]->stop.as_const(), 2);
+  EXPECT_EQ(loops[1]->stop.as_const(), 4);  // ceil(100 / 32)
+
+  const std::vector<Stmt>& body = loops[1]->body;
+  EXPECT_EQ(OpcodeString(body), "tload tload tadd tstore");
+  std::vector<const Instr*> in = InstrsOf(body);
+  EXPECT_EQ(in[0]->memref, 0);
+  EXPECT_EQ(in[1]->memref, 1);
+  EXPECT_EQ(in[2]->srcs, (std::vector<int>{in[0]->dst, in[1]->dst}));
+  EXPECT_EQ(in[3]->srcs, std::vector<int>{in[2]->dst});
+  EXPECT_EQ(in[3]->memref, 2);
+  for (const Instr* io : {in[0], in[1], in[3]}) {
+    EXPECT_EQ(Strs(io->offsets), "(i0_0 * 32), (i0_1 * 32)");
+    // 64 rows divide evenly, so dim 0 needs no tail expression.
+    EXPECT_EQ(io->valid[0].as_const(), 32);
+    EXPECT_EQ(io->valid[1].str(), "min(32, (100 - (i0_1 * 32)))");
+  }
+  ASSERT_EQ(t.tiles.size(), 3u);
+  for (const TileDecl& d : t.tiles) EXPECT_EQ(d.shape, (std::vector<int64_t>{32, 32}));
+  EXPECT_EQ(t.memrefs[0].kind, MemKind::Input);
+  EXPECT_EQ(t.memrefs[1].kind, MemKind::Input);
+  EXPECT_EQ(t.memrefs[2].kind, MemKind::Output);
+  EXPECT_EQ(t.params, (std::vector<int>{0, 1}));
+  EXPECT_EQ(t.outputs, std::vector<int>{2});
+}
+
+TEST(ExpandTilesTest, PrintsTheAddNest) {
+  EXPECT_EQ(print(Expand(testing::AddGraph({Expr(64), Expr(100)}))),
+            "tile_graph @add(params %a, %b; outputs %out) {\n"
+            "  %a : !pto.memref<gm,64x100,f32>  // input\n"
+            "  %b : !pto.memref<gm,64x100,f32>  // input\n"
+            "  %out : !pto.memref<gm,64x100,f32>  // output\n"
+            "  %t0 = alloc_tile : !pto.tile<32x32xf32>\n"
+            "  %t1 = alloc_tile : !pto.tile<32x32xf32>\n"
+            "  %t2 = alloc_tile : !pto.tile<32x32xf32>\n"
+            "  nest @add_0:\n"
+            "    FOR %i0_0:idx, 0:idx, 2:idx, 1:idx  // parallel dim=0 tile=32\n"
+            "      FOR %i0_1:idx, 0:idx, 4:idx, 1:idx  // parallel dim=1 tile=32\n"
+            "        %t0 = tload %a[(i0_0 * 32), (i0_1 * 32)] valid [32, min(32, (100 - (i0_1 * 32)))] : "
+            "!pto.tile<32x32xf32>\n"
+            "        %t1 = tload %b[(i0_0 * 32), (i0_1 * 32)] valid [32, min(32, (100 - (i0_1 * 32)))] : "
+            "!pto.tile<32x32xf32>\n"
+            "        %t2 = tadd %t0, %t1 : !pto.tile<32x32xf32>\n"
+            "        tstore %t2, %out[(i0_0 * 32), (i0_1 * 32)] valid [32, min(32, (100 - (i0_1 * 32)))]\n"
+            "      ENDFOR\n"
+            "    ENDFOR\n"
+            "}\n");
+}
+
+TEST(ExpandTilesTest, RowReductionCarriesAnAccumulatorAcrossASequentialLoop) {
+  TileGraph t = Expand(testing::SoftmaxGraph(64, 1024));
+  ASSERT_EQ(t.nests.size(), 5u);
+  const TileNest& amax = t.nests[0];
+  EXPECT_EQ(amax.name, "amax_0");
+  // Only the kept dim is a parallel grid loop.
+  std::vector<const Loop*> grid = LoopChain(amax.body);
+  ASSERT_EQ(grid.size(), 1u);
+  EXPECT_TRUE(grid[0]->parallel);
+  EXPECT_EQ(grid[0]->dim, 0);
+  EXPECT_EQ(grid[0]->stop.as_const(), 2);
+
+  const std::vector<Stmt>& body = grid[0]->body;
+  ASSERT_EQ(body.size(), 3u);
+  const Instr& fill = std::get<Instr>(body[0].node);
+  EXPECT_EQ(fill.op, Opcode::TFILL);
+  EXPECT_EQ(fill.scalar, -std::numeric_limits<double>::infinity());
+  const Loop& red = std::get<Loop>(body[1].node);
+  EXPECT_FALSE(red.parallel);
+  EXPECT_EQ(red.dim, 1);
+  EXPECT_EQ(red.stop.as_const(), 32);
+  EXPECT_EQ(OpcodeString(red.body), "tload trowmax tmax");
+  std::vector<const Instr*> in = InstrsOf(red.body);
+  EXPECT_EQ(in[2]->dst, fill.dst);  // the combine writes the accumulator in place
+  EXPECT_EQ(in[2]->srcs, (std::vector<int>{fill.dst, in[1]->dst}));
+  EXPECT_EQ(t.tiles[fill.dst].shape, (std::vector<int64_t>{32, 1}));
+  const Instr& st = std::get<Instr>(body[2].node);
+  EXPECT_EQ(st.op, Opcode::TSTORE);
+  EXPECT_EQ(st.srcs, std::vector<int>{fill.dst});
+  EXPECT_EQ(Strs(st.offsets), "(i0_0 * 32), 0");
+  EXPECT_EQ(Strs(st.valid), "32, 1");
+
+  const TileNest& sum = t.nests[3];
+  EXPECT_EQ(std::get<Instr>(LoopChain(sum.body)[0]->body[0].node).scalar, 0.0);
+  EXPECT_EQ(OpcodeString(sum.body), "tfill tload trowsum tadd tstore");
+}
+
+TEST(ExpandTilesTest, BroadcastOfAColumnUsesRowExpand) {
+  TileGraph t = Expand(testing::SoftmaxGraph(64, 1024));
+  const TileNest& sub = t.nests[1];
+  EXPECT_EQ(OpcodeString(sub.body), "tload tload trowexpandsub tstore");
+  std::vector<const Instr*> in = InstrsOf(sub.body);
+  // The [64, 1] operand loads one size-1 column at offset 0 of its last dim.
+  EXPECT_EQ(in[1]->memref, 1);
+  EXPECT_EQ(t.tiles[in[1]->dst].shape, (std::vector<int64_t>{32, 1}));
+  EXPECT_EQ(Strs(in[1]->offsets), "(i1_0 * 32), 0");
+  EXPECT_EQ(Strs(in[1]->valid), "32, 1");
+  EXPECT_EQ(in[2]->srcs, (std::vector<int>{in[0]->dst, in[1]->dst}));
+  EXPECT_EQ(OpcodeString(t.nests[4].body), "tload tload trowexpanddiv tstore");
+  EXPECT_EQ(OpcodeString(t.nests[2].body), "tload texp tstore");
+}
+
+TEST(ExpandTilesTest, ColumnReductionAndRowBroadcastAndMissingLeadingDim) {
+  TensorGraphBuilder b("bc");
+  std::vector<int64_t> tile = {32, 32};
+  int x = b.add_param("x", {Expr(64), Expr(96)}, DataType::FP32);
+  int v = b.add_param("v", {Expr(96)}, DataType::FP32);
+  int s = b.add_reduce(TensorOpKind::Sum, x, 0, true, tile, TestLoc());
+  int y = b.add_binary(TensorOpKind::Sub, x, s, tile, TestLoc());
+  int z = b.add_binary(TensorOpKind::Mul, v, y, tile, TestLoc());
+  int w = b.add_reduce(TensorOpKind::Amax, z, 1, false, tile, TestLoc());
+  b.set_outputs({z, w});
+  TileGraph t = Expand(b.finish());
+  ASSERT_EQ(t.nests.size(), 4u);
+
+  // sum over dim 0: the grid walks columns, the reduction walks rows.
+  std::vector<const Loop*> grid = LoopChain(t.nests[0].body);
+  ASSERT_EQ(grid.size(), 1u);
+  EXPECT_EQ(grid[0]->dim, 1);
+  EXPECT_EQ(grid[0]->stop.as_const(), 3);
+  EXPECT_EQ(OpcodeString(t.nests[0].body), "tfill tload tcolsum tadd tstore");
+
+  EXPECT_EQ(OpcodeString(t.nests[1].body), "tload tload tcolexpandsub tstore");
+
+  // A rank-1 operand is loaded at its own rank, reshaped to [1, 32] and expanded.
+  EXPECT_EQ(OpcodeString(t.nests[2].body), "tload treshape tload texpand tmul tstore");
+  std::vector<const Instr*> mul = InstrsOf(t.nests[2].body);
+  EXPECT_EQ(t.tiles[mul[0]->dst].shape, std::vector<int64_t>{32});
+  EXPECT_EQ(Strs(mul[0]->offsets), "(i2_1 * 32)");
+  EXPECT_EQ(t.tiles[mul[1]->dst].shape, (std::vector<int64_t>{1, 32}));
+  EXPECT_EQ(mul[4]->srcs, (std::vector<int>{mul[3]->dst, mul[2]->dst}));  // operand order kept: v * y
+
+  // keepdim=False drops the reduced dim before the store.
+  EXPECT_EQ(OpcodeString(t.nests[3].body), "tfill tload trowmax tmax treshape tstore");
+  const Instr* st = InstrsOf(t.nests[3].body).back();
+  EXPECT_EQ(Strs(st->offsets), "(i3_0 * 32)");
+  EXPECT_EQ(t.tiles[st->srcs[0]].shape, std::vector<int64_t>{32});
+}
+
+TEST(ExpandTilesTest, TilesClampToSmallDims) {
+  TileGraph t = Expand(testing::SoftmaxGraph(1, 33));
+  std::vector<const Loop*> grid = LoopChain(t.nests[1].body);
+  ASSERT_EQ(grid.size(), 2u);
+  EXPECT_EQ(grid[0]->tile, 1);
+  EXPECT_EQ(grid[0]->stop.as_const(), 1);
+  EXPECT_EQ(grid[1]->stop.as_const(), 2);
+  const Instr* ld = InstrsOf(t.nests[1].body)[0];
+  EXPECT_EQ(t.tiles[ld->dst].shape, (std::vector<int64_t>{1, 32}));
+  EXPECT_EQ(Strs(ld->offsets), "i1_0, (i1_1 * 32)");  // x * 1 simplifies to x
+  EXPECT_EQ(Strs(ld->valid), "1, min(32, (33 - (i1_1 * 32)))");
+}
+
+TEST(ExpandTilesTest, SymbolicDimsGiveSymbolicBoundsAndTails) {
+  TensorGraphBuilder b("dyn");
+  b.add_dyn_dim("M");
+  int x = b.add_param("x", {Expr::var("M"), Expr(64)}, DataType::FP32);
+  b.set_outputs({b.add_unary(TensorOpKind::Exp, x, {32, 32}, TestLoc())});
+  TileGraph t = Expand(b.finish());
+  EXPECT_EQ(t.dyn_dims, std::vector<std::string>{"M"});
+  std::vector<const Loop*> grid = LoopChain(t.nests[0].body);
+  ASSERT_EQ(grid.size(), 2u);
+  EXPECT_EQ(grid[0]->stop.str(), "(((M + 32) - 1) // 32)");
+  EXPECT_EQ(grid[0]->stop.eval([](const std::string&) { return int64_t{65}; }), 3);
+  EXPECT_EQ(Strs(InstrsOf(t.nests[0].body)[0]->valid), "min(32, (M - (i0_0 * 32))), 32");
+}
+
+TEST(ExpandTilesTest, UnsupportedProgramsSaySo) {
+  {
+    TensorGraphBuilder b("identity");
+    int x = b.add_param("x", {Expr(8), Expr(8)}, DataType::FP32);
+    b.set_outputs({x});
+    EXPECT_THROW(Expand(b.finish()), NotSupportedError);
+  }
+  {
+    TensorGraphBuilder b("twice");
+    int x = b.add_param("x", {Expr(8), Expr(8)}, DataType::FP32);
+    int e = b.add_unary(TensorOpKind::Exp, x, {8, 8}, TestLoc());
+    b.set_outputs({e, e});
+    EXPECT_THROW(Expand(b.finish()), NotSupportedError);
+  }
+  {
+    TensorGraphBuilder b("middle");
+    int x = b.add_param("x", {Expr(4), Expr(8), Expr(8)}, DataType::FP32);
+    b.set_outputs({b.add_reduce(TensorOpKind::Sum, x, 1, true, {1, 8, 8}, SourceLoc{"m.py", 3})});
+    try {
+      Expand(b.finish());
+      FAIL() << "a middle-dim reduction expanded";
+    } catch (const NotSupportedError& e) {
+      EXPECT_NE(std::string(e.what()).find("pypto.sum at m.py:3"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pypto

@@ -1,0 +1,122 @@
+#include "passes/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "ir/errors.h"
+#include "ir/printer.h"
+#include "../test_graphs.h"
+
+namespace pypto {
+namespace {
+
+std::vector<std::string> RecordNames(const PipelineResult& r) {
+  std::vector<std::string> out;
+  for (const PassRecord& p : r.passes) out.push_back(p.name);
+  return out;
+}
+
+const PassRecord& Record(const PipelineResult& r, const std::string& name) {
+  for (const PassRecord& p : r.passes)
+    if (p.name == name) return p;
+  throw std::runtime_error("no record for " + name);
+}
+
+TEST(PipelineTest, RegistryListsThePassesInOrder) {
+  EXPECT_EQ(pass_names(), (std::vector<std::string>{"expand_tiles", "fuse_blocks", "fuse_loops", "forward_tiles",
+                                                    "plan_buffers", "build_orchestration"}));
+}
+
+TEST(PipelineTest, RecordsOnePassRecordPerPassInRegistryOrder) {
+  PipelineResult r = run_pipeline(testing::SoftmaxGraph(64, 1024), PassOptions{});
+  EXPECT_EQ(RecordNames(r), pass_names());
+  for (const PassRecord& p : r.passes) {
+    EXPECT_FALSE(p.skipped) << p.name;
+    EXPECT_TRUE(p.changed) << p.name;
+    EXPECT_GE(p.seconds, 0.0) << p.name;
+  }
+  // Each record holds the IR right after its pass.
+  EXPECT_EQ(Record(r, "expand_tiles").ir, print(r.tile));
+  EXPECT_EQ(Record(r, "plan_buffers").ir, print(r.block));
+  EXPECT_EQ(Record(r, "build_orchestration").ir, print(r.execution));
+  EXPECT_EQ(print(r.tensor), print(testing::SoftmaxGraph(64, 1024)));
+}
+
+TEST(PipelineTest, OptionalPassesThatChangeNothingSayUnchanged) {
+  PipelineResult r = run_pipeline(testing::AddGraph({Expr(64), Expr(100)}), PassOptions{});
+  for (const char* name : {"fuse_loops", "forward_tiles"}) {
+    const PassRecord& p = Record(r, name);
+    EXPECT_FALSE(p.changed) << name;
+    EXPECT_FALSE(p.skipped) << name;
+    EXPECT_TRUE(p.ir.empty()) << name;
+  }
+  EXPECT_TRUE(Record(r, "fuse_blocks").changed);
+}
+
+TEST(PipelineTest, DisablingFuseLoopsSkipsIt) {
+  PassOptions opts;
+  opts.disabled = {"fuse_loops"};
+  PipelineResult r = run_pipeline(testing::SoftmaxGraph(64, 1024), opts);
+  EXPECT_EQ(RecordNames(r), pass_names());
+  const PassRecord& p = Record(r, "fuse_loops");
+  EXPECT_TRUE(p.skipped);
+  EXPECT_FALSE(p.changed);
+  EXPECT_TRUE(p.ir.empty());
+  EXPECT_FALSE(Record(r, "forward_tiles").skipped);
+  // The five per-op loops stay separate, so sub's and exp's results stay in local buffers.
+  EXPECT_EQ(testing::LoopsOf(r.block.functions.at(0).body).size(), 5u);
+  EXPECT_EQ(r.block.functions[0].locals.size(), 2u);
+}
+
+TEST(PipelineTest, DisablingBothOptionalPassesKeepsEveryLocal) {
+  PassOptions opts;
+  opts.disabled = {"fuse_loops", "forward_tiles"};
+  PipelineResult r = run_pipeline(testing::SoftmaxGraph(64, 1024), opts);
+  EXPECT_TRUE(Record(r, "forward_tiles").skipped);
+  EXPECT_EQ(r.block.functions.at(0).locals.size(), 4u);
+}
+
+TEST(PipelineTest, UnknownDisabledPassIsAUserError) {
+  PassOptions opts;
+  opts.disabled = {"fuse_everything"};
+  try {
+    run_pipeline(testing::SoftmaxGraph(64, 1024), opts);
+    FAIL() << "an unknown pass name was accepted";
+  } catch (const UserError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("unknown pass 'fuse_everything'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("expand_tiles, fuse_blocks"), std::string::npos) << msg;  // lists the valid names
+  }
+}
+
+TEST(PipelineTest, RequiredPassCannotBeDisabled) {
+  for (const std::string& name : {"expand_tiles", "fuse_blocks", "plan_buffers", "build_orchestration"}) {
+    PassOptions opts;
+    opts.disabled = {name};
+    try {
+      run_pipeline(testing::SoftmaxGraph(64, 1024), opts);
+      ADD_FAILURE() << name << " was disabled";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + name + "' is required"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(PipelineTest, FusionOffGivesOneFunctionPerOp) {
+  PassOptions opts;
+  opts.fusion = false;
+  PipelineResult r = run_pipeline(testing::SoftmaxGraph(64, 1024), opts);
+  EXPECT_EQ(r.execution.functions.size(), 5u);
+  EXPECT_EQ(r.execution.orchestration.size(), 5u);
+}
+
+TEST(PipelineTest, VerifiesItsInput) {
+  TensorGraph g = testing::SoftmaxGraph(64, 1024);
+  g.ops[0].dim = 7;
+  EXPECT_THROW(run_pipeline(g, PassOptions{}), VerifyError);
+}
+
+}  // namespace
+}  // namespace pypto

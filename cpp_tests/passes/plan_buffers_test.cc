@@ -1,0 +1,77 @@
+#include "passes/plan_buffers.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "ir/errors.h"
+#include "ir/printer.h"
+#include "passes/pipeline.h"
+#include "../test_graphs.h"
+
+namespace pypto {
+namespace {
+
+int64_t ExpectedBytes(const BlockGraph& g, const InCoreFunction& f) {
+  int64_t bytes = 0;
+  for (const TileDecl& t : f.tiles) bytes += tile_bytes(t);
+  for (int l : f.locals) bytes += local_bytes(g.memrefs.at(l));
+  return bytes;
+}
+
+TEST(PlanBuffersTest, TileAndLocalSizesRoundToSixtyFourBytes) {
+  EXPECT_EQ(tile_bytes(TileDecl{0, "t", {32, 32}, DataType::FP32}), 4096);
+  EXPECT_EQ(tile_bytes(TileDecl{0, "t", {32, 1}, DataType::FP32}), 128);
+  EXPECT_EQ(tile_bytes(TileDecl{0, "t", {1, 1}, DataType::FP32}), 64);
+  EXPECT_EQ(tile_bytes(TileDecl{0, "t", {3, 5}, DataType::FP16}), 64);
+  EXPECT_EQ(tile_bytes(TileDecl{0, "t", {65}, DataType::INT8}), 128);
+  EXPECT_EQ(local_bytes(MemRef{0, "m", DataType::FP32, {Expr(1), Expr(33)}, MemKind::Local}), 192);
+  EXPECT_THROW(local_bytes(MemRef{0, "m", DataType::FP32, {Expr::var("N")}, MemKind::Local}), NotSupportedError);
+}
+
+TEST(PlanBuffersTest, FusedSoftmaxBytesAreTilesPlusLocals) {
+  PipelineResult r = run_pipeline(testing::SoftmaxGraph(64, 1024), PassOptions{});
+  ASSERT_EQ(r.block.functions.size(), 1u);
+  const InCoreFunction& f = r.block.functions[0];
+  EXPECT_EQ(f.buffer_bytes, ExpectedBytes(r.block, f));
+  // 6 tiles of 32x32, 4 of 32x1 and one 32x1024 local buffer.
+  EXPECT_EQ(f.buffer_bytes, 6 * 4096 + 4 * 128 + 32 * 1024 * 4);
+  EXPECT_EQ(r.execution.functions[0].buffer_bytes, f.buffer_bytes);
+}
+
+TEST(PlanBuffersTest, EveryUnfusedFunctionGetsItsOwnBytes) {
+  PassOptions opts;
+  opts.fusion = false;
+  PipelineResult r = run_pipeline(testing::SoftmaxGraph(50, 100), opts);
+  ASSERT_EQ(r.block.functions.size(), 5u);
+  std::vector<int64_t> bytes;
+  for (const InCoreFunction& f : r.block.functions) {
+    EXPECT_EQ(f.buffer_bytes, ExpectedBytes(r.block, f)) << f.name;
+    bytes.push_back(f.buffer_bytes);
+  }
+  EXPECT_EQ(bytes, (std::vector<int64_t>{4096 + 2 * 128, 2 * 4096 + 128, 2 * 4096, 4096 + 2 * 128, 2 * 4096 + 128}));
+}
+
+TEST(PlanBuffersTest, OnlyBufferBytesChange) {
+  PipelineResult r = run_pipeline(testing::SoftmaxGraph(1, 33), PassOptions{});
+  BlockGraph before = r.block;
+  before.functions[0].buffer_bytes = 0;
+  BlockGraph after = PlanBuffers(before, PassOptions{});
+  EXPECT_EQ(after.functions[0].buffer_bytes, 4 * 64 + 6 * 128 + 192);
+  after.functions[0].buffer_bytes = 0;
+  EXPECT_EQ(print(after), print(before));
+}
+
+TEST(PlanBuffersTest, DynamicLocalBuffersAreNotSupported) {
+  TensorGraphBuilder b("dyn_cols");
+  b.add_dyn_dim("N");
+  int x = b.add_param("x", {Expr(64), Expr::var("N")}, DataType::FP32);
+  int e = b.add_unary(TensorOpKind::Exp, x, {32, 32}, testing::TestLoc());
+  int s = b.add_reduce(TensorOpKind::Sum, e, 1, true, {32, 32}, testing::TestLoc());
+  b.set_outputs({b.add_binary(TensorOpKind::Div, e, s, {32, 32}, testing::TestLoc())});
+  // exp's block [32, N] must outlive the sum, in a local buffer of unknown size.
+  EXPECT_THROW(run_pipeline(b.finish(), PassOptions{}), NotSupportedError);
+}
+
+}  // namespace
+}  // namespace pypto
