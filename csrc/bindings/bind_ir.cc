@@ -3,8 +3,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <variant>
 
+#include "ir/errors.h"
 #include "ir/printer.h"
 #include "ir/tensor_graph.h"
 
@@ -36,9 +38,54 @@ std::vector<Dim> from_shape(const std::vector<Expr>& shape) {
 
 SourceLoc loc(const std::string& file, int line) { return SourceLoc{file, line}; }
 
+/// An operand from Python: ("t", value id), ("f", float), ("i", int), ("b", bool) or ("s", Expr).
+using PyOperand = std::pair<std::string, py::object>;
+
+Operand to_operand(const PyOperand& o) {
+  const std::string& k = o.first;
+  if (k == "t") return Operand::tensor(o.second.cast<int>());
+  if (k == "f") return Operand::scalar(o.second.cast<double>(), true);
+  if (k == "i") return Operand::scalar(static_cast<double>(o.second.cast<int64_t>()), false);
+  if (k == "b") return Operand::scalar(o.second.cast<bool>() ? 1.0 : 0.0, false, true);
+  if (k == "s") return Operand::symbolic(o.second.cast<Expr>());
+  throw InternalError("bad operand kind " + k);
+}
+
 }  // namespace
 
+void bind_expr(py::module_& m) {
+  py::class_<Expr>(m, "Expr", "A symbolic integer expression.")
+      .def(py::init<int64_t>())
+      .def_static("var", &Expr::var)
+      .def("is_const", &Expr::is_const)
+      .def("as_const", &Expr::as_const)
+      .def("uses", &Expr::uses)
+      .def("equals", &Expr::equals)
+      .def("__str__", &Expr::str)
+      .def("add", [](const Expr& a, const Expr& b) { return a + b; })
+      .def("sub", [](const Expr& a, const Expr& b) { return a - b; })
+      .def("mul", [](const Expr& a, const Expr& b) { return a * b; })
+      .def("floordiv", [](const Expr& a, const Expr& b) { return floordiv(a, b); })
+      .def("mod", [](const Expr& a, const Expr& b) { return mod(a, b); })
+      .def("min", [](const Expr& a, const Expr& b) { return min(a, b); })
+      .def("max", [](const Expr& a, const Expr& b) { return max(a, b); })
+      .def("lt", [](const Expr& a, const Expr& b) { return cmp_lt(a, b); })
+      .def("le", [](const Expr& a, const Expr& b) { return cmp_le(a, b); })
+      .def("eq", [](const Expr& a, const Expr& b) { return cmp_eq(a, b); })
+      .def("ne", [](const Expr& a, const Expr& b) { return cmp_ne(a, b); })
+      .def("land", [](const Expr& a, const Expr& b) { return logical_and(a, b); })
+      .def("lor", [](const Expr& a, const Expr& b) { return logical_or(a, b); })
+      .def("eval", [](const Expr& e, const std::map<std::string, int64_t>& env) {
+        return e.eval([&](const std::string& n) -> int64_t {
+          auto it = env.find(n);
+          if (it == env.end()) throw UserError("symbolic value '" + n + "' has no value here");
+          return it->second;
+        });
+      });
+}
+
 void bind_ir(py::module_& m) {
+  bind_expr(m);
   py::enum_<DataType>(m, "DataType", "Element types.")
       .value("DT_FP32", DataType::FP32)
       .value("DT_FP16", DataType::FP16)
@@ -64,13 +111,23 @@ void bind_ir(py::module_& m) {
       .def("add_binary",
            [](TensorGraphBuilder& b, const std::string& op, int a, int c, const std::vector<int64_t>& tile,
               const std::string& file, int line) { return b.add_binary(op_kind_from_name(op), a, c, tile, loc(file, line)); })
+      .def("add_elementwise",
+           [](TensorGraphBuilder& b, const std::string& op, const std::vector<PyOperand>& operands,
+              const std::vector<int64_t>& tile, const std::string& file, int line) {
+             std::vector<Operand> ops;
+             for (const auto& o : operands) ops.push_back(to_operand(o));
+             return b.add_elementwise(op_kind_from_name(op), ops, tile, loc(file, line));
+           })
+      .def("add_cast",
+           [](TensorGraphBuilder& b, int x, DataType dt, const std::vector<int64_t>& tile, const std::string& file,
+              int line) { return b.add_cast(x, dt, tile, loc(file, line)); })
       .def("add_unary",
            [](TensorGraphBuilder& b, const std::string& op, int x, const std::vector<int64_t>& tile,
               const std::string& file, int line) { return b.add_unary(op_kind_from_name(op), x, tile, loc(file, line)); })
       .def("add_reduce",
-           [](TensorGraphBuilder& b, const std::string& op, int x, int dim, bool keepdim,
+           [](TensorGraphBuilder& b, const std::string& op, int x, const std::vector<int>& dims, bool keepdim,
               const std::vector<int64_t>& tile, const std::string& file, int line) {
-             return b.add_reduce(op_kind_from_name(op), x, dim, keepdim, tile, loc(file, line));
+             return b.add_reduce(op_kind_from_name(op), x, dims, keepdim, tile, loc(file, line));
            })
       .def("set_outputs", &TensorGraphBuilder::set_outputs)
       .def("shape", [](const TensorGraphBuilder& b, int id) { return from_shape(b.value(id).shape); })

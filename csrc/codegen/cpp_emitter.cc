@@ -40,10 +40,7 @@ int64_t numel(const std::vector<int64_t>& s) {
   return n;
 }
 
-void check_dtype(DataType dt, const std::string& what) {
-  if (dt != DataType::FP32)
-    throw NotSupportedError(fmt::format("{}: dtype {} cannot run on the CPU backend yet (DT_FP32 can)", what, dtype_name(dt)));
-}
+void check_dtype(DataType, const std::string&) {}
 
 /// Emits one InCore function as a static kernel.
 class KernelEmitter {
@@ -139,69 +136,120 @@ class KernelEmitter {
     }
   }
 
+  static const char* op_struct(Opcode op) {
+    switch (op) {
+      case Opcode::TADD: case Opcode::TROWEXPANDADD: case Opcode::TCOLEXPANDADD: case Opcode::TROWSUM:
+      case Opcode::TCOLSUM: case Opcode::TREDSUM: return "pto::OpAdd";
+      case Opcode::TSUB: case Opcode::TROWEXPANDSUB: case Opcode::TCOLEXPANDSUB: return "pto::OpSub";
+      case Opcode::TMUL: case Opcode::TROWEXPANDMUL: case Opcode::TCOLEXPANDMUL: case Opcode::TROWPROD:
+      case Opcode::TCOLPROD: case Opcode::TREDPROD: return "pto::OpMul";
+      case Opcode::TDIV: case Opcode::TROWEXPANDDIV: case Opcode::TCOLEXPANDDIV: return "pto::OpDiv";
+      case Opcode::TMAX: case Opcode::TROWEXPANDMAX: case Opcode::TCOLEXPANDMAX: case Opcode::TROWMAX:
+      case Opcode::TCOLMAX: case Opcode::TREDMAX: return "pto::OpMax";
+      case Opcode::TMIN: case Opcode::TROWMIN: case Opcode::TCOLMIN: case Opcode::TREDMIN: return "pto::OpMin";
+      case Opcode::TPOW: return "pto::OpPow";
+      case Opcode::TCMPGT: return "pto::OpGt";
+      case Opcode::TCMPGE: return "pto::OpGe";
+      case Opcode::TCMPLT: return "pto::OpLt";
+      case Opcode::TCMPLE: return "pto::OpLe";
+      case Opcode::TCMPEQ: return "pto::OpEq";
+      case Opcode::TCMPNE: return "pto::OpNe";
+      case Opcode::TEXP: return "pto::FnExp";
+      case Opcode::TNEG: return "pto::FnNeg";
+      case Opcode::TABS: return "pto::FnAbs";
+      case Opcode::TLOG: return "pto::FnLog";
+      case Opcode::TSQRT: return "pto::FnSqrt";
+      case Opcode::TRSQRT: return "pto::FnRsqrt";
+      case Opcode::TRECIP: return "pto::FnRecip";
+      case Opcode::TRELU: return "pto::FnRelu";
+      case Opcode::TSIGMOID: return "pto::FnSigmoid";
+      case Opcode::TTANH: return "pto::FnTanh";
+      case Opcode::TSILU: return "pto::FnSilu";
+      case Opcode::TGELU: return "pto::FnGelu";
+      case Opcode::TERF: return "pto::FnErf";
+      case Opcode::TERFC: return "pto::FnErfc";
+      case Opcode::TFLOOR: return "pto::FnFloor";
+      case Opcode::TCEIL: return "pto::FnCeil";
+      case Opcode::TROUND: return "pto::FnRound";
+      case Opcode::TTRUNC: return "pto::FnTrunc";
+      case Opcode::TEXP2: return "pto::FnExp2";
+      case Opcode::TEXPM1: return "pto::FnExpm1";
+      case Opcode::TNOT: return "pto::FnNot";
+      default: throw InternalError(fmt::format("no functor for {}", opcode_name(op)));
+    }
+  }
+
+  static std::string ctype(DataType dt) { return dtype_cpp_type(dt); }
+
+  /// The constant operand of an instruction as a C++ value of type `ty`.
+  static std::string constant(const Instr& in, const std::string& ty) {
+    if (in.scalar_expr) return fmt::format("static_cast<{}>({})", ty, cexpr(*in.scalar_expr));
+    if (std::isinf(in.scalar)) return fmt::format("static_cast<{}>({}INFINITY)", ty, in.scalar < 0 ? "-" : "");
+    if (std::isnan(in.scalar)) return fmt::format("static_cast<{}>(NAN)", ty);
+    return fmt::format("static_cast<{}>({:.17g})", ty, in.scalar);
+  }
+
   void emit_instr(std::string& o, const Instr& in, const std::string& pad) {
-    const char* ty = "float";
-    auto op_struct = [](Opcode op) -> const char* {
-      switch (op) {
-        case Opcode::TADD: case Opcode::TROWEXPANDADD: case Opcode::TCOLEXPANDADD: case Opcode::TROWSUM:
-        case Opcode::TCOLSUM: return "pto::OpAdd";
-        case Opcode::TSUB: case Opcode::TROWEXPANDSUB: case Opcode::TCOLEXPANDSUB: return "pto::OpSub";
-        case Opcode::TMUL: case Opcode::TROWEXPANDMUL: case Opcode::TCOLEXPANDMUL: return "pto::OpMul";
-        case Opcode::TDIV: case Opcode::TROWEXPANDDIV: case Opcode::TCOLEXPANDDIV: return "pto::OpDiv";
-        default: return "pto::OpMax";
-      }
-    };
     std::string comment = fmt::format("  // {}", opcode_name(in.op));
     switch (in.op) {
       case Opcode::TLOAD: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, cexprs(in.valid), comment);
-        o += fmt::format("{}  pto::tload<{}, {}>({}, {}, {}_shape, {}, {}, valid); }}\n", pad, ty, t.shape.back(), t.name,
-                         t.shape.size(), t.name, address(in), mem_stride_.at(in.memref));
+        o += fmt::format("{}  pto::tload<{}, {}>({}, {}, {}_shape, {}, {}, valid); }}\n", pad, ctype(t.dtype),
+                         t.shape.back(), t.name, t.shape.size(), t.name, address(in), mem_stride_.at(in.memref));
         return;
       }
       case Opcode::TSTORE: {
         const TileDecl& t = tile(in.srcs[0]);
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, cexprs(in.valid), comment);
-        o += fmt::format("{}  pto::tstore<{}, {}>({}, {}, valid, {}, {}_shape, {}); }}\n", pad, ty, t.shape.back(),
-                         address(in), mem_stride_.at(in.memref), t.shape.size(), t.name, t.name);
+        o += fmt::format("{}  pto::tstore<{}, {}>({}, {}, valid, {}, {}_shape, {}); }}\n", pad, ctype(t.dtype),
+                         t.shape.back(), address(in), mem_stride_.at(in.memref), t.shape.size(), t.name, t.name);
         return;
       }
       case Opcode::TFILL: {
         const TileDecl& t = tile(in.dst);
-        std::string v = std::isinf(in.scalar) ? (in.scalar < 0 ? "-INFINITY" : "INFINITY") : fmt::format("static_cast<float>({:.17g})", in.scalar);
+        std::string ty = ctype(t.dtype);
+        std::string v = std::isinf(in.scalar) ? fmt::format("pto::{}<{}>()", in.scalar < 0 ? "lowest" : "highest", ty)
+                                              : constant(in, ty);
         o += fmt::format("{}pto::tfill<{}, {}>({}, {});{}\n", pad, ty, numel(t.shape), t.name, v, comment);
         return;
       }
       case Opcode::TRESHAPE: {
         const TileDecl& t = tile(in.dst);
-        o += fmt::format("{}pto::tcopy<{}, {}>({}, {});{}\n", pad, ty, numel(t.shape), t.name, tile(in.srcs[0]).name,
-                         comment);
+        o += fmt::format("{}pto::tcopy<{}, {}>({}, {});{}\n", pad, ctype(t.dtype), numel(t.shape), t.name,
+                         tile(in.srcs[0]).name, comment);
         return;
       }
       case Opcode::TEXPAND: {
         const TileDecl& t = tile(in.dst);
         const TileDecl& s = tile(in.srcs[0]);
-        o += fmt::format("{}pto::texpand<{}>({}, {}, {}_shape, {}, {}_shape);{}\n", pad, ty, t.name, t.shape.size(), t.name,
-                         s.name, s.name, comment);
+        o += fmt::format("{}pto::texpand<{}>({}, {}, {}_shape, {}, {}_shape);{}\n", pad, ctype(t.dtype), t.name,
+                         t.shape.size(), t.name, s.name, s.name, comment);
         return;
       }
-      case Opcode::TEXP: {
+      case Opcode::TCAST: {
         const TileDecl& t = tile(in.dst);
-        o += fmt::format("{}pto::texp<{}, {}>({}, {});{}\n", pad, ty, numel(t.shape), t.name, tile(in.srcs[0]).name,
-                         comment);
+        std::string via = in.round_to ? dtype_cpp_type(*in.round_to) : ctype(t.dtype);
+        o += fmt::format("{}pto::tcast<{}, {}, {}, {}>({}, {});{}\n", pad, via, ctype(t.dtype),
+                         ctype(tile(in.srcs[0]).dtype), numel(t.shape), t.name, tile(in.srcs[0]).name, comment);
         return;
       }
-      case Opcode::TADD: case Opcode::TSUB: case Opcode::TMUL: case Opcode::TDIV: case Opcode::TMAX: {
+      case Opcode::TSELECT: {
         const TileDecl& t = tile(in.dst);
-        o += fmt::format("{}pto::tbinary<{}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ty, numel(t.shape), t.name,
-                         tile(in.srcs[0]).name, tile(in.srcs[1]).name, comment);
+        std::string ty = ctype(t.dtype);
+        std::vector<std::string> ops;
+        size_t next = 0;
+        for (int pos = 0; pos < 3; ++pos)
+          ops.push_back(pos == in.scalar_pos ? constant(in, ty) : tile(in.srcs.at(next++)).name);
+        const char* form = in.scalar_pos == 1 ? "tselect_a" : in.scalar_pos == 2 ? "tselect_b" : "tselect";
+        o += fmt::format("{}pto::{}<{}, {}>({}, {}, {}, {});{}\n", pad, form, ty, numel(t.shape), t.name, ops[0], ops[1],
+                         ops[2], comment);
         return;
       }
       case Opcode::TROWEXPANDADD: case Opcode::TROWEXPANDSUB: case Opcode::TROWEXPANDMUL: case Opcode::TROWEXPANDDIV:
       case Opcode::TROWEXPANDMAX: {
         const TileDecl& t = tile(in.dst);
-        o += fmt::format("{}pto::trowexpand<{}, {}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ty,
+        o += fmt::format("{}pto::trowexpand<{}, {}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ctype(t.dtype),
                          numel(t.shape) / t.shape.back(), t.shape.back(), t.name, tile(in.srcs[0]).name,
                          tile(in.srcs[1]).name, comment);
         return;
@@ -209,28 +257,58 @@ class KernelEmitter {
       case Opcode::TCOLEXPANDADD: case Opcode::TCOLEXPANDSUB: case Opcode::TCOLEXPANDMUL: case Opcode::TCOLEXPANDDIV:
       case Opcode::TCOLEXPANDMAX: {
         const TileDecl& t = tile(in.dst);
-        o += fmt::format("{}pto::tcolexpand<{}, {}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ty, t.shape[0],
-                         numel(t.shape) / t.shape[0], t.name, tile(in.srcs[0]).name, tile(in.srcs[1]).name, comment);
+        o += fmt::format("{}pto::tcolexpand<{}, {}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ctype(t.dtype),
+                         t.shape[0], numel(t.shape) / t.shape[0], t.name, tile(in.srcs[0]).name, tile(in.srcs[1]).name,
+                         comment);
         return;
       }
-      case Opcode::TROWSUM: case Opcode::TROWMAX: {
-        const TileDecl& s = tile(in.srcs[0]);
-        std::string init = in.op == Opcode::TROWSUM ? "0.0f" : "-INFINITY";
-        o += fmt::format("{}pto::trowreduce<{}, {}, {}, {}>({}, {}, {}, {});{}\n", pad, op_struct(in.op), ty,
-                         numel(s.shape) / s.shape.back(), s.shape.back(), tile(in.dst).name, s.name,
-                         cexpr(in.valid.back()), init, comment);
-        return;
-      }
-      case Opcode::TCOLSUM: case Opcode::TCOLMAX: {
-        const TileDecl& s = tile(in.srcs[0]);
-        std::string init = in.op == Opcode::TCOLSUM ? "0.0f" : "-INFINITY";
-        o += fmt::format("{}pto::tcolreduce<{}, {}, {}, {}>({}, {}, {}, {});{}\n", pad, op_struct(in.op), ty, s.shape[0],
-                         numel(s.shape) / s.shape[0], tile(in.dst).name, s.name, cexpr(in.valid.front()), init, comment);
-        return;
-      }
+      default: break;
     }
-    throw InternalError(fmt::format("no C++ lowering for {}", opcode_name(in.op)));
+    if (is_reduction(in.op)) {
+      const TileDecl& s = tile(in.srcs[0]);
+      size_t r = s.shape.size();
+      size_t axis = in.axis >= 0 ? static_cast<size_t>(in.axis)
+                    : (in.op == Opcode::TROWSUM || in.op == Opcode::TROWMAX || in.op == Opcode::TROWMIN ||
+                       in.op == Opcode::TROWPROD)
+                        ? r - 1
+                        : 0;
+      int64_t outer = 1, inner = 1;
+      for (size_t d = 0; d < axis; ++d) outer *= s.shape[d];
+      for (size_t d = axis + 1; d < r; ++d) inner *= s.shape[d];
+      std::string ty = ctype(s.dtype);
+      std::string init;
+      switch (in.op) {
+        case Opcode::TROWSUM: case Opcode::TCOLSUM: case Opcode::TREDSUM: init = fmt::format("{}(0)", ty); break;
+        case Opcode::TROWPROD: case Opcode::TCOLPROD: case Opcode::TREDPROD: init = fmt::format("{}(1)", ty); break;
+        case Opcode::TROWMAX: case Opcode::TCOLMAX: case Opcode::TREDMAX: init = fmt::format("pto::lowest<{}>()", ty); break;
+        default: init = fmt::format("pto::highest<{}>()", ty);
+      }
+      o += fmt::format("{}pto::treduce<{}, {}, {}, {}, {}>({}, {}, {}, {});{}\n", pad, op_struct(in.op), ty, outer,
+                       s.shape[axis], inner, tile(in.dst).name, s.name, cexpr(in.valid.at(axis)), init, comment);
+      return;
+    }
+    const TileDecl& t = tile(in.dst);
+    int arity = opcode_num_srcs(in.op);
+    if (arity == 1) {
+      o += fmt::format("{}pto::tunary<{}, {}, {}>({}, {});{}\n", pad, op_struct(in.op), ctype(t.dtype), numel(t.shape),
+                       t.name, tile(in.srcs[0]).name, comment);
+      return;
+    }
+    // Binary: the operand type is the sources' (comparisons write 0/1 into an integer tile).
+    const TileDecl& a = tile(in.srcs[0]);
+    std::string ty = ctype(a.dtype);
+    if (in.scalar_pos == 1) {
+      o += fmt::format("{}pto::tbinary_rs<{}, {}, {}, {}>({}, {}, {});{}s\n", pad, op_struct(in.op), ctype(t.dtype), ty,
+                       numel(t.shape), t.name, a.name, constant(in, ty), comment);
+    } else if (in.scalar_pos == 0) {
+      o += fmt::format("{}pto::tbinary_ls<{}, {}, {}, {}>({}, {}, {});{}s\n", pad, op_struct(in.op), ctype(t.dtype), ty,
+                       numel(t.shape), t.name, constant(in, ty), a.name, comment);
+    } else {
+      o += fmt::format("{}pto::tbinary<{}, {}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ctype(t.dtype), ty,
+                       numel(t.shape), t.name, a.name, tile(in.srcs[1]).name, comment);
+    }
   }
+
 
   const InCoreFunction& f_;
   const std::vector<MemRef>& memrefs_;

@@ -8,11 +8,59 @@
 #ifndef PYPTO_TILE_OPS_H_
 #define PYPTO_TILE_OPS_H_
 
-#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
 namespace pto {
+
+/// bfloat16 storage: the top 16 bits of an IEEE float.
+struct bf16 {
+  uint16_t bits;
+};
+
+/// Converts between storage and compute types (bf16 by bit manipulation,
+/// rounding to nearest even; everything else by the language's conversion).
+template <typename D, typename S>
+inline D cvt(S v) {
+  return static_cast<D>(v);
+}
+template <>
+inline float cvt<float, bf16>(bf16 v) {
+  uint32_t u = uint32_t(v.bits) << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+template <>
+inline bf16 cvt<bf16, float>(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{uint16_t((u >> 16) | 0x40)};  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return bf16{uint16_t(u >> 16)};
+}
+template <>
+inline bool cvt<bool, float>(float v) {
+  return v != 0.0f;
+}
+template <>
+inline bool cvt<bool, double>(double v) {
+  return v != 0.0;
+}
+
+/// Start values of max/min reductions: -inf/inf for floats, the extremes for integers.
+template <typename T>
+inline T lowest() {
+  return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+}
+template <typename T>
+inline T highest() {
+  return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+}
 
 inline int64_t floordiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -62,8 +110,8 @@ inline pypto_tensor make_workspace(const pypto_runtime_api* api, int32_t ndim, c
 /// TLOAD: the box of `rank` dims at `src` (element strides `stride`, `valid`
 /// elements per dim) into a tile of shape `tshape` whose last dim is C; tile
 /// elements outside the valid box are zero.
-template <typename T, int64_t C>
-inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const T* __restrict src, const int64_t* stride,
+template <typename T, int64_t C, typename S>
+inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* __restrict src, const int64_t* stride,
                   const int64_t* valid) {
   int64_t rows = 1;
   for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
@@ -83,19 +131,19 @@ inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const T* _
       for (int64_t c = 0; c < C; ++c) drow[c] = T(0);
       continue;
     }
-    const T* __restrict srow = src + off;
+    const S* __restrict srow = src + off;
     if (sc == 1 && vc == C) {
-      for (int64_t c = 0; c < C; ++c) drow[c] = srow[c];
+      for (int64_t c = 0; c < C; ++c) drow[c] = cvt<T>(srow[c]);
     } else {
-      for (int64_t c = 0; c < vc; ++c) drow[c] = srow[c * sc];
+      for (int64_t c = 0; c < vc; ++c) drow[c] = cvt<T>(srow[c * sc]);
       for (int64_t c = vc; c < C; ++c) drow[c] = T(0);
     }
   }
 }
 
 /// TSTORE: the valid part of a tile (last dim C) into a strided box.
-template <typename T, int64_t C>
-inline void tstore(T* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
+template <typename T, int64_t C, typename S>
+inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
                    const T* __restrict src) {
   int64_t rows = 1;
   for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
@@ -112,11 +160,11 @@ inline void tstore(T* __restrict dst, const int64_t* stride, const int64_t* vali
     }
     if (!inside) continue;
     const T* __restrict srow = src + r * C;
-    T* __restrict drow = dst + off;
+    S* __restrict drow = dst + off;
     if (sc == 1) {
-      for (int64_t c = 0; c < vc; ++c) drow[c] = srow[c];
+      for (int64_t c = 0; c < vc; ++c) drow[c] = cvt<S>(srow[c]);
     } else {
-      for (int64_t c = 0; c < vc; ++c) drow[c * sc] = srow[c];
+      for (int64_t c = 0; c < vc; ++c) drow[c * sc] = cvt<S>(srow[c]);
     }
   }
 }
@@ -135,12 +183,76 @@ struct OpAdd { template <typename T> static T f(T a, T b) { return a + b; } };
 struct OpSub { template <typename T> static T f(T a, T b) { return a - b; } };
 struct OpMul { template <typename T> static T f(T a, T b) { return a * b; } };
 struct OpDiv { template <typename T> static T f(T a, T b) { return a / b; } };
-struct OpMax { template <typename T> static T f(T a, T b) { return a > b ? a : b; } };
+// NaN propagates through maximum/minimum, as in torch.
+struct OpMax { template <typename T> static T f(T a, T b) { return (a > b || a != a) ? a : b; } };
+struct OpMin { template <typename T> static T f(T a, T b) { return (a < b || a != a) ? a : b; } };
+struct OpPow {
+  template <typename T>
+  static T f(T a, T b) {
+    if constexpr (std::is_integral<T>::value) {
+      if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+      T r = 1;
+      for (; b; b >>= 1, a *= a)
+        if (b & 1) r *= a;
+      return r;
+    } else {
+      return std::pow(a, b);
+    }
+  }
+};
+struct OpGt { template <typename T> static bool f(T a, T b) { return a > b; } };
+struct OpGe { template <typename T> static bool f(T a, T b) { return a >= b; } };
+struct OpLt { template <typename T> static bool f(T a, T b) { return a < b; } };
+struct OpLe { template <typename T> static bool f(T a, T b) { return a <= b; } };
+struct OpEq { template <typename T> static bool f(T a, T b) { return a == b; } };
+struct OpNe { template <typename T> static bool f(T a, T b) { return a != b; } };
+
+struct FnExp { template <typename T> static T f(T x) { return std::exp(x); } };
+struct FnNeg { template <typename T> static T f(T x) { return -x; } };
+struct FnAbs { template <typename T> static T f(T x) { return x < T(0) ? T(-x) : (x == T(0) ? T(0) : x); } };
+struct FnLog { template <typename T> static T f(T x) { return std::log(x); } };
+struct FnSqrt { template <typename T> static T f(T x) { return std::sqrt(x); } };
+struct FnRsqrt { template <typename T> static T f(T x) { return T(1) / std::sqrt(x); } };
+struct FnRecip { template <typename T> static T f(T x) { return T(1) / x; } };
+struct FnRelu { template <typename T> static T f(T x) { return x < T(0) ? T(0) : x; } };
+struct FnSigmoid { template <typename T> static T f(T x) { return T(1) / (T(1) + std::exp(-x)); } };
+struct FnTanh { template <typename T> static T f(T x) { return std::tanh(x); } };
+struct FnSilu { template <typename T> static T f(T x) { return x / (T(1) + std::exp(-x)); } };
+struct FnGelu {
+  template <typename T>
+  static T f(T x) { return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440))); }
+};
+struct FnErf { template <typename T> static T f(T x) { return std::erf(x); } };
+struct FnErfc { template <typename T> static T f(T x) { return std::erfc(x); } };
+struct FnFloor { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::floor(x)); } };
+struct FnCeil { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::ceil(x)); } };
+struct FnRound { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::nearbyint(x)); } };
+struct FnTrunc { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::trunc(x)); } };
+struct FnExp2 { template <typename T> static T f(T x) { return std::exp2(x); } };
+struct FnExpm1 { template <typename T> static T f(T x) { return std::expm1(x); } };
+struct FnNot { template <typename T> static T f(T x) { return x == T(0) ? T(1) : T(0); } };
+
+template <typename Fn, typename T, int64_t N>
+inline void tunary(T* __restrict dst, const T* __restrict a) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = Fn::f(a[i]);
+}
 
 /// Elementwise binary op; `dst` may alias `a` (accumulators), never `b`.
-template <typename Op, typename T, int64_t N>
-inline void tbinary(T* dst, const T* a, const T* __restrict b) {
-  for (int64_t i = 0; i < N; ++i) dst[i] = Op::f(a[i], b[i]);
+template <typename Op, typename D, typename T, int64_t N>
+inline void tbinary(D* dst, const T* a, const T* __restrict b) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = D(Op::f(a[i], b[i]));
+}
+
+/// dst = a op s (tensor-scalar forms: TADDS, TMULS, ...).
+template <typename Op, typename D, typename T, int64_t N>
+inline void tbinary_rs(D* __restrict dst, const T* __restrict a, T s) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = D(Op::f(a[i], s));
+}
+
+/// dst = s op a (scalar on the left).
+template <typename Op, typename D, typename T, int64_t N>
+inline void tbinary_ls(D* __restrict dst, T s, const T* __restrict a) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = D(Op::f(s, a[i]));
 }
 
 /// dst[r, c] = a[r, c] op b[r]   (TROWEXPAND*)
@@ -159,29 +271,40 @@ inline void tcolexpand(T* __restrict dst, const T* __restrict a, const T* __rest
     for (int64_t c = 0; c < C; ++c) dst[r * C + c] = Op::f(a[r * C + c], b[c]);
 }
 
+/// TSELECT: dst = cond ? a : b (constants in the forms below).
 template <typename T, int64_t N>
-inline void texp(T* __restrict dst, const T* __restrict a) {
-  for (int64_t i = 0; i < N; ++i) dst[i] = expf(a[i]);
+inline void tselect(T* __restrict dst, const int32_t* __restrict c, const T* __restrict a, const T* __restrict b) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = c[i] ? a[i] : b[i];
+}
+template <typename T, int64_t N>
+inline void tselect_a(T* __restrict dst, const int32_t* __restrict c, T a, const T* __restrict b) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = c[i] ? a : b[i];
+}
+template <typename T, int64_t N>
+inline void tselect_b(T* __restrict dst, const int32_t* __restrict c, const T* __restrict a, T b) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = c[i] ? a[i] : b;
 }
 
-/// Reduces each row over its first `vc` columns (TROWSUM / TROWMAX).
-template <typename Op, typename T, int64_t R, int64_t C>
-inline void trowreduce(T* __restrict dst, const T* __restrict a, int64_t vc, T init) {
-  if (vc > C) vc = C;
-  for (int64_t r = 0; r < R; ++r) {
-    T acc = init;
-    for (int64_t c = 0; c < vc; ++c) acc = Op::f(acc, a[r * C + c]);
-    dst[r] = acc;
+/// TCAST: converts through the destination's storage type S, so the value
+/// is exactly what storing and reloading it would give.
+template <typename S, typename D, typename T, int64_t N>
+inline void tcast(D* __restrict dst, const T* __restrict src) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = cvt<D>(cvt<S>(src[i]));
+}
+
+/// Reduces axis RED of a tile viewed as [OUTER, RED, INNER] over its first
+/// `valid` entries (TROW*: INNER = 1; TCOL*: OUTER = 1; TRED*: a middle axis).
+template <typename Op, typename T, int64_t OUTER, int64_t RED, int64_t INNER>
+inline void treduce(T* __restrict dst, const T* __restrict a, int64_t valid, T init) {
+  if (valid > RED) valid = RED;
+  for (int64_t o = 0; o < OUTER; ++o) {
+    T* __restrict d = dst + o * INNER;
+    for (int64_t i = 0; i < INNER; ++i) d[i] = init;
+    for (int64_t r = 0; r < valid; ++r) {
+      const T* __restrict row = a + (o * RED + r) * INNER;
+      for (int64_t i = 0; i < INNER; ++i) d[i] = Op::f(d[i], row[i]);
+    }
   }
-}
-
-/// Reduces each column over its first `vr` rows (TCOLSUM / TCOLMAX).
-template <typename Op, typename T, int64_t R, int64_t C>
-inline void tcolreduce(T* __restrict dst, const T* __restrict a, int64_t vr, T init) {
-  if (vr > R) vr = R;
-  for (int64_t c = 0; c < C; ++c) dst[c] = init;
-  for (int64_t r = 0; r < vr; ++r)
-    for (int64_t c = 0; c < C; ++c) dst[c] = Op::f(dst[c], a[r * C + c]);
 }
 
 /// TEXPAND: broadcasts `src` (shape `sshape`, size-1 dims stretch) to `dshape`.

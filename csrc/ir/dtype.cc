@@ -55,17 +55,69 @@ std::string dtype_pto_name(DataType dt) {
 std::string dtype_cpp_type(DataType dt) {
   switch (dt) {
     case DataType::FP32: return "float";
-    case DataType::FP16: return "uint16_t";
-    case DataType::BF16: return "uint16_t";
+    case DataType::FP16: return "_Float16";
+    case DataType::BF16: return "pto::bf16";
     case DataType::DOUBLE: return "double";
     case DataType::INT8: return "int8_t";
     case DataType::INT16: return "int16_t";
     case DataType::INT32: return "int32_t";
     case DataType::INT64: return "int64_t";
     case DataType::UINT8: return "uint8_t";
-    case DataType::BOOL: return "uint8_t";
+    case DataType::BOOL: return "bool";
   }
   throw InternalError("unknown DataType");
+}
+
+bool dtype_is_int(DataType dt) {
+  return dt == DataType::INT8 || dt == DataType::INT16 || dt == DataType::INT32 || dt == DataType::INT64 ||
+         dt == DataType::UINT8;
+}
+
+DataType compute_dtype(DataType dt) {
+  switch (dt) {
+    case DataType::FP32:
+    case DataType::FP16:
+    case DataType::BF16: return DataType::FP32;
+    case DataType::DOUBLE: return DataType::DOUBLE;
+    case DataType::INT64: return DataType::INT64;
+    default: return DataType::INT32;
+  }
+}
+
+namespace {
+int category(DataType dt) { return dt == DataType::BOOL ? 0 : dtype_is_int(dt) ? 1 : 2; }
+}  // namespace
+
+DataType promote_types(DataType a, DataType b) {
+  if (a == b) return a;
+  int ca = category(a), cb = category(b);
+  if (ca != cb) return ca > cb ? a : b;
+  if (ca == 2) {
+    if (a == DataType::DOUBLE || b == DataType::DOUBLE) return DataType::DOUBLE;
+    return DataType::FP32;  // fp16 with bf16 or fp32, bf16 with fp32
+  }
+  // Integers: unsigned uint8 with a signed type needs a wider signed type.
+  auto rank = [](DataType d) {
+    switch (d) {
+      case DataType::INT8: return 1;
+      case DataType::UINT8: return 1;
+      case DataType::INT16: return 2;
+      case DataType::INT32: return 3;
+      default: return 4;
+    }
+  };
+  if (a == DataType::UINT8 || b == DataType::UINT8) {
+    DataType other = a == DataType::UINT8 ? b : a;
+    if (other == DataType::INT8) return DataType::INT16;
+    return other;
+  }
+  return rank(a) >= rank(b) ? a : b;
+}
+
+DataType promote_with_scalar(DataType t, bool scalar_is_float, bool scalar_is_bool) {
+  int cs = scalar_is_float ? 2 : scalar_is_bool ? 0 : 1;
+  if (cs <= category(t)) return t;
+  return cs == 2 ? DataType::FP32 : DataType::INT64;
 }
 
 bool dtype_is_float(DataType dt) {

@@ -19,5 +19,15 @@ std::string dtype_pto_name(DataType dt);
 std::string dtype_cpp_type(DataType dt);
 /// True for the floating-point types.
 bool dtype_is_float(DataType dt);
+/// True for the integer types (not bool).
+bool dtype_is_int(DataType dt);
+/// The type tiles of `dt` compute in: FP32 for FP16/BF16/FP32, DOUBLE,
+/// INT64, and INT32 for the narrower integers and BOOL.
+DataType compute_dtype(DataType dt);
+/// The result type of a binary op on two tensors, as torch promotes them.
+DataType promote_types(DataType a, DataType b);
+/// The result type of a binary op on a tensor and a Python scalar (torch's
+/// rule: the scalar only matters when it is of a higher category).
+DataType promote_with_scalar(DataType t, bool scalar_is_float, bool scalar_is_bool);
 
 }  // namespace pypto

@@ -82,9 +82,19 @@ Expr Expr::make(Kind kind, Expr a, Expr b) {
         return Expr(mod_i(*ca, *cb));
       case Kind::Min: return Expr(std::min(*ca, *cb));
       case Kind::Max: return Expr(std::max(*ca, *cb));
+      case Kind::Lt: return Expr(int64_t(*ca < *cb));
+      case Kind::Le: return Expr(int64_t(*ca <= *cb));
+      case Kind::Eq: return Expr(int64_t(*ca == *cb));
+      case Kind::Ne: return Expr(int64_t(*ca != *cb));
+      case Kind::And: return Expr(int64_t(*ca && *cb));
+      case Kind::Or: return Expr(int64_t(*ca || *cb));
       default: break;
     }
   }
+  if (kind == Kind::Eq && a.equals(b)) return Expr(1);
+  if (kind == Kind::Ne && a.equals(b)) return Expr(0);
+  if (kind == Kind::And && ((ca && *ca == 0) || (cb && *cb == 0))) return Expr(0);
+  if (kind == Kind::Or && ((ca && *ca != 0) || (cb && *cb != 0))) return Expr(1);
   switch (kind) {
     case Kind::Add:
       if (ca && *ca == 0) return b;
@@ -125,6 +135,12 @@ Expr floordiv(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Floo
 Expr mod(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Mod, a, b); }
 Expr min(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Min, a, b); }
 Expr max(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Max, a, b); }
+Expr cmp_lt(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Lt, a, b); }
+Expr cmp_le(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Le, a, b); }
+Expr cmp_eq(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Eq, a, b); }
+Expr cmp_ne(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Ne, a, b); }
+Expr logical_and(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::And, a, b); }
+Expr logical_or(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Or, a, b); }
 Expr ceildiv(const Expr& a, const Expr& b) { return floordiv(a + b - Expr(1), b); }
 
 bool Expr::equals(const Expr& other) const {
@@ -177,6 +193,12 @@ const char* infix(Expr::Kind k) {
     case Expr::Kind::Mul: return " * ";
     case Expr::Kind::FloorDiv: return " // ";
     case Expr::Kind::Mod: return " % ";
+    case Expr::Kind::Lt: return " < ";
+    case Expr::Kind::Le: return " <= ";
+    case Expr::Kind::Eq: return " == ";
+    case Expr::Kind::Ne: return " != ";
+    case Expr::Kind::And: return " && ";
+    case Expr::Kind::Or: return " || ";
     default: return nullptr;
   }
 }
@@ -205,6 +227,12 @@ std::string Expr::cpp(const std::function<std::string(const std::string&)>& name
     case Kind::Mod: return fmt::format("pto::floormod({}, {})", A(), B());
     case Kind::Min: return fmt::format("pto::imin({}, {})", A(), B());
     case Kind::Max: return fmt::format("pto::imax({}, {})", A(), B());
+    case Kind::Lt: return fmt::format("int64_t({} < {})", A(), B());
+    case Kind::Le: return fmt::format("int64_t({} <= {})", A(), B());
+    case Kind::Eq: return fmt::format("int64_t({} == {})", A(), B());
+    case Kind::Ne: return fmt::format("int64_t({} != {})", A(), B());
+    case Kind::And: return fmt::format("int64_t({} && {})", A(), B());
+    case Kind::Or: return fmt::format("int64_t({} || {})", A(), B());
   }
   throw InternalError("unknown Expr kind");
 }

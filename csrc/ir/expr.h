@@ -14,7 +14,7 @@ namespace pypto {
 /// An immutable integer expression over named variables (value semantics).
 class Expr {
  public:
-  enum class Kind { Const, Var, Add, Sub, Mul, FloorDiv, Mod, Min, Max };
+  enum class Kind { Const, Var, Add, Sub, Mul, FloorDiv, Mod, Min, Max, Lt, Le, Eq, Ne, And, Or };
 
   /// A constant.
   Expr(int64_t value = 0);  // NOLINT(google-explicit-constructor): constants read naturally.
@@ -60,12 +60,25 @@ class Expr {
   friend Expr mod(const Expr& a, const Expr& b);
   friend Expr min(const Expr& a, const Expr& b);
   friend Expr max(const Expr& a, const Expr& b);
+  friend Expr cmp_lt(const Expr& a, const Expr& b);
+  friend Expr cmp_le(const Expr& a, const Expr& b);
+  friend Expr cmp_eq(const Expr& a, const Expr& b);
+  friend Expr cmp_ne(const Expr& a, const Expr& b);
+  friend Expr logical_and(const Expr& a, const Expr& b);
+  friend Expr logical_or(const Expr& a, const Expr& b);
 };
 
 Expr floordiv(const Expr& a, const Expr& b);
 Expr mod(const Expr& a, const Expr& b);
 Expr min(const Expr& a, const Expr& b);
 Expr max(const Expr& a, const Expr& b);
+/// Comparisons and logic: 1 when true, 0 when false (a > b is cmp_lt(b, a)).
+Expr cmp_lt(const Expr& a, const Expr& b);
+Expr cmp_le(const Expr& a, const Expr& b);
+Expr cmp_eq(const Expr& a, const Expr& b);
+Expr cmp_ne(const Expr& a, const Expr& b);
+Expr logical_and(const Expr& a, const Expr& b);
+Expr logical_or(const Expr& a, const Expr& b);
 /// ceil(a / b) for positive b.
 Expr ceildiv(const Expr& a, const Expr& b);
 

@@ -1,6 +1,7 @@
 #include "ir/printer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -26,6 +27,7 @@ std::string dims_x(const std::vector<Expr>& shape) {
 
 std::string scalar_str(double v) {
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  if (std::isnan(v)) return "nan";
   return fmt::format("{}", v);
 }
 
@@ -73,9 +75,21 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
       out += fmt::format("{}%{} = tfill {} : {}\n", pad, n.tile_name(in.dst), scalar_str(in.scalar), type);
       return;
     default: {
+      // Operands in position order; a constant operand is written inline and
+      // the mnemonic gets PTO's "s" suffix (tadds, tmuls, ...).
       std::string srcs;
-      for (size_t i = 0; i < in.srcs.size(); ++i) srcs += (i ? ", %" : "%") + n.tile_name(in.srcs[i]);
-      out += fmt::format("{}%{} = {} {}{} : {}\n", pad, n.tile_name(in.dst), opcode_name(in.op), srcs, valid, type);
+      size_t next = 0;
+      int total = opcode_num_srcs(in.op);
+      for (int pos = 0; pos < total; ++pos) {
+        std::string item;
+        if (pos == in.scalar_pos) item = in.scalar_expr ? in.scalar_expr->str() : scalar_str(in.scalar);
+        else if (next < in.srcs.size()) item = "%" + n.tile_name(in.srcs[next++]);
+        srcs += (pos ? ", " : "") + item;
+      }
+      std::string mnemonic = std::string(opcode_name(in.op)) + (in.scalar_pos >= 0 ? "s" : "");
+      std::string axis = in.axis >= 0 ? fmt::format(" axis={}", in.axis) : "";
+      if (in.round_to) axis += fmt::format(" to={}", dtype_pto_name(*in.round_to));
+      out += fmt::format("{}%{} = {} {}{}{} : {}\n", pad, n.tile_name(in.dst), mnemonic, srcs, axis, valid, type);
     }
   }
 }
@@ -211,7 +225,12 @@ std::string print(const TensorGraph& g) {
     std::string ins;
     for (size_t i = 0; i < op.inputs.size(); ++i) ins += (i ? ", %" : "%") + g.value(op.inputs[i]).name;
     std::string attrs;
-    if (info.cls == OpClass::Reduce) attrs = fmt::format(", dim={}{}", op.dim, op.keepdim ? ", keepdim" : "");
+    if (info.cls == OpClass::Reduce) {
+      std::string dims = op.dims.size() <= 1 ? std::to_string(op.dim) : "[" + fmt::format("{}", fmt::join(op.dims, ", ")) + "]";
+      attrs = fmt::format(", dim={}{}", dims, op.keepdim ? ", keepdim" : "");
+    }
+    for (const Operand& o : op.operands)
+      if (!o.is_tensor()) attrs += ", " + (o.sym ? o.sym->str() : scalar_str(o.constant));
     std::string loc = op.loc.file.empty() ? "" : fmt::format("  @ {}", op.loc.str());
     out += fmt::format("  %{} = {}({}{}) : {}{}  tile {}{}\n", o.name, info.name, ins, attrs, dtype_name(o.dtype),
                        shape_str(o.shape), ints_str(op.tile_shape), loc);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -24,6 +25,15 @@ enum class Opcode {
   TEXP,
   TROWSUM, TROWMAX,  ///< reduce the last tile axis over its valid length
   TCOLSUM, TCOLMAX,  ///< reduce the first tile axis over its valid length
+  // elementwise, one source
+  TNEG, TABS, TLOG, TSQRT, TRSQRT, TRECIP, TRELU, TSIGMOID, TTANH, TSILU, TGELU, TERF, TERFC, TFLOOR, TCEIL,
+  TROUND, TTRUNC, TEXP2, TEXPM1, TNOT,
+  // elementwise, two sources (or a source and the instruction's constant)
+  TMIN, TPOW, TCMPGT, TCMPGE, TCMPLT, TCMPLE, TCMPEQ, TCMPNE,
+  TSELECT,  ///< dst = cond ? a : b
+  TCAST,    ///< dst (its dtype) <- src, rounded through the destination's storage type
+  TROWMIN, TROWPROD, TCOLMIN, TCOLPROD,
+  TREDSUM, TREDMAX, TREDMIN, TREDPROD,  ///< reduce tile axis `axis` (a middle axis)
   TROWEXPANDADD, TROWEXPANDSUB, TROWEXPANDMUL, TROWEXPANDDIV, TROWEXPANDMAX,  ///< src1 is [..,1]
   TCOLEXPANDADD, TCOLEXPANDSUB, TCOLEXPANDMUL, TCOLEXPANDDIV, TCOLEXPANDMAX,  ///< src1 is [1,..]
   TEXPAND,   ///< general broadcast copy of src0 to dst's shape
@@ -69,8 +79,17 @@ struct Instr {
   int memref = -1;           ///< TLOAD/TSTORE only
   std::vector<Expr> offsets; ///< TLOAD/TSTORE: element offset per memref dim
   std::vector<Expr> valid;   ///< valid extent per tile dim (tails); TLOAD/TSTORE and reductions
-  double scalar = 0.0;       ///< TFILL value
+  double scalar = 0.0;       ///< TFILL value, or the constant operand (see scalar_pos)
+  int scalar_pos = -1;       ///< operand position the constant takes (-1: no constant operand)
+  std::optional<Expr> scalar_expr;  ///< symbolic constant operand (instead of `scalar`)
+  int axis = -1;             ///< TRED*: the reduced tile axis
+  std::optional<DataType> round_to;  ///< TCAST: storage type the value is rounded through
 };
+
+/// Tile sources an instruction reads (its opcode's arity less a constant operand).
+int instr_num_srcs(const Instr& in);
+/// True for the reduction opcodes (TROW*, TCOL*, TRED*).
+bool is_reduction(Opcode op);
 
 struct Stmt;
 

@@ -15,12 +15,42 @@ std::string SourceLoc::str() const {
 }
 
 namespace {
+using K = TensorOpKind;
+using C = OpClass;
+using R = ResultType;
 const OpInfo kOps[] = {
-    {TensorOpKind::Add, "add", OpClass::Binary},   {TensorOpKind::Sub, "sub", OpClass::Binary},
-    {TensorOpKind::Mul, "mul", OpClass::Binary},   {TensorOpKind::Div, "div", OpClass::Binary},
-    {TensorOpKind::Max, "maximum", OpClass::Binary}, {TensorOpKind::Exp, "exp", OpClass::Unary},
-    {TensorOpKind::Amax, "amax", OpClass::Reduce}, {TensorOpKind::Sum, "sum", OpClass::Reduce},
+    {K::Neg, "neg", C::Unary, R::Same},         {K::Abs, "abs", C::Unary, R::Same},
+    {K::Exp, "exp", C::Unary, R::Float},        {K::Log, "log", C::Unary, R::Float},
+    {K::Sqrt, "sqrt", C::Unary, R::Float},      {K::Rsqrt, "rsqrt", C::Unary, R::Float},
+    {K::Reciprocal, "reciprocal", C::Unary, R::Float}, {K::Relu, "relu", C::Unary, R::Same},
+    {K::Sigmoid, "sigmoid", C::Unary, R::Float}, {K::Tanh, "tanh", C::Unary, R::Float},
+    {K::Silu, "silu", C::Unary, R::Float},      {K::Gelu, "gelu", C::Unary, R::Float},
+    {K::Erf, "erf", C::Unary, R::Float},        {K::Erfc, "erfc", C::Unary, R::Float},
+    {K::Floor, "floor", C::Unary, R::Same},     {K::Ceil, "ceil", C::Unary, R::Same},
+    {K::Round, "round", C::Unary, R::Same},     {K::Trunc, "trunc", C::Unary, R::Same},
+    {K::Exp2, "exp2", C::Unary, R::Float},      {K::Expm1, "expm1", C::Unary, R::Float},
+    {K::LogicalNot, "logical_not", C::Unary, R::Bool},
+    {K::Add, "add", C::Binary, R::Same},        {K::Sub, "sub", C::Binary, R::Same},
+    {K::Mul, "mul", C::Binary, R::Same},        {K::Div, "div", C::Binary, R::Float},
+    {K::Max, "maximum", C::Binary, R::Same},    {K::Min, "minimum", C::Binary, R::Same},
+    {K::Pow, "pow", C::Binary, R::Same},        {K::Gt, "gt", C::Binary, R::Bool},
+    {K::Ge, "ge", C::Binary, R::Bool},          {K::Lt, "lt", C::Binary, R::Bool},
+    {K::Le, "le", C::Binary, R::Bool},          {K::Eq, "eq", C::Binary, R::Bool},
+    {K::Ne, "ne", C::Binary, R::Bool},          {K::Where, "where", C::Where, R::Same},
+    {K::Cast, "cast", C::Cast, R::Same},        {K::Sum, "sum", C::Reduce, R::Wide},
+    {K::Amax, "amax", C::Reduce, R::Same},      {K::Amin, "amin", C::Reduce, R::Same},
+    {K::Prod, "prod", C::Reduce, R::Wide},
 };
+
+DataType apply_result(ResultType r, DataType t) {
+  switch (r) {
+    case ResultType::Same: return t;
+    case ResultType::Float: return dtype_is_float(t) ? t : DataType::FP32;
+    case ResultType::Bool: return DataType::BOOL;
+    case ResultType::Wide: return dtype_is_float(t) ? t : DataType::INT64;
+  }
+  return t;
+}
 
 /// Prefix for messages: "pypto.add at file.py:12: ".
 std::string where(const char* op, const SourceLoc& loc) {
@@ -105,36 +135,79 @@ int TensorGraphBuilder::add_param(const std::string& name, const std::vector<Exp
 
 int TensorGraphBuilder::add_binary(TensorOpKind kind, int a, int b, const std::vector<int64_t>& tile,
                                    const SourceLoc& loc) {
+  return add_elementwise(kind, {Operand::tensor(a), Operand::tensor(b)}, tile, loc);
+}
+
+int TensorGraphBuilder::add_elementwise(TensorOpKind kind, const std::vector<Operand>& operands,
+                                        const std::vector<int64_t>& tile, const SourceLoc& loc) {
   const OpInfo& info = op_info(kind);
-  if (info.cls != OpClass::Binary) throw InternalError("add_binary with a non-binary op");
-  check_value(a, info.name, loc);
-  check_value(b, info.name, loc);
-  const TensorValue& va = g_.values[a];
-  const TensorValue& vb = g_.values[b];
-  if (va.dtype != vb.dtype)
-    throw TypeError(where(info.name, loc) + fmt::format("operands have dtypes {} and {}; mixed dtypes are not supported yet",
-                                                        dtype_name(va.dtype), dtype_name(vb.dtype)));
+  size_t arity = info.cls == OpClass::Where ? 3 : info.cls == OpClass::Binary ? 2 : 1;
+  if (operands.size() != arity || info.cls == OpClass::Reduce || info.cls == OpClass::Cast)
+    throw InternalError(fmt::format("add_elementwise: {} takes {} operands", info.name, arity));
   // Broadcasting as in torch: align from the right, size-1 dims stretch.
-  size_t rank = std::max(va.shape.size(), vb.shape.size());
-  std::vector<Expr> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    size_t ia = i + va.shape.size(), ib = i + vb.shape.size();
-    Expr da = ia >= rank ? va.shape[ia - rank] : Expr(1);
-    Expr db = ib >= rank ? vb.shape[ib - rank] : Expr(1);
-    auto ca = da.as_const(), cb = db.as_const();
-    if (ca && *ca == 1) {
-      out[i] = db;
-    } else if ((cb && *cb == 1) || da.equals(db)) {
-      out[i] = da;
-    } else {
-      throw UserError(where(info.name, loc) +
-                      fmt::format("shapes {} and {} do not broadcast: dim {} is {} versus {}", shape_str(va.shape),
-                                  shape_str(vb.shape), i, da.str(), db.str()));
+  std::vector<Expr> out;
+  const TensorValue* first = nullptr;
+  std::vector<int> inputs;
+  for (const Operand& o : operands) {
+    if (!o.is_tensor()) continue;
+    check_value(o.value, info.name, loc);
+    const TensorValue& v = g_.values[o.value];
+    inputs.push_back(o.value);
+    if (!first) {
+      first = &v;
+      out = v.shape;
+      continue;
     }
+    size_t rank = std::max(out.size(), v.shape.size());
+    std::vector<Expr> merged(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      size_t ia = i + out.size(), ib = i + v.shape.size();
+      Expr da = ia >= rank ? out[ia - rank] : Expr(1);
+      Expr db = ib >= rank ? v.shape[ib - rank] : Expr(1);
+      auto ca = da.as_const(), cb = db.as_const();
+      if (ca && *ca == 1) {
+        merged[i] = db;
+      } else if ((cb && *cb == 1) || da.equals(db)) {
+        merged[i] = da;
+      } else {
+        std::string shapes;
+        for (const Operand& x : operands)
+          if (x.is_tensor()) shapes += (shapes.empty() ? "" : " and ") + shape_str(g_.values[x.value].shape);
+        throw UserError(where(info.name, loc) + fmt::format("shapes {} do not broadcast: dim {} is {} versus {}",
+                                                            shapes, i, da.str(), db.str()));
+      }
+    }
+    out = merged;
   }
-  check_tile(info.name, tile, rank, loc);
-  int id = new_value(out, va.dtype);
-  g_.ops.push_back(TensorOp{kind, {a, b}, id, -1, false, tile, loc});
+  if (!first) throw UserError(where(info.name, loc) + "at least one operand must be a tensor");
+  // Type promotion: tensors first, then constants of a higher category.
+  std::optional<DataType> dt;
+  size_t first_data = info.cls == OpClass::Where ? 1 : 0;  // where's condition does not take part
+  for (size_t i = first_data; i < operands.size(); ++i)
+    if (operands[i].is_tensor()) {
+      DataType t = g_.values[operands[i].value].dtype;
+      dt = dt ? promote_types(*dt, t) : t;
+    }
+  for (size_t i = first_data; i < operands.size(); ++i)
+    if (!operands[i].is_tensor()) {
+      if (!dt) dt = operands[i].is_float ? DataType::FP32 : operands[i].is_bool ? DataType::BOOL : DataType::INT64;
+      else dt = promote_with_scalar(*dt, operands[i].is_float, operands[i].is_bool);
+    }
+  if (info.cls == OpClass::Where && operands[0].is_tensor() && g_.values[operands[0].value].dtype != DataType::BOOL)
+    throw TypeError(where(info.name, loc) + fmt::format("condition must be DT_BOOL, found {}",
+                                                        dtype_name(g_.values[operands[0].value].dtype)));
+  if (info.cls == OpClass::Where && !operands[0].is_tensor())
+    throw UserError(where(info.name, loc) + "condition must be a tensor");
+  DataType operand_type = *dt;
+  DataType result = apply_result(info.result, operand_type);
+  // Division and float functions compute in the float result type.
+  DataType compute = compute_dtype(info.result == ResultType::Bool ? operand_type : result);
+  check_tile(info.name, tile, out.size(), loc);
+  int id = new_value(out, result);
+  TensorOp op{kind, inputs, id, -1, false, tile, loc};
+  op.operands = operands;
+  op.compute = compute;
+  g_.ops.push_back(op);
   return id;
 }
 
@@ -143,34 +216,72 @@ int TensorGraphBuilder::add_unary(TensorOpKind kind, int x, const std::vector<in
   if (info.cls != OpClass::Unary) throw InternalError("add_unary with a non-unary op");
   check_value(x, info.name, loc);
   const TensorValue& vx = g_.values[x];
+  if (kind == TensorOpKind::LogicalNot && vx.dtype != DataType::BOOL)
+    throw TypeError(where(info.name, loc) + fmt::format("expects a DT_BOOL tensor, found {}", dtype_name(vx.dtype)));
   check_tile(info.name, tile, vx.shape.size(), loc);
-  int id = new_value(vx.shape, vx.dtype);
-  g_.ops.push_back(TensorOp{kind, {x}, id, -1, false, tile, loc});
+  DataType result = apply_result(info.result, vx.dtype);
+  int id = new_value(vx.shape, result);
+  TensorOp op{kind, {x}, id, -1, false, tile, loc};
+  op.operands = {Operand::tensor(x)};
+  op.compute = compute_dtype(result);
+  g_.ops.push_back(op);
+  return id;
+}
+
+int TensorGraphBuilder::add_cast(int x, DataType dtype, const std::vector<int64_t>& tile, const SourceLoc& loc) {
+  check_value(x, "cast", loc);
+  const TensorValue& vx = g_.values[x];
+  check_tile("cast", tile, vx.shape.size(), loc);
+  int id = new_value(vx.shape, dtype);
+  TensorOp op{TensorOpKind::Cast, {x}, id, -1, false, tile, loc};
+  op.operands = {Operand::tensor(x)};
+  op.compute = compute_dtype(dtype);
+  g_.ops.push_back(op);
   return id;
 }
 
 int TensorGraphBuilder::add_reduce(TensorOpKind kind, int x, int dim, bool keepdim, const std::vector<int64_t>& tile,
                                    const SourceLoc& loc) {
+  return add_reduce(kind, x, std::vector<int>{dim}, keepdim, tile, loc);
+}
+
+int TensorGraphBuilder::add_reduce(TensorOpKind kind, int x, const std::vector<int>& dims_in, bool keepdim,
+                                   const std::vector<int64_t>& tile, const SourceLoc& loc) {
   const OpInfo& info = op_info(kind);
   if (info.cls != OpClass::Reduce) throw InternalError("add_reduce with a non-reduction");
   check_value(x, info.name, loc);
   const TensorValue& vx = g_.values[x];
   int rank = static_cast<int>(vx.shape.size());
-  if (dim < -rank || dim >= rank)
-    throw UserError(where(info.name, loc) +
-                    fmt::format("dim {} is out of range for a tensor of rank {} (expected {} to {})", dim, rank, -rank,
-                                rank - 1));
-  if (dim < 0) dim += rank;
+  if (dims_in.empty()) throw UserError(where(info.name, loc) + "no dim to reduce");
+  std::vector<int> dims;
+  for (int dim : dims_in) {
+    if (dim < -rank || dim >= rank)
+      throw UserError(where(info.name, loc) +
+                      fmt::format("dim {} is out of range for a tensor of rank {} (expected {} to {})", dim, rank, -rank,
+                                  rank - 1));
+    if (dim < 0) dim += rank;
+    if (std::find(dims.begin(), dims.end(), dim) != dims.end())
+      throw UserError(where(info.name, loc) + fmt::format("dim {} is given twice", dim));
+    dims.push_back(dim);
+  }
+  std::sort(dims.begin(), dims.end());
   check_tile(info.name, tile, vx.shape.size(), loc);
   std::vector<Expr> out;
   for (int i = 0; i < rank; ++i) {
-    if (i != dim) out.push_back(vx.shape[i]);
+    bool reduced = std::find(dims.begin(), dims.end(), i) != dims.end();
+    if (!reduced) out.push_back(vx.shape[i]);
     else if (keepdim) out.push_back(Expr(1));
   }
   if (out.empty())
-    throw NotSupportedError(where(info.name, loc) + "reducing a 1-D tensor to a scalar is not supported yet; use keepdim=True");
-  int id = new_value(out, vx.dtype);
-  g_.ops.push_back(TensorOp{kind, {x}, id, dim, keepdim, tile, loc});
+    throw NotSupportedError(where(info.name, loc) + "reducing every dim to a 0-d tensor is not supported yet; use keepdim=True");
+  DataType result = apply_result(info.result, vx.dtype);
+  if (vx.dtype == DataType::BOOL && (kind == TensorOpKind::Amax || kind == TensorOpKind::Amin)) result = DataType::BOOL;
+  int id = new_value(out, result);
+  TensorOp op{kind, {x}, id, dims.front(), keepdim, tile, loc};
+  op.operands = {Operand::tensor(x)};
+  op.compute = compute_dtype(result);
+  op.dims = dims;
+  g_.ops.push_back(op);
   return id;
 }
 

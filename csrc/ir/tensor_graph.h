@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,16 +22,35 @@ struct SourceLoc {
 };
 
 /// Kinds of tensor ops.
-enum class TensorOpKind { Add, Sub, Mul, Div, Max, Exp, Amax, Sum };
+enum class TensorOpKind {
+  // elementwise, one operand
+  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Reciprocal, Relu, Sigmoid, Tanh, Silu, Gelu, Erf, Erfc, Floor, Ceil, Round,
+  Trunc, Exp2, Expm1, LogicalNot,
+  // elementwise, two operands (tensor or constant)
+  Add, Sub, Mul, Div, Max, Min, Pow, Gt, Ge, Lt, Le, Eq, Ne,
+  // elementwise, other
+  Where, Cast,
+  // reductions over one dim
+  Sum, Amax, Amin, Prod,
+};
 
 /// Broad classes of ops, which decide how an op is tiled.
-enum class OpClass { Binary, Unary, Reduce };
+enum class OpClass { Unary, Binary, Where, Cast, Reduce };
+
+/// How an op decides its result dtype.
+enum class ResultType {
+  Same,       ///< the (promoted) operand type
+  Float,      ///< integers and bool become DT_FP32 (exp, sqrt, true division, ...)
+  Bool,       ///< comparisons
+  Wide,       ///< integers and bool become DT_INT64 (sum, prod)
+};
 
 /// Static facts about an op kind.
 struct OpInfo {
   TensorOpKind kind;
   const char* name;  ///< user-facing name, e.g. "amax"
   OpClass cls;
+  ResultType result;
 };
 
 /// The facts about `kind`.
@@ -46,15 +66,34 @@ struct TensorValue {
   DataType dtype = DataType::FP32;
 };
 
+/// An operand of an elementwise op: a tensor value or a constant.
+struct Operand {
+  int value = -1;            ///< tensor value id, or -1 for a constant
+  double constant = 0.0;     ///< the constant (when value < 0 and no `sym`)
+  std::optional<Expr> sym;   ///< a symbolic integer constant (dynamic dims, loop indices)
+  bool is_float = false;     ///< constant written as a float (for type promotion)
+  bool is_bool = false;      ///< constant written as a bool
+
+  bool is_tensor() const { return value >= 0; }
+  static Operand tensor(int id) { Operand o; o.value = id; return o; }
+  static Operand scalar(double v, bool is_float, bool is_bool = false) {
+    Operand o; o.constant = v; o.is_float = is_float; o.is_bool = is_bool; return o;
+  }
+  static Operand symbolic(Expr e) { Operand o; o.sym = std::move(e); return o; }
+};
+
 /// One tensor op.
 struct TensorOp {
   TensorOpKind kind;
-  std::vector<int> inputs;  ///< value ids
+  std::vector<int> inputs;  ///< value ids of the tensor operands, in operand order
   int output = -1;          ///< value id
-  int dim = -1;             ///< reduced dim (non-negative), reductions only
+  int dim = -1;             ///< first reduced dim (non-negative), reductions only
   bool keepdim = false;     ///< reductions only
   std::vector<int64_t> tile_shape;  ///< vec tile shape active when traced
   SourceLoc loc;
+  std::vector<Operand> operands;  ///< every operand, tensors and constants, in order
+  DataType compute = DataType::FP32;  ///< dtype operands are converted to before computing
+  std::vector<int> dims;          ///< reductions: every reduced dim, ascending
 };
 
 /// A traced function.
@@ -78,12 +117,21 @@ class TensorGraphBuilder {
 
   /// Adds a parameter; returns its value id.
   int add_param(const std::string& name, const std::vector<Expr>& shape, DataType dtype);
-  /// Adds an elementwise binary op with broadcasting.
+  /// Adds an elementwise binary op of two tensors, with broadcasting and type promotion.
   int add_binary(TensorOpKind kind, int a, int b, const std::vector<int64_t>& tile, const SourceLoc& loc);
+  /// Adds an elementwise op over operands that are tensors or constants
+  /// (binary ops: 2 operands, at least one a tensor; where: cond, a, b).
+  int add_elementwise(TensorOpKind kind, const std::vector<Operand>& operands, const std::vector<int64_t>& tile,
+                      const SourceLoc& loc);
   /// Adds an elementwise unary op.
   int add_unary(TensorOpKind kind, int x, const std::vector<int64_t>& tile, const SourceLoc& loc);
+  /// Adds a conversion to `dtype`.
+  int add_cast(int x, DataType dtype, const std::vector<int64_t>& tile, const SourceLoc& loc);
   /// Adds a reduction over `dim` (may be negative).
   int add_reduce(TensorOpKind kind, int x, int dim, bool keepdim, const std::vector<int64_t>& tile,
+                 const SourceLoc& loc);
+  /// Adds a reduction over several dims at once (each may be negative).
+  int add_reduce(TensorOpKind kind, int x, const std::vector<int>& dims, bool keepdim, const std::vector<int64_t>& tile,
                  const SourceLoc& loc);
   /// Declares a symbolic dim (its value becomes a scalar argument of the program).
   void add_dyn_dim(const std::string& name);

@@ -55,8 +55,8 @@ struct StmtChecker {
   void check_instr(const Instr& in) {
     std::string what = opcode_name(in.op);
     if (!allow_instr) fail("level.no-instr", fmt::format("tile instruction {} is not allowed at this level", what));
-    if (static_cast<int>(in.srcs.size()) != opcode_num_srcs(in.op))
-      fail("instr.arity", fmt::format("{} takes {} source tiles, found {}", what, opcode_num_srcs(in.op), in.srcs.size()));
+    if (static_cast<int>(in.srcs.size()) != instr_num_srcs(in))
+      fail("instr.arity", fmt::format("{} takes {} source tiles, found {}", what, instr_num_srcs(in), in.srcs.size()));
     for (int s : in.srcs) {
       if (!tile(s)) fail("tile.declared", fmt::format("{} reads undeclared tile {}", what, s));
       if (!defined_tiles.count(s))
@@ -77,14 +77,14 @@ struct StmtChecker {
       if (t->shape.size() != m.shape.size())
         fail("tile.rank", fmt::format("{} moves tile %{} of rank {} through memref %{} of rank {}", what, t->name,
                                       t->shape.size(), m.name, m.shape.size()));
-      if (t->dtype != m.dtype) fail("tile.dtype", fmt::format("{}: tile %{} and memref %{} differ in dtype", what, t->name, m.name));
+      if (t->dtype != compute_dtype(m.dtype))
+        fail("tile.dtype", fmt::format("{}: tile %{} is {}, memref %{} ({}) computes in {}", what, t->name,
+                                       dtype_name(t->dtype), m.name, dtype_name(m.dtype),
+                                       dtype_name(compute_dtype(m.dtype))));
       for (const Expr& e : in.offsets) check_expr(e, what);
     }
     if (!in.valid.empty()) {
-      const TileDecl* t = dst && in.op != Opcode::TROWSUM && in.op != Opcode::TROWMAX && in.op != Opcode::TCOLSUM &&
-                                  in.op != Opcode::TCOLMAX
-                              ? dst
-                              : tile(in.srcs.empty() ? in.dst : in.srcs[0]);
+      const TileDecl* t = dst && !is_reduction(in.op) ? dst : tile(in.srcs.empty() ? in.dst : in.srcs[0]);
       if (in.valid.size() != t->shape.size())
         fail("tile.valid-rank", fmt::format("{} has {} valid extents for tile %{} of rank {}", what, in.valid.size(),
                                             t->name, t->shape.size()));
@@ -94,10 +94,16 @@ struct StmtChecker {
     auto same = [&](const TileDecl* a, const TileDecl* b) { return a->shape == b->shape; };
     switch (in.op) {
       case Opcode::TADD: case Opcode::TSUB: case Opcode::TMUL: case Opcode::TDIV: case Opcode::TMAX:
-        if (!same(dst, tile(in.srcs[0])) || !same(dst, tile(in.srcs[1])))
-          fail("instr.shape", fmt::format("{} needs equal tile shapes", what));
+      case Opcode::TMIN: case Opcode::TPOW: case Opcode::TCMPGT: case Opcode::TCMPGE: case Opcode::TCMPLT:
+      case Opcode::TCMPLE: case Opcode::TCMPEQ: case Opcode::TCMPNE: case Opcode::TSELECT:
+        for (int s : in.srcs)
+          if (!same(dst, tile(s))) fail("instr.shape", fmt::format("{} needs equal tile shapes", what));
         break;
-      case Opcode::TEXP:
+      case Opcode::TEXP: case Opcode::TNEG: case Opcode::TABS: case Opcode::TLOG: case Opcode::TSQRT:
+      case Opcode::TRSQRT: case Opcode::TRECIP: case Opcode::TRELU: case Opcode::TSIGMOID: case Opcode::TTANH:
+      case Opcode::TSILU: case Opcode::TGELU: case Opcode::TERF: case Opcode::TERFC: case Opcode::TFLOOR:
+      case Opcode::TCEIL: case Opcode::TROUND: case Opcode::TTRUNC: case Opcode::TEXP2: case Opcode::TEXPM1:
+      case Opcode::TNOT: case Opcode::TCAST:
         if (!same(dst, tile(in.srcs[0]))) fail("instr.shape", fmt::format("{} needs equal tile shapes", what));
         break;
       case Opcode::TROWEXPANDADD: case Opcode::TROWEXPANDSUB: case Opcode::TROWEXPANDMUL:
@@ -183,8 +189,12 @@ void verify(const TensorGraph& g) {
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const TensorOp& op = g.ops[i];
     const OpInfo& info = op_info(op.kind);
-    size_t arity = info.cls == OpClass::Binary ? 2 : 1;
-    if (op.inputs.size() != arity) fail("tensor.arity", fmt::format("op {} ({}) has {} inputs, expected {}", i, info.name, op.inputs.size(), arity));
+    size_t arity = info.cls == OpClass::Where ? 3 : info.cls == OpClass::Binary ? 2 : 1;
+    size_t tensors = 0;
+    for (const Operand& o : op.operands) tensors += o.is_tensor();
+    if (op.operands.size() != arity || tensors != op.inputs.size() || tensors == 0)
+      fail("tensor.arity", fmt::format("op {} ({}) has {} operands ({} tensors, {} inputs), expected {}", i, info.name,
+                                       op.operands.size(), tensors, op.inputs.size(), arity));
     for (int in : op.inputs)
       if (!defined.count(in)) fail("tensor.use-before-def", fmt::format("op {} ({}) reads value {} before it is defined", i, info.name, in));
     if (op.output < 0 || op.output >= static_cast<int>(g.values.size())) fail("tensor.value-exists", fmt::format("op {} output {} does not exist", i, op.output));
@@ -192,8 +202,12 @@ void verify(const TensorGraph& g) {
     size_t iter_rank = info.cls == OpClass::Reduce ? g.value(op.inputs[0]).shape.size() : g.value(op.output).shape.size();
     if (op.tile_shape.size() != iter_rank)
       fail("tensor.tile-rank", fmt::format("op {} ({}) has tile shape of rank {}, expected {}", i, info.name, op.tile_shape.size(), iter_rank));
-    if (info.cls == OpClass::Reduce && (op.dim < 0 || op.dim >= static_cast<int>(iter_rank)))
-      fail("tensor.reduce-dim", fmt::format("op {} ({}) reduces dim {} of a rank-{} tensor", i, info.name, op.dim, iter_rank));
+    if (info.cls == OpClass::Reduce) {
+      std::vector<int> dims = op.dims.empty() ? std::vector<int>{op.dim} : op.dims;
+      for (int d : dims)
+        if (d < 0 || d >= static_cast<int>(iter_rank))
+          fail("tensor.reduce-dim", fmt::format("op {} ({}) reduces dim {} of a rank-{} tensor", i, info.name, d, iter_rank));
+    }
   }
   for (int o : g.outputs)
     if (!defined.count(o)) fail("tensor.use-before-def", fmt::format("output value {} is never defined", o));

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "ir/errors.h"
@@ -124,6 +125,16 @@ class Expander {
 
   /// Loads the tile of value `v` that feeds iteration `s` (right-aligned
   /// broadcasting); returns a tile of the space's rank.
+  /// A tile converted to `dt` (TCAST) unless it already has that dtype.
+  int convert(int tile, DataType dt, std::vector<Stmt>& body) {
+    if (out_.tiles[tile].dtype == dt) return tile;
+    Instr c{Opcode::TCAST};
+    c.srcs = {tile};
+    c.dst = new_tile(out_.tiles[tile].shape, dt);
+    body.push_back(instr(c));
+    return c.dst;
+  }
+
   int load_operand(int v, const Space& s, std::vector<Stmt>& body) {
     const TensorValue& tv = g_.value(v);
     size_t r = s.shape.size(), rv = tv.shape.size();
@@ -138,14 +149,14 @@ class Expander {
       ld.offsets.push_back(bcast ? Expr(0) : s.offset[d]);
       ld.valid.push_back(bcast ? Expr(1) : s.valid[d]);
     }
-    ld.dst = new_tile(shape, tv.dtype);
+    ld.dst = new_tile(shape, compute_dtype(tv.dtype));
     body.push_back(instr(ld));
     if (rv == r) return ld.dst;
     std::vector<int64_t> full(r - rv, 1);
     full.insert(full.end(), shape.begin(), shape.end());
     Instr rs{Opcode::TRESHAPE};
     rs.srcs = {ld.dst};
-    rs.dst = new_tile(full, tv.dtype);
+    rs.dst = new_tile(full, compute_dtype(tv.dtype));
     body.push_back(instr(rs));
     return rs.dst;
   }
@@ -157,9 +168,43 @@ class Expander {
       case TensorOpKind::Mul: return Opcode::TMUL;
       case TensorOpKind::Div: return Opcode::TDIV;
       case TensorOpKind::Max: return Opcode::TMAX;
+      case TensorOpKind::Min: return Opcode::TMIN;
+      case TensorOpKind::Pow: return Opcode::TPOW;
+      case TensorOpKind::Gt: return Opcode::TCMPGT;
+      case TensorOpKind::Ge: return Opcode::TCMPGE;
+      case TensorOpKind::Lt: return Opcode::TCMPLT;
+      case TensorOpKind::Le: return Opcode::TCMPLE;
+      case TensorOpKind::Eq: return Opcode::TCMPEQ;
+      case TensorOpKind::Ne: return Opcode::TCMPNE;
+      case TensorOpKind::Where: return Opcode::TSELECT;
       case TensorOpKind::Exp: return Opcode::TEXP;
+      case TensorOpKind::Neg: return Opcode::TNEG;
+      case TensorOpKind::Abs: return Opcode::TABS;
+      case TensorOpKind::Log: return Opcode::TLOG;
+      case TensorOpKind::Sqrt: return Opcode::TSQRT;
+      case TensorOpKind::Rsqrt: return Opcode::TRSQRT;
+      case TensorOpKind::Reciprocal: return Opcode::TRECIP;
+      case TensorOpKind::Relu: return Opcode::TRELU;
+      case TensorOpKind::Sigmoid: return Opcode::TSIGMOID;
+      case TensorOpKind::Tanh: return Opcode::TTANH;
+      case TensorOpKind::Silu: return Opcode::TSILU;
+      case TensorOpKind::Gelu: return Opcode::TGELU;
+      case TensorOpKind::Erf: return Opcode::TERF;
+      case TensorOpKind::Erfc: return Opcode::TERFC;
+      case TensorOpKind::Floor: return Opcode::TFLOOR;
+      case TensorOpKind::Ceil: return Opcode::TCEIL;
+      case TensorOpKind::Round: return Opcode::TROUND;
+      case TensorOpKind::Trunc: return Opcode::TTRUNC;
+      case TensorOpKind::Exp2: return Opcode::TEXP2;
+      case TensorOpKind::Expm1: return Opcode::TEXPM1;
+      case TensorOpKind::LogicalNot: return Opcode::TNOT;
       default: throw InternalError("no elementwise opcode for this op");
     }
+  }
+
+  static bool has_expand_form(TensorOpKind k) {
+    return k == TensorOpKind::Add || k == TensorOpKind::Sub || k == TensorOpKind::Mul || k == TensorOpKind::Div ||
+           k == TensorOpKind::Max;
   }
 
   static Opcode rowexpand_opcode(TensorOpKind k) {
@@ -205,18 +250,7 @@ class Expander {
     } else {
       Space s = make_space(outv.shape, op.tile_shape, idx);
       std::vector<Stmt> body;
-      int a = load_operand(op.inputs[0], s, body);
-      int res;
-      if (info.cls == OpClass::Unary) {
-        Instr in{plain_opcode(op.kind)};
-        in.srcs = {a};
-        in.dst = new_tile(s.tile, outv.dtype);
-        body.push_back(instr(in));
-        res = in.dst;
-      } else {
-        int b = load_operand(op.inputs[1], s, body);
-        res = binary(op.kind, a, b, s, outv.dtype, body);
-      }
+      int res = elementwise(op, s, compute_dtype(outv.dtype), body);
       store(res, op.output, s, body);
       std::vector<int> dims;
       for (size_t d = 0; d < s.shape.size(); ++d) dims.push_back(static_cast<int>(d));
@@ -225,24 +259,62 @@ class Expander {
     out_.nests.push_back(std::move(n));
   }
 
-  int binary(TensorOpKind kind, int a, int b, const Space& s, DataType dt, std::vector<Stmt>& body) {
-    const auto& ta = out_.tiles[a].shape;
-    const auto& tb = out_.tiles[b].shape;
+  /// The tile of one elementwise op over iteration `s`; returns the result tile.
+  int elementwise(const TensorOp& op, const Space& s, DataType result, std::vector<Stmt>& body) {
+    const OpInfo& info = op_info(op.kind);
+    if (info.cls == OpClass::Cast) {
+      int x = load_operand(op.inputs[0], s, body);
+      Instr c{Opcode::TCAST};
+      c.srcs = {x};
+      c.dst = new_tile(s.tile, result);
+      c.round_to = g_.value(op.output).dtype;
+      body.push_back(instr(c));
+      return c.dst;
+    }
+    // Load tensor operands, converted to the op's compute dtype (a where's condition stays as it is).
+    std::vector<int> tiles;
+    Instr in{plain_opcode(op.kind)};
+    for (size_t pos = 0; pos < op.operands.size(); ++pos) {
+      const Operand& o = op.operands[pos];
+      if (!o.is_tensor()) {
+        if (in.scalar_pos >= 0)
+          throw NotSupportedError(fmt::format("pypto.{} at {}: more than one constant operand is not supported yet",
+                                              info.name, op.loc.str()));
+        in.scalar_pos = static_cast<int>(pos);
+        in.scalar = o.constant;
+        in.scalar_expr = o.sym;
+        tiles.push_back(-1);
+        continue;
+      }
+      int t = load_operand(o.value, s, body);
+      bool is_cond = info.cls == OpClass::Where && pos == 0;
+      tiles.push_back(is_cond ? t : convert(t, op.compute, body));
+    }
+    in.dst = new_tile(s.tile, result);
+    // Broadcast operands: the second operand of add/sub/mul/div/maximum may use a
+    // row or column expand form; anything else is expanded to the full tile first.
     const auto& te = s.tile;
     size_t r = te.size();
-    Instr in{plain_opcode(kind)};
-    in.dst = new_tile(te, dt);
-    if (ta == te && tb != te) {
-      bool row = tb[r - 1] == 1 && te[r - 1] != 1 && std::equal(tb.begin(), tb.end() - 1, te.begin());
-      bool col = r == 2 && tb[0] == 1 && te[0] != 1 && tb[1] == te[1];
-      if (row) in.op = rowexpand_opcode(kind);
-      else if (col) in.op = colexpand_opcode(kind);
-      else b = expand_to(b, te, dt, body);
-    } else if (ta != te) {
-      a = expand_to(a, te, dt, body);
-      if (tb != te) b = expand_to(b, te, dt, body);
+    for (size_t pos = 0; pos < tiles.size(); ++pos) {
+      if (tiles[pos] < 0 || out_.tiles[tiles[pos]].shape == te) continue;
+      const auto tb = out_.tiles[tiles[pos]].shape;
+      bool other_full = tiles.size() == 2 && pos == 1 && tiles[0] >= 0 && out_.tiles[tiles[0]].shape == te;
+      if (other_full && has_expand_form(op.kind) && in.op == plain_opcode(op.kind)) {
+        bool row = tb[r - 1] == 1 && te[r - 1] != 1 && std::equal(tb.begin(), tb.end() - 1, te.begin());
+        bool col = r == 2 && tb[0] == 1 && te[0] != 1 && tb[1] == te[1];
+        if (row) {
+          in.op = rowexpand_opcode(op.kind);
+          continue;
+        }
+        if (col) {
+          in.op = colexpand_opcode(op.kind);
+          continue;
+        }
+      }
+      tiles[pos] = expand_to(tiles[pos], te, out_.tiles[tiles[pos]].dtype, body);
     }
-    in.srcs = {a, b};
+    for (int t : tiles)
+      if (t >= 0) in.srcs.push_back(t);
     body.push_back(instr(in));
     return in.dst;
   }
@@ -261,67 +333,97 @@ class Expander {
     Space s = make_space(inv.shape, op.tile_shape, idx);
     int k = op.dim;
     int r = static_cast<int>(inv.shape.size());
-    bool is_sum = op.kind == TensorOpKind::Sum;
-    Opcode red;
-    if (k == r - 1) red = is_sum ? Opcode::TROWSUM : Opcode::TROWMAX;
-    else if (k == 0) red = is_sum ? Opcode::TCOLSUM : Opcode::TCOLMAX;
-    else
-      throw NotSupportedError(fmt::format("pypto.{} at {}: reducing dim {} of a rank-{} tensor (a middle dim) is not supported yet",
-                                          op_info(op.kind).name, op.loc.str(), k, r));
+    // Per reduction: its instruction along the last, first or a middle tile
+    // axis, how partial results combine, and the accumulator's start value
+    // (+-inf stand for the type's highest/lowest value).
+    struct Red {
+      Opcode row, col, mid, combine;
+      double init;
+    };
+    const double inf = std::numeric_limits<double>::infinity();
+    Red red_info;
+    switch (op.kind) {
+      case TensorOpKind::Sum: red_info = {Opcode::TROWSUM, Opcode::TCOLSUM, Opcode::TREDSUM, Opcode::TADD, 0.0}; break;
+      case TensorOpKind::Amax: red_info = {Opcode::TROWMAX, Opcode::TCOLMAX, Opcode::TREDMAX, Opcode::TMAX, -inf}; break;
+      case TensorOpKind::Amin: red_info = {Opcode::TROWMIN, Opcode::TCOLMIN, Opcode::TREDMIN, Opcode::TMIN, inf}; break;
+      case TensorOpKind::Prod: red_info = {Opcode::TROWPROD, Opcode::TCOLPROD, Opcode::TREDPROD, Opcode::TMUL, 1.0}; break;
+      default: throw InternalError("unknown reduction");
+    }
+    std::vector<int> red_dims = op.dims.empty() ? std::vector<int>{k} : op.dims;
+    auto is_red = [&](int d) { return std::find(red_dims.begin(), red_dims.end(), d) != red_dims.end(); };
     std::vector<int64_t> acc_shape = s.tile;
-    acc_shape[k] = 1;
-    int acc = new_tile(acc_shape, outv.dtype);
+    for (int d : red_dims) acc_shape[d] = 1;
+    DataType acc_dt = op.compute;
+    int acc = new_tile(acc_shape, acc_dt);
     Instr fill{Opcode::TFILL};
     fill.dst = acc;
-    fill.scalar = is_sum ? 0.0 : -std::numeric_limits<double>::infinity();
+    fill.scalar = red_info.init;
 
     std::vector<Stmt> inner;
     Instr ld{Opcode::TLOAD};
     ld.memref = op.inputs[0];
     ld.offsets = s.offset;
     ld.valid = s.valid;
-    ld.dst = new_tile(s.tile, inv.dtype);
+    ld.dst = new_tile(s.tile, compute_dtype(inv.dtype));
     inner.push_back(instr(ld));
-    Instr rd{red};
-    rd.srcs = {ld.dst};
-    rd.valid = s.valid;
-    rd.dst = new_tile(acc_shape, outv.dtype);
-    inner.push_back(instr(rd));
-    Instr comb{is_sum ? Opcode::TADD : Opcode::TMAX};
-    comb.srcs = {acc, rd.dst};
+    int cur = convert(ld.dst, acc_dt, inner);
+    // Reduce the tile one axis at a time, last axis first.
+    std::vector<int64_t> cur_shape = s.tile;
+    std::vector<Expr> cur_valid = s.valid;
+    for (auto it = red_dims.rbegin(); it != red_dims.rend(); ++it) {
+      int d = *it;
+      Opcode red = d == r - 1 ? red_info.row : d == 0 ? red_info.col : red_info.mid;
+      Instr rd{red};
+      rd.srcs = {cur};
+      rd.valid = cur_valid;
+      if (red == red_info.mid) rd.axis = d;
+      cur_shape[d] = 1;
+      cur_valid[d] = Expr(1);
+      rd.dst = new_tile(cur_shape, acc_dt);
+      inner.push_back(instr(rd));
+      cur = rd.dst;
+    }
+    Instr comb{red_info.combine};
+    comb.srcs = {acc, cur};
     comb.dst = acc;
     inner.push_back(instr(comb));
-    Loop red_loop = make_loop(s, k, false);
-    red_loop.body = std::move(inner);
+    // Sequential loops over the reduced dims, innermost the last.
+    std::vector<Stmt> loops = std::move(inner);
+    for (auto it = red_dims.rbegin(); it != red_dims.rend(); ++it) {
+      Loop l = make_loop(s, *it, false);
+      l.body = std::move(loops);
+      loops = {Stmt{std::move(l)}};
+    }
 
-    // Store the accumulator: keepdim keeps the size-1 dim, otherwise reshape it away.
+    // Store the accumulator: keepdim keeps the size-1 dims, otherwise reshape them away.
     std::vector<Stmt> body;
     body.push_back(instr(fill));
-    body.push_back(Stmt{std::move(red_loop)});
+    body.insert(body.end(), loops.begin(), loops.end());
     Instr st{Opcode::TSTORE};
     st.memref = op.output;
     int stored = acc;
     for (int d = 0; d < r; ++d) {
-      if (d == k && !op.keepdim) continue;
-      st.offsets.push_back(d == k ? Expr(0) : s.offset[d]);
-      st.valid.push_back(d == k ? Expr(1) : s.valid[d]);
+      if (is_red(d) && !op.keepdim) continue;
+      st.offsets.push_back(is_red(d) ? Expr(0) : s.offset[d]);
+      st.valid.push_back(is_red(d) ? Expr(1) : s.valid[d]);
     }
     if (!op.keepdim) {
       std::vector<int64_t> shape;
       for (int d = 0; d < r; ++d)
-        if (d != k) shape.push_back(acc_shape[d]);
+        if (!is_red(d)) shape.push_back(acc_shape[d]);
       Instr rs{Opcode::TRESHAPE};
       rs.srcs = {acc};
-      rs.dst = new_tile(shape, outv.dtype);
+      rs.dst = new_tile(shape, acc_dt);
       body.push_back(instr(rs));
       stored = rs.dst;
     }
+    stored = convert(stored, compute_dtype(outv.dtype), body);
     st.srcs = {stored};
     body.push_back(instr(st));
 
     std::vector<int> dims;
     for (int d = 0; d < r; ++d)
-      if (d != k) dims.push_back(d);
+      if (!is_red(d)) dims.push_back(d);
     return nest(s, dims, std::vector<bool>(dims.size(), true), std::move(body));
   }
 

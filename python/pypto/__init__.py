@@ -33,13 +33,22 @@ from pypto import frontend
 from pypto.frontend.tensor import Tensor
 from pypto.frontend.config import get_vec_tile_shapes, set_pass_options, set_vec_tile_shapes
 from pypto.frontend.jit import Compiled, compile, jit
-from pypto.ops import add, amax, div, exp, mul, sub, sum
+from pypto.ops import (
+    abs, add, amax, amin, cast, ceil, clamp, clip, div, eq, erf, erfc, exp, exp2, expm1, floor, ge, gelu, gt,
+    layer_norm, le, log, logical_not, lt, maximum, mean, minimum, mul, ne, neg, pow, prod, reciprocal, relu,
+    rms_norm, round, rsqrt, sigmoid, silu, softmax, sqrt, sub, sum, tanh, trunc, var, where,
+)
+from pypto.frontend.symbolic import SymExpr, ceildiv
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DataType", "DT_FP32", "DT_FP16", "DT_BF16", "DT_DOUBLE", "DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64",
     "DT_UINT8", "DT_BOOL", "Tensor", "jit", "compile", "Compiled", "frontend", "set_vec_tile_shapes",
-    "get_vec_tile_shapes", "set_pass_options", "add", "sub", "mul", "div", "exp", "amax", "sum", "PyptoError",
+    "get_vec_tile_shapes", "set_pass_options", "SymExpr", "ceildiv",
+    "abs", "add", "amax", "amin", "cast", "ceil", "clamp", "clip", "div", "eq", "erf", "erfc", "exp", "exp2", "expm1",
+    "floor", "ge", "gelu", "gt", "layer_norm", "le", "log", "logical_not", "lt", "maximum", "mean", "minimum", "mul",
+    "ne", "neg", "pow", "prod", "reciprocal", "relu", "rms_norm", "round", "rsqrt", "sigmoid", "silu", "softmax",
+    "sqrt", "sub", "sum", "tanh", "trunc", "var", "where", "PyptoError",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError",
 ]

@@ -1,13 +1,19 @@
 """Tensor ops. Each one, called inside a ``@pypto.frontend.jit`` function,
 adds a node to the C++ Tensor Graph being traced, with the active vec tile
-shape and the caller's source line."""
+shape and the caller's source line. Composite ops (softmax, norms, mean,
+var, clip, ...) are traced into primitive ops so that they fuse."""
 
 from __future__ import annotations
 
 import builtins
+import math
+import numbers
+from typing import Sequence
 
+from pypto._dtypes import DataType
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend.config import current_trace, user_location
+from pypto.frontend.symbolic import SymExpr
 from pypto.frontend.tensor import Tensor
 
 
@@ -20,80 +26,315 @@ def _ctx(op: str):
     return ctx
 
 
-def _operand(op: str, x, ctx, pos: str) -> int:
+def _tensor(op: str, x, ctx, pos: str) -> int:
     if isinstance(x, Tensor):
         if x._ctx is not ctx:
             raise UserError(f"pypto.{op}: {pos} operand is a pypto.Tensor that does not belong to this traced function")
         return x._id
-    if isinstance(x, (int, float)) and not isinstance(x, builtins.bool):
-        raise NotSupportedError(f"pypto.{op}: a Python scalar operand ({x!r}) is not supported yet; use a tensor")
     raise UserTypeError(f"pypto.{op}: {pos} operand must be a pypto.Tensor, found {type(x).__name__}")
+
+
+def _operand(op: str, x, ctx, pos: str) -> tuple:
+    """The builder's encoding of a tensor or constant operand."""
+    if isinstance(x, Tensor):
+        return ("t", _tensor(op, x, ctx, pos))
+    if isinstance(x, SymExpr):
+        return ("s", x._e)
+    if isinstance(x, (bool,)) or type(x).__name__ == "bool_":
+        return ("b", bool(x))
+    if isinstance(x, numbers.Integral):
+        return ("i", int(x))
+    if isinstance(x, numbers.Real):
+        return ("f", float(x))
+    raise UserTypeError(f"pypto.{op}: {pos} operand must be a pypto.Tensor or a Python number, found {type(x).__name__}")
 
 
 def _tile(ctx) -> list[int]:
     return list(ctx.vec_tile) if ctx.vec_tile is not None else []
 
 
-def _binary(op: str, a, b) -> Tensor:
+def _elementwise(op: str, *operands) -> Tensor:
     ctx = _ctx(op)
-    ia = _operand(op, a, ctx, "first")
-    ib = _operand(op, b, ctx, "second")
+    names = ("first", "second", "third")
+    encoded = [_operand(op, x, ctx, names[i]) for i, x in enumerate(operands)]
     file, line = user_location()
-    return Tensor._traced(ctx, ctx.builder.add_binary(op, ia, ib, _tile(ctx), file, line))
+    return Tensor._traced(ctx, ctx.builder.add_elementwise(op, encoded, _tile(ctx), file, line))
 
 
 def _unary(op: str, x) -> Tensor:
     ctx = _ctx(op)
-    ix = _operand(op, x, ctx, "the")
+    ix = _tensor(op, x, ctx, "the")
     file, line = user_location()
     return Tensor._traced(ctx, ctx.builder.add_unary(op, ix, _tile(ctx), file, line))
 
 
+def _dims(op: str, x: Tensor, dim) -> list[int]:
+    rank = len(x.shape)
+    if dim is None:
+        return list(range(rank))
+    dims = list(dim) if isinstance(dim, (list, tuple)) else [dim]
+    out = []
+    for d in dims:
+        if isinstance(d, builtins.bool) or not isinstance(d, int):
+            raise UserTypeError(f"pypto.{op}: dim must be an int or a list of ints, found {type(d).__name__} {d!r}")
+        if d < -rank or d >= rank:
+            file, line = user_location()
+            raise UserError(f"pypto.{op} at {file}:{line}: dim {d} is out of range for a tensor of rank {rank} "
+                            f"(expected {-rank} to {rank - 1})")
+        out.append(d % rank)
+    if len(set(out)) != len(out):
+        raise UserError(f"pypto.{op}: dim {dims} names a dim twice")
+    return out
+
+
 def _reduce(op: str, x, dim, keepdim) -> Tensor:
     ctx = _ctx(op)
-    ix = _operand(op, x, ctx, "the")
-    if isinstance(dim, (list, tuple)):
-        if len(dim) != 1:
-            raise NotSupportedError(f"pypto.{op}: reducing several dims at once ({list(dim)}) is not supported yet")
-        dim = dim[0]
-    if isinstance(dim, builtins.bool) or not isinstance(dim, int):
-        raise UserTypeError(f"pypto.{op}: dim must be an int, found {type(dim).__name__} {dim!r}")
+    ix = _tensor(op, x, ctx, "the")
     if not isinstance(keepdim, builtins.bool):
         raise UserTypeError(f"pypto.{op}: keepdim must be a bool, found {type(keepdim).__name__} {keepdim!r}")
     file, line = user_location()
-    return Tensor._traced(ctx, ctx.builder.add_reduce(op, ix, dim, keepdim, _tile(ctx), file, line))
+    if isinstance(dim, int) and not isinstance(dim, builtins.bool):
+        dims = [dim]  # range checked (with the source line) by the builder
+    else:
+        dims = _dims(op, x, dim)
+    return Tensor._traced(ctx, ctx.builder.add_reduce(op, ix, dims, keepdim, _tile(ctx), file, line))
 
+
+# ---------------------------------------------------------------- elementwise, two operands
 
 def add(a, b) -> Tensor:
-    """Elementwise ``a + b`` with broadcasting."""
-    return _binary("add", a, b)
+    """Elementwise ``a + b`` with broadcasting (tensors or Python numbers)."""
+    return _elementwise("add", a, b)
 
 
 def sub(a, b) -> Tensor:
-    """Elementwise ``a - b`` with broadcasting."""
-    return _binary("sub", a, b)
+    """Elementwise ``a - b``."""
+    return _elementwise("sub", a, b)
 
 
 def mul(a, b) -> Tensor:
-    """Elementwise ``a * b`` with broadcasting."""
-    return _binary("mul", a, b)
+    """Elementwise ``a * b``."""
+    return _elementwise("mul", a, b)
 
 
 def div(a, b) -> Tensor:
-    """Elementwise ``a / b`` with broadcasting."""
-    return _binary("div", a, b)
+    """Elementwise true division ``a / b`` (integers give DT_FP32)."""
+    return _elementwise("div", a, b)
 
 
-def exp(x) -> Tensor:
-    """Elementwise exponential."""
-    return _unary("exp", x)
+def maximum(a, b) -> Tensor:
+    """Elementwise maximum (NaN propagates)."""
+    return _elementwise("maximum", a, b)
 
 
-def amax(x, dim, keepdim=False) -> Tensor:
+def minimum(a, b) -> Tensor:
+    """Elementwise minimum (NaN propagates)."""
+    return _elementwise("minimum", a, b)
+
+
+def pow(a, b) -> Tensor:  # noqa: A001 - PyPTO name
+    """Elementwise ``a ** b``."""
+    return _elementwise("pow", a, b)
+
+
+def gt(a, b) -> Tensor:
+    """Elementwise ``a > b`` (DT_BOOL)."""
+    return _elementwise("gt", a, b)
+
+
+def ge(a, b) -> Tensor:
+    """Elementwise ``a >= b`` (DT_BOOL)."""
+    return _elementwise("ge", a, b)
+
+
+def lt(a, b) -> Tensor:
+    """Elementwise ``a < b`` (DT_BOOL)."""
+    return _elementwise("lt", a, b)
+
+
+def le(a, b) -> Tensor:
+    """Elementwise ``a <= b`` (DT_BOOL)."""
+    return _elementwise("le", a, b)
+
+
+def eq(a, b) -> Tensor:
+    """Elementwise ``a == b`` (DT_BOOL)."""
+    return _elementwise("eq", a, b)
+
+
+def ne(a, b) -> Tensor:
+    """Elementwise ``a != b`` (DT_BOOL)."""
+    return _elementwise("ne", a, b)
+
+
+def where(cond, a, b) -> Tensor:
+    """``a`` where ``cond`` (DT_BOOL) holds, else ``b``; ``a``/``b`` may be numbers."""
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        # Two constants: materialise one of them by broadcasting against the condition.
+        if not isinstance(cond, Tensor):
+            raise UserTypeError("pypto.where: the condition must be a pypto.Tensor")
+        b = add(cast(cond, _const_dtype(b)) * 0, b)
+    return _elementwise("where", cond, a, b)
+
+
+def _const_dtype(v) -> DataType:
+    from pypto import _dtypes
+
+    if isinstance(v, builtins.bool):
+        return _dtypes.DT_BOOL
+    if isinstance(v, numbers.Integral):
+        return _dtypes.DT_INT64
+    return _dtypes.DT_FP32
+
+
+def clip(x, min=None, max=None) -> Tensor:  # noqa: A002 - torch's names
+    """Clamps to ``[min, max]`` (either may be None, a number or a tensor)."""
+    if min is None and max is None:
+        raise UserError("pypto.clip: at least one of min and max must be given")
+    out = x
+    if min is not None:
+        out = maximum(out, min)
+    if max is not None:
+        out = minimum(out, max)
+    return out
+
+
+clamp = clip
+
+
+# ---------------------------------------------------------------- elementwise, one operand
+
+def _make_unary(name: str, doc: str):
+    def f(x) -> Tensor:
+        return _unary(name, x)
+
+    f.__name__ = name
+    f.__qualname__ = name
+    f.__doc__ = doc
+    return f
+
+
+neg = _make_unary("neg", "Elementwise ``-x``.")
+abs = _make_unary("abs", "Elementwise absolute value.")  # noqa: A001
+exp = _make_unary("exp", "Elementwise exponential.")
+log = _make_unary("log", "Elementwise natural logarithm.")
+sqrt = _make_unary("sqrt", "Elementwise square root.")
+rsqrt = _make_unary("rsqrt", "Elementwise ``1 / sqrt(x)``.")
+reciprocal = _make_unary("reciprocal", "Elementwise ``1 / x``.")
+relu = _make_unary("relu", "Elementwise ``max(x, 0)``.")
+sigmoid = _make_unary("sigmoid", "Elementwise logistic sigmoid.")
+tanh = _make_unary("tanh", "Elementwise hyperbolic tangent.")
+silu = _make_unary("silu", "Elementwise ``x * sigmoid(x)``.")
+erf = _make_unary("erf", "Elementwise error function.")
+erfc = _make_unary("erfc", "Elementwise complementary error function.")
+floor = _make_unary("floor", "Elementwise floor.")
+ceil = _make_unary("ceil", "Elementwise ceiling.")
+round = _make_unary("round", "Elementwise rounding, halves to even (as torch.round).")  # noqa: A001
+trunc = _make_unary("trunc", "Elementwise rounding toward zero.")
+exp2 = _make_unary("exp2", "Elementwise ``2 ** x``.")
+expm1 = _make_unary("expm1", "Elementwise ``exp(x) - 1``.")
+logical_not = _make_unary("logical_not", "Elementwise logical not of a DT_BOOL tensor.")
+
+
+def gelu(x, approximate: str = "none") -> Tensor:
+    """GELU: exact (erf) by default, or the tanh approximation."""
+    if approximate == "none":
+        return _unary("gelu", x)
+    if approximate == "tanh":
+        inner = mul(add(x, mul(pow(x, 3), 0.044715)), math.sqrt(2.0 / math.pi))
+        return mul(mul(x, 0.5), add(tanh(inner), 1.0))
+    raise UserError(f"pypto.gelu: approximate must be 'none' or 'tanh', found {approximate!r}")
+
+
+def cast(x, dtype: DataType) -> Tensor:
+    """Converts to ``dtype`` (float to integer truncates toward zero)."""
+    ctx = _ctx("cast")
+    ix = _tensor("cast", x, ctx, "the")
+    if not isinstance(dtype, DataType):
+        raise UserTypeError(f"pypto.cast: dtype must be a pypto dtype such as pypto.DT_FP32, found {dtype!r}")
+    file, line = user_location()
+    return Tensor._traced(ctx, ctx.builder.add_cast(ix, dtype, _tile(ctx), file, line))
+
+
+# ---------------------------------------------------------------- reductions
+
+def sum(x, dim=None, keepdim=False) -> Tensor:  # noqa: A001 - PyPTO name
+    """Sum over ``dim`` (an int, negative allowed, or a list; None: every dim)."""
+    return _reduce("sum", x, dim, keepdim)
+
+
+def amax(x, dim=None, keepdim=False) -> Tensor:
     """Maximum over ``dim``."""
     return _reduce("amax", x, dim, keepdim)
 
 
-def sum(x, dim, keepdim=False) -> Tensor:  # noqa: A001 - PyPTO name
-    """Sum over ``dim``."""
-    return _reduce("sum", x, dim, keepdim)
+def amin(x, dim=None, keepdim=False) -> Tensor:
+    """Minimum over ``dim``."""
+    return _reduce("amin", x, dim, keepdim)
+
+
+def prod(x, dim=None, keepdim=False) -> Tensor:
+    """Product over ``dim``."""
+    return _reduce("prod", x, dim, keepdim)
+
+
+def _count(x: Tensor, dims: list[int]):
+    n = 1
+    for d in dims:
+        n = n * x.shape[d]
+    return n
+
+
+def mean(x, dim=None, keepdim=False) -> Tensor:
+    """Mean over ``dim`` (floating-point tensors)."""
+    _ctx("mean")
+    dims = _dims("mean", x, dim)
+    if keepdim:
+        return div(_reduce("sum", x, dims, True), _count(x, dims))
+    # Divide before the rank drops: later ops may not match the active tile rank.
+    return _reduce("sum", div(x, _count(x, dims)), dims, False)
+
+
+def var(x, dim=None, keepdim=False, correction=1, unbiased=None) -> Tensor:
+    """Variance over ``dim`` with Bessel's ``correction`` (torch's default 1;
+    ``unbiased=False`` means correction 0)."""
+    _ctx("var")
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    dims = _dims("var", x, dim)
+    m = mean(x, dims, True)
+    d = sub(x, m)
+    n = _count(x, dims)
+    if keepdim:
+        return div(_reduce("sum", mul(d, d), dims, True), n - correction)
+    return _reduce("sum", div(mul(d, d), n - correction), dims, False)
+
+
+# ---------------------------------------------------------------- composites
+
+def softmax(x, dim=-1) -> Tensor:
+    """Softmax over ``dim``, traced as amax, sub, exp, sum, div so it fuses."""
+    _ctx("softmax")
+    e = exp(sub(x, amax(x, dim, True)))
+    return div(e, sum(e, dim, True))
+
+
+def rms_norm(x, gamma=None, epsilon=1e-6) -> Tensor:
+    """RMS normalisation over the last dim, optionally scaled by ``gamma``."""
+    _ctx("rms_norm")
+    y = mul(x, rsqrt(add(mean(mul(x, x), -1, True), epsilon)))
+    return mul(y, gamma) if gamma is not None else y
+
+
+def layer_norm(x, weight=None, bias=None, eps=1e-5) -> Tensor:
+    """Layer normalisation over the last dim (biased variance, as torch)."""
+    _ctx("layer_norm")
+    m = mean(x, -1, True)
+    d = sub(x, m)
+    v = mean(mul(d, d), -1, True)
+    y = mul(d, rsqrt(add(v, eps)))
+    if weight is not None:
+        y = mul(y, weight)
+    if bias is not None:
+        y = add(y, bias)
+    return y

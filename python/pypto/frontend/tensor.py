@@ -9,6 +9,12 @@ from pypto._dtypes import DataType
 from pypto.errors import UserError, UserTypeError
 
 
+def _ops():
+    from pypto import ops
+
+    return ops
+
+
 class Tensor:
     """A tensor of a jitted function.
 
@@ -81,50 +87,39 @@ class Tensor:
         nm = f", name={self.name!r}" if self.name else ""
         return f"pypto.Tensor({self.shape}, {dt}{nm}; {kind})"
 
-    # Operators trace the module-level ops.
-    def __add__(self, other):
-        from pypto import ops
-        return ops.add(self, other)
+    # Operators and methods trace the module-level ops.
+    def __add__(self, o): return _ops().add(self, o)
+    def __radd__(self, o): return _ops().add(o, self)
+    def __sub__(self, o): return _ops().sub(self, o)
+    def __rsub__(self, o): return _ops().sub(o, self)
+    def __mul__(self, o): return _ops().mul(self, o)
+    def __rmul__(self, o): return _ops().mul(o, self)
+    def __truediv__(self, o): return _ops().div(self, o)
+    def __rtruediv__(self, o): return _ops().div(o, self)
+    def __pow__(self, o): return _ops().pow(self, o)
+    def __rpow__(self, o): return _ops().pow(o, self)
+    def __neg__(self): return _ops().neg(self)
+    def __abs__(self): return _ops().abs(self)
+    def __lt__(self, o): return _ops().lt(self, o)
+    def __le__(self, o): return _ops().le(self, o)
+    def __gt__(self, o): return _ops().gt(self, o)
+    def __ge__(self, o): return _ops().ge(self, o)
+    def __eq__(self, o): return _ops().eq(self, o)  # type: ignore[override]
+    def __ne__(self, o): return _ops().ne(self, o)  # type: ignore[override]
+    def __invert__(self): return _ops().logical_not(self)
+    __hash__ = object.__hash__
 
-    def __radd__(self, other):
-        from pypto import ops
-        return ops.add(other, self)
-
-    def __sub__(self, other):
-        from pypto import ops
-        return ops.sub(self, other)
-
-    def __rsub__(self, other):
-        from pypto import ops
-        return ops.sub(other, self)
-
-    def __mul__(self, other):
-        from pypto import ops
-        return ops.mul(self, other)
-
-    def __rmul__(self, other):
-        from pypto import ops
-        return ops.mul(other, self)
-
-    def __truediv__(self, other):
-        from pypto import ops
-        return ops.div(self, other)
-
-    def __rtruediv__(self, other):
-        from pypto import ops
-        return ops.div(other, self)
-
-    def exp(self):
-        from pypto import ops
-        return ops.exp(self)
-
-    def sum(self, dim, keepdim=False):
-        from pypto import ops
-        return ops.sum(self, dim, keepdim)
-
-    def amax(self, dim, keepdim=False):
-        from pypto import ops
-        return ops.amax(self, dim, keepdim)
+    def exp(self): return _ops().exp(self)
+    def log(self): return _ops().log(self)
+    def sqrt(self): return _ops().sqrt(self)
+    def abs(self): return _ops().abs(self)
+    def sum(self, dim=None, keepdim=False): return _ops().sum(self, dim, keepdim)
+    def amax(self, dim=None, keepdim=False): return _ops().amax(self, dim, keepdim)
+    def amin(self, dim=None, keepdim=False): return _ops().amin(self, dim, keepdim)
+    def prod(self, dim=None, keepdim=False): return _ops().prod(self, dim, keepdim)
+    def mean(self, dim=None, keepdim=False): return _ops().mean(self, dim, keepdim)
+    def var(self, dim=None, keepdim=False, correction=1): return _ops().var(self, dim, keepdim, correction)
+    def cast(self, dtype): return _ops().cast(self, dtype)
 
     def __bool__(self):
         raise UserTypeError("a pypto.Tensor has no truth value while tracing (its data is not known yet)")

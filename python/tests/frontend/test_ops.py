@@ -104,14 +104,16 @@ def test_tile_shape_set_by_the_last_call_before_each_op():
     torch.testing.assert_close(c(x), torch.exp(x) + x)
 
 
-def test_fp16_is_declared_but_does_not_run_yet():
+def test_fp16_runs_and_computes_in_fp32():
     @pypto.jit
     def f(x: pypto.Tensor((8, 8), pypto.DT_FP16)):
         pypto.set_vec_tile_shapes(8, 8)
         return pypto.exp(x)
 
-    with pytest.raises(NotImplementedError, match="DT_FP16"):
-        f(torch.randn(8, 8).half())
+    x = torch.randn(8, 8).half()
+    y = f(x)
+    assert y.dtype == torch.float16
+    torch.testing.assert_close(y, torch.exp(x.float()).half(), atol=1e-3, rtol=1e-3)
 
 
 def test_fusion_can_be_disabled():

@@ -1,0 +1,121 @@
+"""Symbolic integer scalars: dynamic dims, loop indices and arithmetic on them.
+
+A ``SymExpr`` wraps a C++ ``Expr``. Arithmetic (``+ - * // %``), comparisons
+and ``.min``/``.max`` build new expressions; Python ints mix in freely.
+Comparisons give symbolic conditions that ``if`` statements in a jitted
+function turn into conditional regions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+from pypto import _C
+from pypto.errors import UserError, UserTypeError
+
+IntLike = Union[int, "SymExpr"]
+
+
+def to_expr(v: Any, what: str = "value") -> "_C.Expr":
+    """The C++ Expr of an int or SymExpr."""
+    if isinstance(v, SymExpr):
+        return v._e
+    if isinstance(v, bool):
+        return _C.Expr(int(v))
+    if isinstance(v, int):
+        return _C.Expr(v)
+    try:
+        import numpy as np
+
+        if isinstance(v, np.integer):
+            return _C.Expr(int(v))
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        pass
+    raise UserTypeError(f"{what} must be an int or a symbolic scalar, found {type(v).__name__} {v!r}")
+
+
+def wrap(e: "_C.Expr") -> IntLike:
+    """An int when the expression is constant, else a SymExpr."""
+    c = e.as_const()
+    return int(c) if c is not None else SymExpr(e)
+
+
+class SymExpr:
+    """A symbolic integer (or condition) known only when the kernel runs."""
+
+    __slots__ = ("_e",)
+
+    def __init__(self, e: "_C.Expr"):
+        self._e = e
+
+    @staticmethod
+    def var(name: str) -> "SymExpr":
+        return SymExpr(_C.Expr.var(name))
+
+    def _bin(self, other, op, swap=False):
+        try:
+            o = to_expr(other)
+        except UserTypeError:
+            return NotImplemented
+        a, b = (o, self._e) if swap else (self._e, o)
+        return wrap(getattr(a, op)(b))
+
+    def __add__(self, o): return self._bin(o, "add")
+    def __radd__(self, o): return self._bin(o, "add", True)
+    def __sub__(self, o): return self._bin(o, "sub")
+    def __rsub__(self, o): return self._bin(o, "sub", True)
+    def __mul__(self, o): return self._bin(o, "mul")
+    def __rmul__(self, o): return self._bin(o, "mul", True)
+    def __floordiv__(self, o): return self._bin(o, "floordiv")
+    def __rfloordiv__(self, o): return self._bin(o, "floordiv", True)
+    def __mod__(self, o): return self._bin(o, "mod")
+    def __rmod__(self, o): return self._bin(o, "mod", True)
+    def __lt__(self, o): return self._bin(o, "lt")
+    def __le__(self, o): return self._bin(o, "le")
+    def __gt__(self, o): return self._bin(o, "lt", True)
+    def __ge__(self, o): return self._bin(o, "le", True)
+    def __eq__(self, o): return self._bin(o, "eq")  # type: ignore[override]
+    def __ne__(self, o): return self._bin(o, "ne")  # type: ignore[override]
+    def __neg__(self): return wrap(_C.Expr(0).sub(self._e))
+    def __pos__(self): return self
+    def __and__(self, o): return self._bin(o, "land")
+    def __rand__(self, o): return self._bin(o, "land", True)
+    def __or__(self, o): return self._bin(o, "lor")
+    def __ror__(self, o): return self._bin(o, "lor", True)
+
+    def min(self, other: IntLike) -> IntLike:
+        return wrap(self._e.min(to_expr(other)))
+
+    def max(self, other: IntLike) -> IntLike:
+        return wrap(self._e.max(to_expr(other)))
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise UserTypeError(
+            f"the symbolic value '{self}' has no Python truth value while tracing: use it in an 'if' statement of "
+            "the jitted function itself (converted into a conditional region), or pypto.cond(c, then_fn, else_fn); "
+            "'and'/'or'/'not', 'while' and conditions in helper functions that are not @pypto.frontend.function "
+            "cannot use it")
+
+    def __index__(self):
+        raise UserTypeError(f"the symbolic value '{self}' cannot be used where Python needs a concrete int")
+
+    def __int__(self):
+        raise UserTypeError(f"the symbolic value '{self}' cannot be converted to a Python int while tracing")
+
+    def __str__(self) -> str:
+        return str(self._e)
+
+    def __repr__(self) -> str:
+        return f"pypto.SymExpr({self})"
+
+
+def ceildiv(a: IntLike, b: IntLike) -> IntLike:
+    """ceil(a / b) for positive b, on ints or symbolic scalars."""
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool):
+        if b <= 0:
+            raise UserError(f"pypto.ceildiv: divisor must be positive, found {b}")
+        return -(-a // b)
+    ea, eb = to_expr(a, "pypto.ceildiv a"), to_expr(b, "pypto.ceildiv b")
+    return wrap(ea.add(eb).sub(_C.Expr(1)).floordiv(eb))
