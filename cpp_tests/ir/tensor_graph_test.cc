@@ -129,13 +129,22 @@ TEST(TensorGraphBuilderTest, ReduceDimOutOfRangeIsAUserError) {
   EXPECT_THROW(b.add_reduce(TensorOpKind::Sum, x, -3, true, kTile, TestLoc()), UserError);
 }
 
-TEST(TensorGraphBuilderTest, MixedDtypesAreATypeError) {
+TEST(TensorGraphBuilderTest, MixedDtypesPromoteAsTorch) {
   TensorGraphBuilder b("f");
   int x = b.add_param("x", {Expr(64), Expr(64)}, DataType::FP32);
   int h = b.add_param("h", {Expr(64), Expr(64)}, DataType::FP16);
-  std::string msg = MessageOf<TypeError>([&] { b.add_binary(TensorOpKind::Mul, x, h, kTile, TestLoc(5)); });
-  EXPECT_NE(msg.find("pypto.mul"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("DT_FP32 and DT_FP16"), std::string::npos) << msg;
+  int i = b.add_param("i", {Expr(64), Expr(64)}, DataType::INT32);
+  EXPECT_EQ(b.value(b.add_binary(TensorOpKind::Mul, x, h, kTile, TestLoc(5))).dtype, DataType::FP32);
+  EXPECT_EQ(b.value(b.add_binary(TensorOpKind::Add, i, h, kTile, TestLoc(5))).dtype, DataType::FP16);
+  EXPECT_EQ(b.value(b.add_binary(TensorOpKind::Div, i, i, kTile, TestLoc(5))).dtype, DataType::FP32);
+  EXPECT_EQ(b.value(b.add_binary(TensorOpKind::Gt, i, x, kTile, TestLoc(5))).dtype, DataType::BOOL);
+  // A where's condition must be boolean.
+  std::string msg = MessageOf<TypeError>([&] {
+    b.add_elementwise(TensorOpKind::Where, {Operand::tensor(x), Operand::tensor(x), Operand::tensor(h)}, kTile,
+                      TestLoc(6));
+  });
+  EXPECT_NE(msg.find("pypto.where"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("condition must be DT_BOOL, found DT_FP32"), std::string::npos) << msg;
 }
 
 TEST(TensorGraphBuilderTest, OperandOfAnotherFunctionIsAUserError) {

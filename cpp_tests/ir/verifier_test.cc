@@ -116,6 +116,7 @@ TEST(VerifierTest, TensorTileRank) {
 TEST(VerifierTest, TensorReduceDim) {
   TensorGraph g = testing::SoftmaxGraph(64, 1024);
   g.ops[0].dim = 2;
+  g.ops[0].dims = {2};
   ExpectRule(g, "tensor.reduce-dim");
 }
 

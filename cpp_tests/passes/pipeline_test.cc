@@ -115,6 +115,7 @@ TEST(PipelineTest, FusionOffGivesOneFunctionPerOp) {
 TEST(PipelineTest, VerifiesItsInput) {
   TensorGraph g = testing::SoftmaxGraph(64, 1024);
   g.ops[0].dim = 7;
+  g.ops[0].dims = {7};
   EXPECT_THROW(run_pipeline(g, PassOptions{}), VerifyError);
 }
 
