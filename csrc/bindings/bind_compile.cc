@@ -17,8 +17,8 @@ namespace {
 
 using codegen::CompiledProgram;
 
-/// (data pointer, shape, element strides, element size) of a caller's array.
-using TensorSpec = std::tuple<uintptr_t, std::vector<int64_t>, std::vector<int64_t>, int32_t>;
+/// (data pointer, shape, element strides, element size, allocation identity) of a caller's array.
+using TensorSpec = std::tuple<uintptr_t, std::vector<int64_t>, std::vector<int64_t>, int32_t, uintptr_t>;
 
 py::dict stats(const CompiledProgram& p) {
   py::dict d;
@@ -37,11 +37,12 @@ py::dict stats(const CompiledProgram& p) {
 int64_t run(const CompiledProgram& p, const std::vector<TensorSpec>& specs, const std::vector<int64_t>& scalars) {
   std::vector<pypto_tensor> tensors(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
-    const auto& [ptr, shape, strides, elem] = specs[i];
+    const auto& [ptr, shape, strides, elem, buffer] = specs[i];
     if (shape.size() > PYPTO_MAX_DIMS || strides.size() != shape.size())
       throw InternalError("run: bad tensor description");
     pypto_tensor& t = tensors[i];
     t.data = reinterpret_cast<void*>(ptr);
+    t.buffer = reinterpret_cast<void*>(buffer ? buffer : ptr);
     t.ndim = static_cast<int32_t>(shape.size());
     t.elem_size = elem;
     for (size_t d = 0; d < shape.size(); ++d) {
@@ -58,6 +59,8 @@ int64_t run(const CompiledProgram& p, const std::vector<TensorSpec>& specs, cons
                    static_cast<int32_t>(scalars.size()));
     });
   }
+  if (rc == 3)
+    throw UserError(fmt::format("'{}': pypto.reshape of a tensor that is not contiguous in memory", p.ir.tensor.name));
   if (rc != 0) throw runtime::TaskError(fmt::format("orchestration of '{}' failed with status {}", p.ir.tensor.name, rc));
   return st.tasks;
 }
@@ -79,6 +82,7 @@ void bind_compile(py::module_& m) {
       .def("stats", &stats)
       .def("output_shapes", &CompiledProgram::output_shapes)
       .def("count_tasks", &CompiledProgram::count_tasks)
+      .def_property_readonly("dyn_dims", [](const CompiledProgram& p) { return p.ir.tensor.dyn_dims; })
       .def("run", &run, py::arg("tensors"), py::arg("scalars"));
 
   m.def("compile", &codegen::compile_program, py::arg("graph"), py::arg("options"),

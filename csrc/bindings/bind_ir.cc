@@ -16,22 +16,25 @@ namespace pypto::bindings {
 
 namespace {
 
-using Dim = std::variant<int64_t, std::string>;
+/// A dim from Python: an int, a symbolic Expr, or the name of a symbolic dim.
+using Dim = std::variant<int64_t, Expr, std::string>;
 
 std::vector<Expr> to_shape(const std::vector<Dim>& dims) {
   std::vector<Expr> out;
   for (const Dim& d : dims) {
     if (auto* i = std::get_if<int64_t>(&d)) out.emplace_back(*i);
+    else if (auto* e = std::get_if<Expr>(&d)) out.push_back(*e);
     else out.push_back(Expr::var(std::get<std::string>(d)));
   }
   return out;
 }
 
-std::vector<Dim> from_shape(const std::vector<Expr>& shape) {
-  std::vector<Dim> out;
+/// Dims for Python: ints where constant, Exprs otherwise.
+std::vector<std::variant<int64_t, Expr>> from_shape(const std::vector<Expr>& shape) {
+  std::vector<std::variant<int64_t, Expr>> out;
   for (const Expr& e : shape) {
     if (auto c = e.as_const()) out.emplace_back(*c);
-    else out.emplace_back(e.str());
+    else out.emplace_back(e);
   }
   return out;
 }
@@ -129,6 +132,31 @@ void bind_ir(py::module_& m) {
               const std::vector<int64_t>& tile, const std::string& file, int line) {
              return b.add_reduce(op_kind_from_name(op), x, dims, keepdim, tile, loc(file, line));
            })
+      .def("add_view",
+           [](TensorGraphBuilder& b, int base, const std::vector<Dim>& shape, const std::vector<Dim>& offsets,
+              const std::vector<int>& map, const std::vector<int64_t>& steps, const std::vector<Dim>& valid,
+              const std::string& file, int line) {
+             return b.add_view(base, to_shape(shape), to_shape(offsets), map, steps, to_shape(valid), loc(file, line));
+           })
+      .def("add_reshape",
+           [](TensorGraphBuilder& b, int base, const std::vector<Dim>& shape, const std::string& file, int line) {
+             return b.add_reshape(base, to_shape(shape), loc(file, line));
+           })
+      .def("add_assemble",
+           [](TensorGraphBuilder& b, int src, int target, const std::vector<int64_t>& tile, const std::string& file,
+              int line) { return b.add_assemble(src, target, tile, loc(file, line)); })
+      .def("add_full",
+           [](TensorGraphBuilder& b, const std::vector<Dim>& shape, const PyOperand& value, DataType dt,
+              const std::vector<Dim>& valid, const std::vector<int64_t>& tile, const std::string& file, int line) {
+             return b.add_full(to_shape(shape), to_operand(value), dt, to_shape(valid), tile, loc(file, line));
+           })
+      .def("add_arange",
+           [](TensorGraphBuilder& b, const Dim& n, double start, double step, DataType dt,
+              const std::vector<int64_t>& tile, const std::string& file, int line) {
+             return b.add_arange(to_shape({n})[0], start, step, dt, tile, loc(file, line));
+           })
+      .def("valid_shape", [](const TensorGraphBuilder& b, int id) { return from_shape(b.value(id).valid); })
+      .def("is_view", [](const TensorGraphBuilder& b, int id) { return b.value(id).view.has_value(); })
       .def("set_outputs", &TensorGraphBuilder::set_outputs)
       .def("shape", [](const TensorGraphBuilder& b, int id) { return from_shape(b.value(id).shape); })
       .def("dtype", [](const TensorGraphBuilder& b, int id) { return b.value(id).dtype; })

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "ir/errors.h"
 #include "ir/printer.h"
@@ -214,6 +215,12 @@ class KernelEmitter {
         o += fmt::format("{}pto::tfill<{}, {}>({}, {});{}\n", pad, ty, numel(t.shape), t.name, v, comment);
         return;
       }
+      case Opcode::TARANGE: {
+        const TileDecl& t = tile(in.dst);
+        o += fmt::format("{}pto::tarange<{}, {}>({}, {:.17g}, {:.17g}, {});{}\n", pad, ctype(t.dtype), numel(t.shape),
+                         t.name, in.scalar, in.step, cexpr(in.offsets.at(0)), comment);
+        return;
+      }
       case Opcode::TRESHAPE: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}pto::tcopy<{}, {}>({}, {});{}\n", pad, ctype(t.dtype), numel(t.shape), t.name,
@@ -353,11 +360,41 @@ class OrchestrationEmitter {
       for (const Stmt& s : body) {
         if (auto* l = std::get_if<Loop>(&s.node)) walk(l->body);
         else if (auto* c = std::get_if<Call>(&s.node))
-          for (const CallArg& a : c->args) u |= a.memref == id;
+          for (const CallArg& a : c->args) {
+            // A view uses every memref down its chain.
+            for (int m = a.memref;; m = g_.memrefs[m].view->base) {
+              u |= m == id;
+              if (!g_.memrefs[m].view) break;
+            }
+          }
       }
     };
     walk(g_.orchestration);
     return u;
+  }
+
+  /// Declares the descriptor of view memref `id` (and of the views it is built on).
+  void emit_view(std::string& o, int id, const std::string& pad, std::set<int>& done) {
+    const MemRef& m = g_.memrefs[id];
+    if (!m.view || done.count(id)) return;
+    emit_view(o, m.view->base, pad, done);
+    done.insert(id);
+    const ViewMap& v = *m.view;
+    o += fmt::format("{}const int64_t m{}_shape[] = {{{}}};\n", pad, id, cexprs(m.shape));
+    if (v.reshape) {
+      o += fmt::format("{}int m{}_ok = 1;\n", pad, id);
+      o += fmt::format("{}const pypto_tensor m{} = pto::make_reshape(m{}, {}, m{}_shape, &m{}_ok);  // %{}\n", pad, id,
+                       v.base, m.shape.size(), id, id, m.name);
+      o += fmt::format("{}if (!m{}_ok) return 3;\n", pad, id);
+      return;
+    }
+    std::vector<std::string> map, steps;
+    for (int x : v.map) map.push_back(std::to_string(x));
+    for (int64_t x : v.steps) steps.push_back(std::to_string(x));
+    o += fmt::format("{}const int64_t m{}_off[] = {{{}}}; const int32_t m{}_map[] = {{{}}}; const int64_t m{}_step[] = {{{}}};\n",
+                     pad, id, cexprs(v.offsets), id, list(map), id, list(steps));
+    o += fmt::format("{}const pypto_tensor m{} = pto::make_view(m{}, {}, m{}_shape, m{}_off, m{}_map, m{}_step);  // %{}\n",
+                     pad, id, v.base, m.shape.size(), id, id, id, id, m.name);
   }
 
   void emit_body(std::string& o, const std::vector<Stmt>& body, int indent) {
@@ -381,6 +418,8 @@ class OrchestrationEmitter {
     const InCoreFunction& f = g_.functions.at(c.callee);
     o += fmt::format("{}{{\n", pad);
     o += fmt::format("{}  if (api->failed(rt)) return 1;\n", pad);
+    std::set<int> views;
+    for (const CallArg& a : c.args) emit_view(o, a.memref, pad + "  ", views);
     o += fmt::format("{}  const int64_t task = api->task_alloc(rt, \"{}\", &k_{}, {});\n", pad, f.name, f.name,
                      f.buffer_bytes);
     for (size_t i = 0; i < c.args.size(); ++i) {

@@ -82,6 +82,7 @@ inline T* region_data(const pypto_region& r) {
 inline pypto_region make_region(const pypto_tensor& t, const int64_t* off, const int64_t* ext) {
   pypto_region r;
   r.base = t.data;
+  r.buffer = t.buffer;
   r.ndim = t.ndim;
   r.elem_size = t.elem_size;
   for (int d = 0; d < PYPTO_MAX_DIMS; ++d) {
@@ -104,6 +105,48 @@ inline pypto_tensor make_workspace(const pypto_runtime_api* api, int32_t ndim, c
     n *= shape[d];
   }
   t.data = api->alloc_workspace(api->rt, n * elem_size);
+  t.buffer = t.data;
+  return t;
+}
+
+/// A strided view of `b`: view dim v walks base dim map[v] with step
+/// step[v] (map -1: a broadcast or new dim, stride 0); `off` is the view's
+/// origin in base elements, one per base dim.
+inline pypto_tensor make_view(const pypto_tensor& b, int32_t ndim, const int64_t* shape, const int64_t* off,
+                              const int32_t* map, const int64_t* step) {
+  pypto_tensor t;
+  t.ndim = ndim;
+  t.elem_size = b.elem_size;
+  t.buffer = b.buffer;
+  int64_t o = 0;
+  for (int d = 0; d < b.ndim; ++d) o += off[d] * b.stride[d];
+  t.data = static_cast<char*>(b.data) + o * b.elem_size;
+  for (int d = 0; d < ndim; ++d) {
+    t.shape[d] = shape[d];
+    t.stride[d] = map[d] >= 0 ? b.stride[map[d]] * step[d] : 0;
+  }
+  return t;
+}
+
+/// `b` with another shape of the same element count; `ok` is cleared when
+/// `b` is not contiguous (the caller then reports an error).
+inline pypto_tensor make_reshape(const pypto_tensor& b, int32_t ndim, const int64_t* shape, int* ok) {
+  int64_t expect = 1;
+  for (int d = b.ndim - 1; d >= 0; --d) {
+    if (b.shape[d] != 1 && b.stride[d] != expect) *ok = 0;
+    expect *= b.shape[d];
+  }
+  pypto_tensor t;
+  t.ndim = ndim;
+  t.elem_size = b.elem_size;
+  t.buffer = b.buffer;
+  t.data = b.data;
+  int64_t n = 1;
+  for (int d = ndim - 1; d >= 0; --d) {
+    t.shape[d] = shape[d];
+    t.stride[d] = n;
+    n *= shape[d];
+  }
   return t;
 }
 
@@ -172,6 +215,12 @@ inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* vali
 template <typename T, int64_t N>
 inline void tfill(T* __restrict dst, T value) {
   for (int64_t i = 0; i < N; ++i) dst[i] = value;
+}
+
+/// TARANGE: dst[i] = start + (offset + i) * step.
+template <typename T, int64_t N>
+inline void tarange(T* __restrict dst, double start, double step, int64_t offset) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = static_cast<T>(start + static_cast<double>(offset + i) * step);
 }
 
 template <typename T, int64_t N>

@@ -72,7 +72,12 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
                          exprs(in.offsets), valid);
       return;
     case Opcode::TFILL:
-      out += fmt::format("{}%{} = tfill {} : {}\n", pad, n.tile_name(in.dst), scalar_str(in.scalar), type);
+      out += fmt::format("{}%{} = tfill {} : {}\n", pad, n.tile_name(in.dst),
+                         in.scalar_expr ? in.scalar_expr->str() : scalar_str(in.scalar), type);
+      return;
+    case Opcode::TARANGE:
+      out += fmt::format("{}%{} = tarange {}, {}, {} : {}\n", pad, n.tile_name(in.dst), scalar_str(in.scalar),
+                         in.step, in.offsets.empty() ? std::string("0") : in.offsets[0].str(), type);
       return;
     default: {
       // Operands in position order; a constant operand is written inline and
@@ -140,7 +145,11 @@ void print_memrefs(std::string& out, const std::vector<MemRef>& memrefs,
         owned |= std::find(f.locals.begin(), f.locals.end(), m.id) != f.locals.end();
       if (!owned) continue;
     }
-    out += fmt::format("  %{} : {}  // {}\n", m.name, memref_type(m), memkind_name(m.kind));
+    std::string extra;
+    if (m.view && m.view->reshape) extra = fmt::format(" reshape of %{}", memrefs[m.view->base].name);
+    else if (m.view) extra = fmt::format(" of %{} at [{}] dims [{}]", memrefs[m.view->base].name, exprs(m.view->offsets),
+                                         fmt::join(m.view->map, ", "));
+    out += fmt::format("  %{} : {}  // {}{}\n", m.name, memref_type(m), memkind_name(m.kind), extra);
   }
 }
 
@@ -191,6 +200,7 @@ const char* memkind_name(MemKind k) {
     case MemKind::Output: return "output";
     case MemKind::Workspace: return "workspace";
     case MemKind::Local: return "local";
+    case MemKind::View: return "view";
   }
   return "?";
 }

@@ -32,6 +32,7 @@ const char* opcode_name(Opcode op) {
     case Opcode::TCOLEXPANDDIV: return "tcolexpanddiv";
     case Opcode::TCOLEXPANDMAX: return "tcolexpandmax";
     case Opcode::TEXPAND: return "texpand";
+    case Opcode::TARANGE: return "tarange";
     case Opcode::TRESHAPE: return "treshape";
     case Opcode::TNEG: return "tneg";
     case Opcode::TABS: return "tabs";
@@ -78,7 +79,8 @@ const char* opcode_name(Opcode op) {
 int opcode_num_srcs(Opcode op) {
   switch (op) {
     case Opcode::TLOAD:
-    case Opcode::TFILL: return 0;
+    case Opcode::TFILL:
+    case Opcode::TARANGE: return 0;
     case Opcode::TSTORE:
     case Opcode::TEXP:
     case Opcode::TROWSUM:

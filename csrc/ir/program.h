@@ -36,6 +36,7 @@ enum class Opcode {
   TREDSUM, TREDMAX, TREDMIN, TREDPROD,  ///< reduce tile axis `axis` (a middle axis)
   TROWEXPANDADD, TROWEXPANDSUB, TROWEXPANDMUL, TROWEXPANDDIV, TROWEXPANDMAX,  ///< src1 is [..,1]
   TCOLEXPANDADD, TCOLEXPANDSUB, TCOLEXPANDMUL, TCOLEXPANDDIV, TCOLEXPANDMAX,  ///< src1 is [1,..]
+  TARANGE,   ///< dst[i] = scalar + (offsets[0] + i) * step  (1-D)
   TEXPAND,   ///< general broadcast copy of src0 to dst's shape
   TRESHAPE,  ///< same elements, another shape (e.g. drop a size-1 dim)
 };
@@ -51,6 +52,7 @@ enum class MemKind {
   Output,     ///< returned value (global memory)
   Workspace,  ///< intermediate in global memory, allocated per run
   Local,      ///< intermediate kept in an InCore function's tile buffers
+  View,       ///< an alias of another memref's memory (see MemRef::view)
 };
 const char* memkind_name(MemKind k);
 
@@ -61,6 +63,7 @@ struct MemRef {
   DataType dtype = DataType::FP32;
   std::vector<Expr> shape;
   MemKind kind = MemKind::Workspace;
+  std::optional<ViewMap> view;  ///< View memrefs: how they address `view->base`
 };
 
 /// A tile buffer declaration (`alloc_tile`).
@@ -84,6 +87,7 @@ struct Instr {
   std::optional<Expr> scalar_expr;  ///< symbolic constant operand (instead of `scalar`)
   int axis = -1;             ///< TRED*: the reduced tile axis
   std::optional<DataType> round_to;  ///< TCAST: storage type the value is rounded through
+  double step = 1.0;         ///< TARANGE
 };
 
 /// Tile sources an instruction reads (its opcode's arity less a constant operand).

@@ -40,6 +40,9 @@ const OpInfo kOps[] = {
     {K::Cast, "cast", C::Cast, R::Same},        {K::Sum, "sum", C::Reduce, R::Wide},
     {K::Amax, "amax", C::Reduce, R::Same},      {K::Amin, "amin", C::Reduce, R::Same},
     {K::Prod, "prod", C::Reduce, R::Wide},
+    {K::View, "view", C::View, R::Same},        {K::Reshape, "reshape", C::View, R::Same},
+    {K::Assemble, "assemble", C::Assemble, R::Same}, {K::Full, "full", C::Create, R::Same},
+    {K::Arange, "arange", C::Create, R::Same},
 };
 
 DataType apply_result(ResultType r, DataType t) {
@@ -97,6 +100,7 @@ int TensorGraphBuilder::new_value(const std::vector<Expr>& shape, DataType dtype
   v.id = static_cast<int>(g_.values.size());
   v.name = fmt::format("v{}", v.id);
   v.shape = shape;
+  v.valid = shape;
   v.dtype = dtype;
   g_.values.push_back(v);
   return v.id;
@@ -203,7 +207,20 @@ int TensorGraphBuilder::add_elementwise(TensorOpKind kind, const std::vector<Ope
   // Division and float functions compute in the float result type.
   DataType compute = compute_dtype(info.result == ResultType::Bool ? operand_type : result);
   check_tile(info.name, tile, out.size(), loc);
+  // Valid extents: per dim, those of an operand that is not broadcast there.
+  std::vector<Expr> valid = out;
+  for (const Operand& o : operands) {
+    if (!o.is_tensor()) continue;
+    const TensorValue& v = g_.values[o.value];
+    size_t lead = out.size() - v.shape.size();
+    for (size_t k = 0; k < v.shape.size(); ++k) {
+      auto c = v.shape[k].as_const();
+      bool bcast = c && *c == 1 && !(out[k + lead].as_const() && *out[k + lead].as_const() == 1);
+      if (!bcast && !v.valid[k].equals(v.shape[k])) valid[k + lead] = v.valid[k];
+    }
+  }
   int id = new_value(out, result);
+  g_.values[id].valid = valid;
   TensorOp op{kind, inputs, id, -1, false, tile, loc};
   op.operands = operands;
   op.compute = compute;
@@ -221,6 +238,7 @@ int TensorGraphBuilder::add_unary(TensorOpKind kind, int x, const std::vector<in
   check_tile(info.name, tile, vx.shape.size(), loc);
   DataType result = apply_result(info.result, vx.dtype);
   int id = new_value(vx.shape, result);
+  g_.values[id].valid = vx.valid;
   TensorOp op{kind, {x}, id, -1, false, tile, loc};
   op.operands = {Operand::tensor(x)};
   op.compute = compute_dtype(result);
@@ -233,6 +251,7 @@ int TensorGraphBuilder::add_cast(int x, DataType dtype, const std::vector<int64_
   const TensorValue& vx = g_.values[x];
   check_tile("cast", tile, vx.shape.size(), loc);
   int id = new_value(vx.shape, dtype);
+  g_.values[id].valid = vx.valid;
   TensorOp op{TensorOpKind::Cast, {x}, id, -1, false, tile, loc};
   op.operands = {Operand::tensor(x)};
   op.compute = compute_dtype(dtype);
@@ -266,21 +285,142 @@ int TensorGraphBuilder::add_reduce(TensorOpKind kind, int x, const std::vector<i
   }
   std::sort(dims.begin(), dims.end());
   check_tile(info.name, tile, vx.shape.size(), loc);
-  std::vector<Expr> out;
+  std::vector<Expr> out, valid;
   for (int i = 0; i < rank; ++i) {
     bool reduced = std::find(dims.begin(), dims.end(), i) != dims.end();
-    if (!reduced) out.push_back(vx.shape[i]);
-    else if (keepdim) out.push_back(Expr(1));
+    if (!reduced) {
+      out.push_back(vx.shape[i]);
+      valid.push_back(vx.valid[i]);
+    } else if (keepdim) {
+      out.push_back(Expr(1));
+      valid.push_back(Expr(1));
+    }
   }
   if (out.empty())
     throw NotSupportedError(where(info.name, loc) + "reducing every dim to a 0-d tensor is not supported yet; use keepdim=True");
   DataType result = apply_result(info.result, vx.dtype);
   if (vx.dtype == DataType::BOOL && (kind == TensorOpKind::Amax || kind == TensorOpKind::Amin)) result = DataType::BOOL;
   int id = new_value(out, result);
+  g_.values[id].valid = valid;
   TensorOp op{kind, {x}, id, dims.front(), keepdim, tile, loc};
   op.operands = {Operand::tensor(x)};
   op.compute = compute_dtype(result);
   op.dims = dims;
+  g_.ops.push_back(op);
+  return id;
+}
+
+int TensorGraphBuilder::add_view(int base, const std::vector<Expr>& shape, const std::vector<Expr>& offsets,
+                                 const std::vector<int>& map, const std::vector<int64_t>& steps,
+                                 const std::vector<Expr>& valid, const SourceLoc& loc) {
+  check_value(base, "view", loc);
+  const TensorValue& b = g_.values[base];
+  if (offsets.size() != b.shape.size())
+    throw UserError(where("view", loc) + fmt::format("{} offsets given for a tensor of rank {}", offsets.size(), b.shape.size()));
+  if (map.size() != shape.size() || steps.size() != shape.size() || (!valid.empty() && valid.size() != shape.size()))
+    throw InternalError("add_view: map, steps and valid must have one entry per view dim");
+  if (shape.empty() || shape.size() > 6)
+    throw NotSupportedError(where("view", loc) + fmt::format("a view of rank {} is not supported yet (1 to 6)", shape.size()));
+  for (size_t v = 0; v < shape.size(); ++v) {
+    if (map[v] >= static_cast<int>(b.shape.size())) throw InternalError("add_view: map names a missing base dim");
+    if (map[v] < 0 || steps[v] == 0) continue;
+    // Static bounds check: the view's valid part must stay inside its base.
+    const Expr& ext = valid.empty() ? shape[v] : valid[v];
+    Expr last = offsets[map[v]] + (ext - Expr(1)) * Expr(steps[v]);
+    auto c = last.as_const(), n = b.shape[map[v]].as_const(), o = offsets[map[v]].as_const();
+    if ((c && n && (*c >= *n || *c < 0)) || (o && n && (*o < 0 || *o >= *n)))
+      throw UserError(where("view", loc) + fmt::format("the view reaches index {} of dim {} of a tensor of shape {}",
+                                                       last.str(), map[v], shape_str(b.shape)));
+  }
+  int id = new_value(shape, b.dtype);
+  TensorValue& v = g_.values[id];
+  if (!valid.empty()) v.valid = valid;
+  v.view = ViewMap{base, offsets, map, steps, false};
+  TensorOp op{TensorOpKind::View, {base}, id, -1, false, {}, loc};
+  op.operands = {Operand::tensor(base)};
+  op.compute = compute_dtype(b.dtype);
+  g_.ops.push_back(op);
+  return id;
+}
+
+int TensorGraphBuilder::add_reshape(int base, const std::vector<Expr>& shape, const SourceLoc& loc) {
+  check_value(base, "reshape", loc);
+  const TensorValue& b = g_.values[base];
+  Expr n_old(1), n_new(1);
+  for (const Expr& d : b.shape) n_old = n_old * d;
+  for (const Expr& d : shape) n_new = n_new * d;
+  auto co = n_old.as_const(), cn = n_new.as_const();
+  if ((co && cn && *co != *cn) || (!(co && cn) && !n_old.equals(n_new)))
+    throw UserError(where("reshape", loc) + fmt::format("cannot reshape {} ({} elements) to {} ({} elements)",
+                                                        shape_str(b.shape), n_old.str(), shape_str(shape), n_new.str()));
+  if (shape.empty() || shape.size() > 6)
+    throw NotSupportedError(where("reshape", loc) + fmt::format("rank {} is not supported yet (1 to 6)", shape.size()));
+  for (size_t d = 0; d < b.shape.size(); ++d)
+    if (!b.valid[d].equals(b.shape[d]))
+      throw NotSupportedError(where("reshape", loc) + "reshaping a tensor with a tail (valid shape) is not supported yet");
+  int id = new_value(shape, b.dtype);
+  g_.values[id].view = ViewMap{base, {}, {}, {}, true};
+  TensorOp op{TensorOpKind::Reshape, {base}, id, -1, false, {}, loc};
+  op.operands = {Operand::tensor(base)};
+  op.compute = compute_dtype(b.dtype);
+  g_.ops.push_back(op);
+  return id;
+}
+
+int TensorGraphBuilder::add_assemble(int src, int target, const std::vector<int64_t>& tile, const SourceLoc& loc) {
+  check_value(src, "assemble", loc);
+  check_value(target, "assemble", loc);
+  const TensorValue& s = g_.values[src];
+  const TensorValue& t = g_.values[target];
+  if (!t.view || t.view->reshape)
+    throw InternalError("add_assemble: the target must be a strided view");
+  if (s.shape.size() != t.shape.size())
+    throw UserError(where("assemble", loc) + fmt::format("source of shape {} does not match the destination region {}",
+                                                         shape_str(s.shape), shape_str(t.shape)));
+  for (size_t d = 0; d < s.shape.size(); ++d) {
+    auto a = s.shape[d].as_const(), b = t.shape[d].as_const();
+    if ((a && b && *a != *b) || (!(a && b) && !s.shape[d].equals(t.shape[d])))
+      throw UserError(where("assemble", loc) + fmt::format("source of shape {} does not match the destination region {}",
+                                                           shape_str(s.shape), shape_str(t.shape)));
+  }
+  check_tile("assemble", tile, s.shape.size(), loc);
+  TensorOp op{TensorOpKind::Assemble, {src, target}, target, -1, false, tile, loc};
+  op.operands = {Operand::tensor(src), Operand::tensor(target)};
+  op.compute = compute_dtype(t.dtype);
+  g_.ops.push_back(op);
+  return target;
+}
+
+int TensorGraphBuilder::add_full(const std::vector<Expr>& shape, const Operand& value, DataType dtype,
+                                 const std::vector<Expr>& valid, const std::vector<int64_t>& tile,
+                                 const SourceLoc& loc) {
+  if (shape.empty() || shape.size() > 6)
+    throw NotSupportedError(where("full", loc) + fmt::format("rank {} is not supported yet (1 to 6)", shape.size()));
+  for (const Expr& d : shape)
+    if (d.as_const() && *d.as_const() <= 0)
+      throw UserError(where("full", loc) + fmt::format("shape {} must have positive dims", shape_str(shape)));
+  check_tile("full", tile, shape.size(), loc);
+  int id = new_value(shape, dtype);
+  if (!valid.empty()) {
+    if (valid.size() != shape.size())
+      throw UserError(where("full", loc) + fmt::format("valid_shape {} does not match shape {}", shape_str(valid), shape_str(shape)));
+    g_.values[id].valid = valid;
+  }
+  TensorOp op{TensorOpKind::Full, {}, id, -1, false, tile, loc};
+  op.operands = {value};
+  op.compute = compute_dtype(dtype);
+  g_.ops.push_back(op);
+  return id;
+}
+
+int TensorGraphBuilder::add_arange(const Expr& n, double start, double step, DataType dtype,
+                                   const std::vector<int64_t>& tile, const SourceLoc& loc) {
+  check_tile("arange", tile, 1, loc);
+  int id = new_value({n}, dtype);
+  TensorOp op{TensorOpKind::Arange, {}, id, -1, false, tile, loc};
+  op.compute = compute_dtype(dtype);
+  op.start = start;
+  op.step = step;
   g_.ops.push_back(op);
   return id;
 }
@@ -303,7 +443,9 @@ void TensorGraphBuilder::set_outputs(const std::vector<int>& ids) {
 }
 
 TensorGraph TensorGraphBuilder::finish() const {
-  if (g_.outputs.empty()) throw UserError(fmt::format("function '{}' returns no tensor", g_.name));
+  bool writes = std::any_of(g_.ops.begin(), g_.ops.end(), [](const TensorOp& op) { return op.kind == TensorOpKind::Assemble; });
+  if (g_.outputs.empty() && !writes)
+    throw UserError(fmt::format("function '{}' returns no tensor and writes no output parameter", g_.name));
   verify(g_);
   return g_;
 }

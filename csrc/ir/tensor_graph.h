@@ -32,10 +32,16 @@ enum class TensorOpKind {
   Where, Cast,
   // reductions over one dim
   Sum, Amax, Amin, Prod,
+  // data movement and creation
+  View,      ///< a strided view of another tensor (slice, transpose, permute, unsqueeze, expand, box view)
+  Reshape,   ///< the same elements in another shape (a contiguous tensor's alias)
+  Assemble,  ///< copies inputs[0] into the view inputs[1] (writes the viewed tensor)
+  Full,      ///< a new tensor filled with a constant
+  Arange,    ///< a new 1-D tensor start, start + step, ...
 };
 
 /// Broad classes of ops, which decide how an op is tiled.
-enum class OpClass { Unary, Binary, Where, Cast, Reduce };
+enum class OpClass { Unary, Binary, Where, Cast, Reduce, View, Assemble, Create };
 
 /// How an op decides its result dtype.
 enum class ResultType {
@@ -58,12 +64,25 @@ const OpInfo& op_info(TensorOpKind kind);
 /// Looks an op up by its user-facing name; throws UserError if unknown.
 TensorOpKind op_kind_from_name(const std::string& name);
 
+/// How a view addresses its base: view dim v walks base dim map[v] (-1: a
+/// new or broadcast dim, stride 0) with step steps[v], from `offsets` (one per
+/// base dim). A reshape instead reinterprets a contiguous base.
+struct ViewMap {
+  int base = -1;
+  std::vector<Expr> offsets;
+  std::vector<int> map;
+  std::vector<int64_t> steps;
+  bool reshape = false;
+};
+
 /// A logical tensor (an SSA value).
 struct TensorValue {
   int id = -1;
   std::string name;
   std::vector<Expr> shape;
   DataType dtype = DataType::FP32;
+  std::vector<Expr> valid;       ///< valid extent per dim (a tail when smaller than `shape`)
+  std::optional<ViewMap> view;   ///< set when the value aliases another tensor's memory
 };
 
 /// An operand of an elementwise op: a tensor value or a constant.
@@ -94,6 +113,7 @@ struct TensorOp {
   std::vector<Operand> operands;  ///< every operand, tensors and constants, in order
   DataType compute = DataType::FP32;  ///< dtype operands are converted to before computing
   std::vector<int> dims;          ///< reductions: every reduced dim, ascending
+  double start = 0.0, step = 1.0; ///< Arange
 };
 
 /// A traced function.
@@ -132,6 +152,19 @@ class TensorGraphBuilder {
                  const SourceLoc& loc);
   /// Adds a reduction over several dims at once (each may be negative).
   int add_reduce(TensorOpKind kind, int x, const std::vector<int>& dims, bool keepdim, const std::vector<int64_t>& tile,
+                 const SourceLoc& loc);
+  /// Adds a strided view of `base` (see ViewMap); `valid` may mark a tail.
+  int add_view(int base, const std::vector<Expr>& shape, const std::vector<Expr>& offsets, const std::vector<int>& map,
+               const std::vector<int64_t>& steps, const std::vector<Expr>& valid, const SourceLoc& loc);
+  /// Adds a reshape of `base` to `shape` (same element count).
+  int add_reshape(int base, const std::vector<Expr>& shape, const SourceLoc& loc);
+  /// Copies `src` into the view `target` (which must have src's shape).
+  int add_assemble(int src, int target, const std::vector<int64_t>& tile, const SourceLoc& loc);
+  /// A new tensor of `shape` filled with `value` in its `valid` part.
+  int add_full(const std::vector<Expr>& shape, const Operand& value, DataType dtype, const std::vector<Expr>& valid,
+               const std::vector<int64_t>& tile, const SourceLoc& loc);
+  /// A new 1-D tensor of `n` elements start + i * step.
+  int add_arange(const Expr& n, double start, double step, DataType dtype, const std::vector<int64_t>& tile,
                  const SourceLoc& loc);
   /// Declares a symbolic dim (its value becomes a scalar argument of the program).
   void add_dyn_dim(const std::string& name);

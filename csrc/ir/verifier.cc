@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <set>
+#include <set>
 
 #include "ir/errors.h"
 
@@ -189,16 +190,30 @@ void verify(const TensorGraph& g) {
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const TensorOp& op = g.ops[i];
     const OpInfo& info = op_info(op.kind);
-    size_t arity = info.cls == OpClass::Where ? 3 : info.cls == OpClass::Binary ? 2 : 1;
+    size_t arity = info.cls == OpClass::Where ? 3 : info.cls == OpClass::Binary || info.cls == OpClass::Assemble ? 2
+                   : info.cls == OpClass::Create ? (op.kind == TensorOpKind::Full ? 1 : 0) : 1;
     size_t tensors = 0;
     for (const Operand& o : op.operands) tensors += o.is_tensor();
-    if (op.operands.size() != arity || tensors != op.inputs.size() || tensors == 0)
+    bool creates = info.cls == OpClass::Create;
+    if (op.operands.size() != arity || tensors != op.inputs.size() || (tensors == 0) != creates)
       fail("tensor.arity", fmt::format("op {} ({}) has {} operands ({} tensors, {} inputs), expected {}", i, info.name,
                                        op.operands.size(), tensors, op.inputs.size(), arity));
     for (int in : op.inputs)
       if (!defined.count(in)) fail("tensor.use-before-def", fmt::format("op {} ({}) reads value {} before it is defined", i, info.name, in));
     if (op.output < 0 || op.output >= static_cast<int>(g.values.size())) fail("tensor.value-exists", fmt::format("op {} output {} does not exist", i, op.output));
-    if (!defined.insert(op.output).second) fail("tensor.ssa", fmt::format("value {} is defined twice", op.output));
+    bool writes_existing = info.cls == OpClass::Assemble;  // writes into the view it names
+    if (writes_existing) {
+      if (op.inputs.size() != 2 || op.output != op.inputs[1] || !g.value(op.output).view)
+        fail("tensor.assemble", fmt::format("op {} (assemble) must write the view it takes as its second input", i));
+    } else if (!defined.insert(op.output).second) {
+      fail("tensor.ssa", fmt::format("value {} is defined twice", op.output));
+    }
+    if (info.cls == OpClass::View) {
+      const TensorValue& v = g.value(op.output);
+      if (!v.view || v.view->base != op.inputs[0])
+        fail("tensor.view", fmt::format("op {} ({}) defines value {} without its view of value {}", i, info.name, op.output, op.inputs[0]));
+      continue;  // views move no data: no tile shape
+    }
     size_t iter_rank = info.cls == OpClass::Reduce ? g.value(op.inputs[0]).shape.size() : g.value(op.output).shape.size();
     if (op.tile_shape.size() != iter_rank)
       fail("tensor.tile-rank", fmt::format("op {} ({}) has tile shape of rank {}, expected {}", i, info.name, op.tile_shape.size(), iter_rank));

@@ -34,12 +34,16 @@ class Expander {
       m.name = v.name;
       m.dtype = v.dtype;
       m.shape = v.shape;
-      m.kind = MemKind::Workspace;
+      m.kind = v.view ? MemKind::View : MemKind::Workspace;
+      m.view = v.view;
       out_.memrefs.push_back(m);
     }
     for (int p : g_.params) out_.memrefs[p].kind = MemKind::Input;
     std::set<int> seen;
     for (int o : g_.outputs) {
+      if (out_.memrefs[o].kind == MemKind::View)
+        throw NotSupportedError(fmt::format("function '{}' returns a view of another tensor; not supported yet "
+                                            "(return a computed tensor, e.g. x * 1)", g_.name));
       if (out_.memrefs[o].kind == MemKind::Input)
         throw NotSupportedError(fmt::format("function '{}' returns its parameter '{}' unchanged; not supported yet",
                                             g_.name, out_.memrefs[o].name));
@@ -87,7 +91,9 @@ class Expander {
     std::vector<Expr> offset, valid;
   };
 
-  Space make_space(const std::vector<Expr>& shape, const std::vector<int64_t>& tile, int idx) {
+  /// The tile iteration over `shape`; tails are cut at `valid_shape`.
+  Space make_space(const std::vector<Expr>& shape, const std::vector<int64_t>& tile, int idx,
+                   const std::vector<Expr>& valid_shape) {
     Space s;
     s.shape = shape;
     for (size_t d = 0; d < shape.size(); ++d) {
@@ -95,7 +101,8 @@ class Expander {
       s.vars.push_back(fmt::format("i{}_{}", idx, d));
       Expr off = Expr::var(s.vars.back()) * Expr(s.tile.back());
       s.offset.push_back(off);
-      s.valid.push_back(valid(shape[d], s.tile.back(), off));
+      const Expr& lim = valid_shape.empty() ? shape[d] : valid_shape[d];
+      s.valid.push_back(valid(lim, s.tile.back(), off));
     }
     return s;
   }
@@ -245,10 +252,40 @@ class Expander {
     TileNest n;
     n.name = fmt::format("{}_{}", info.name, idx);
     n.source_op = idx;
+    if (info.cls == OpClass::View) return;  // views move no data
     if (info.cls == OpClass::Reduce) {
       n.body = reduce(op, idx);
+    } else if (info.cls == OpClass::Assemble || info.cls == OpClass::Create) {
+      // Copy src into the target view, or fill a new tensor: over the
+      // written tensor's shape, cut at its valid extents.
+      const TensorValue& src = g_.value(op.inputs.empty() ? op.output : op.inputs[0]);
+      Space s = make_space(src.shape, op.tile_shape, idx, src.valid);
+      std::vector<Stmt> body;
+      int t;
+      if (op.kind == TensorOpKind::Assemble) {
+        t = convert(load_operand(op.inputs[0], s, body), compute_dtype(outv.dtype), body);
+      } else if (op.kind == TensorOpKind::Full) {
+        Instr f{Opcode::TFILL};
+        f.dst = new_tile(s.tile, compute_dtype(outv.dtype));
+        f.scalar = op.operands.at(0).constant;
+        f.scalar_expr = op.operands.at(0).sym;
+        body.push_back(instr(f));
+        t = f.dst;
+      } else {
+        Instr a{Opcode::TARANGE};
+        a.dst = new_tile(s.tile, compute_dtype(outv.dtype));
+        a.scalar = op.start;
+        a.step = op.step;
+        a.offsets = {s.offset[0]};
+        body.push_back(instr(a));
+        t = a.dst;
+      }
+      store(t, op.output, s, body);
+      std::vector<int> dims;
+      for (size_t d = 0; d < s.shape.size(); ++d) dims.push_back(static_cast<int>(d));
+      n.body = nest(s, dims, std::vector<bool>(dims.size(), true), std::move(body));
     } else {
-      Space s = make_space(outv.shape, op.tile_shape, idx);
+      Space s = make_space(outv.shape, op.tile_shape, idx, outv.valid);
       std::vector<Stmt> body;
       int res = elementwise(op, s, compute_dtype(outv.dtype), body);
       store(res, op.output, s, body);
@@ -330,7 +367,7 @@ class Expander {
   std::vector<Stmt> reduce(const TensorOp& op, int idx) {
     const TensorValue& inv = g_.value(op.inputs[0]);
     const TensorValue& outv = g_.value(op.output);
-    Space s = make_space(inv.shape, op.tile_shape, idx);
+    Space s = make_space(inv.shape, op.tile_shape, idx, inv.valid);
     int k = op.dim;
     int r = static_cast<int>(inv.shape.size());
     // Per reduction: its instruction along the last, first or a middle tile

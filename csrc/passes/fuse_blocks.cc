@@ -124,6 +124,27 @@ struct Group {
   size_t grid_len = 0;
 };
 
+/// The memref whose memory a memref aliases (itself unless it is a view).
+int root_of(const std::vector<MemRef>& memrefs, int m) {
+  while (memrefs[m].view) m = memrefs[m].view->base;
+  return m;
+}
+
+/// Two different memrefs over the same memory, one written in the group and
+/// the other touched by `s`, would need blocks of other tasks: keep them apart.
+bool aliases_conflict(const Group& g, const Split& s, const std::vector<MemRef>& memrefs) {
+  std::set<int> touched = s.reads;
+  touched.insert(s.produces);
+  for (const Split* m : g.members) {
+    for (int t : touched) {
+      if (t != m->produces && root_of(memrefs, t) == root_of(memrefs, m->produces)) return true;
+      for (int r : m->reads)
+        if (t == s.produces && r != t && root_of(memrefs, r) == root_of(memrefs, t)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
@@ -137,7 +158,7 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
       Group& last = groups.back();
       bool consumes = false;
       for (const Split* m : last.members) consumes |= s.reads.count(m->produces) > 0;
-      if (consumes) {
+      if (consumes && !aliases_conflict(last, s, g.memrefs)) {
         size_t len = std::min(last.grid_len, common_prefix(last.members[0]->grid, s.grid));
         bool keeps_parallelism = len > 0 || (last.grid_len == 0 && s.grid.empty());
         std::vector<const Split*> trial = last.members;
@@ -158,6 +179,11 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
   out.params = g.params;
   out.outputs = g.outputs;
   out.dyn_dims = g.dyn_dims;
+
+  // Tensors other tensors view must stay in global memory.
+  std::set<int> viewed;
+  for (const MemRef& m : g.memrefs)
+    if (m.view) viewed.insert(m.view->base);
 
   // Which group produces / reads each memref.
   std::map<int, size_t> producer;
@@ -204,7 +230,7 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
 
     for (int mem : touched) {
       MemRef& m = out.memrefs[mem];
-      bool local = stored[mem] && m.kind == MemKind::Workspace && readers[mem].size() <= 1 &&
+      bool local = stored[mem] && m.kind == MemKind::Workspace && !viewed.count(mem) && readers[mem].size() <= 1 &&
                    (readers[mem].empty() || *readers[mem].begin() == gi);
       // Per dim: the grid expression all accesses agree on, if any.
       size_t rank = m.shape.size();

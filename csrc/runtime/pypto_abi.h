@@ -14,15 +14,18 @@ extern "C" {
 #endif
 
 /// Bumped whenever a struct or function table below changes layout.
-#define PYPTO_ABI_VERSION 1
+#define PYPTO_ABI_VERSION 2
 /// Highest tensor rank a region can describe.
 #define PYPTO_MAX_DIMS 6
 
-/// A box of a strided buffer: `base` is the start of the whole buffer (its
-/// identity for dependency tracking), `offset`/`extent` select the box in
-/// elements, `stride` gives the buffer's element strides per dim.
+/// A box of a strided tensor: `base` is the tensor's element 0, `offset`/
+/// `extent` select the box in elements, `stride` gives the element strides per
+/// dim. `buffer` names the allocation the tensor lives in (views of one
+/// allocation share it); dependencies are tracked per buffer, and NULL means
+/// `base`.
 typedef struct pypto_region {
   void* base;
+  void* buffer;
   int64_t offset[PYPTO_MAX_DIMS];
   int64_t extent[PYPTO_MAX_DIMS];
   int64_t stride[PYPTO_MAX_DIMS];
@@ -56,9 +59,10 @@ typedef struct pypto_runtime_api {
   int32_t (*failed)(void* rt);
 } pypto_runtime_api;
 
-/// A whole tensor passed to an orchestration function.
+/// A whole tensor passed to an orchestration function; `buffer` as in pypto_region.
 typedef struct pypto_tensor {
   void* data;
+  void* buffer;
   int64_t shape[PYPTO_MAX_DIMS];
   int64_t stride[PYPTO_MAX_DIMS];
   int32_t ndim;

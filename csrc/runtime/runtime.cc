@@ -37,6 +37,9 @@ bool is_empty(const pypto_region& r) {
 
 // Index-space reasoning is only sound when both regions address memory the same
 // way; a zero stride aliases distinct indices, so it is excluded.
+/// The allocation a region belongs to: its `buffer`, or `base` when unset.
+void* buffer_of(const pypto_region& r) { return r.buffer ? r.buffer : r.base; }
+
 bool same_layout(const pypto_region& a, const pypto_region& b) {
   if (a.ndim != b.ndim || a.elem_size != b.elem_size) return false;
   for (int d = 0; d < a.ndim; ++d) {
@@ -45,7 +48,8 @@ bool same_layout(const pypto_region& a, const pypto_region& b) {
   return true;
 }
 
-// Half-open byte range [lo, hi) spanned by a non-empty region, relative to base.
+// Half-open byte range [lo, hi) spanned by a non-empty region, as addresses
+// (views of one buffer have different bases).
 std::pair<int64_t, int64_t> byte_range(const pypto_region& r) {
   int64_t lo = 0;
   int64_t hi = 0;
@@ -55,7 +59,8 @@ std::pair<int64_t, int64_t> byte_range(const pypto_region& r) {
     lo += std::min(first, last);
     hi += std::max(first, last);
   }
-  return {lo * r.elem_size, (hi + 1) * r.elem_size};
+  const int64_t origin = static_cast<int64_t>(reinterpret_cast<intptr_t>(r.base));
+  return {origin + lo * r.elem_size, origin + (hi + 1) * r.elem_size};
 }
 
 void validate_region(const pypto_region& r) {
@@ -93,8 +98,8 @@ struct Runtime::Task {
 };
 
 bool regions_overlap(const pypto_region& a, const pypto_region& b) {
-  if (a.base != b.base || is_empty(a) || is_empty(b)) return false;
-  if (same_layout(a, b)) {
+  if (buffer_of(a) != buffer_of(b) || is_empty(a) || is_empty(b)) return false;
+  if (a.base == b.base && same_layout(a, b)) {
     for (int d = 0; d < a.ndim; ++d) {
       int64_t lo = std::max(a.offset[d], b.offset[d]);
       int64_t hi = std::min(a.offset[d] + a.extent[d], b.offset[d] + b.extent[d]);
@@ -108,7 +113,7 @@ bool regions_overlap(const pypto_region& a, const pypto_region& b) {
 }
 
 bool region_covers(const pypto_region& outer, const pypto_region& inner) {
-  if (outer.base != inner.base) return false;
+  if (outer.base != inner.base || buffer_of(outer) != buffer_of(inner)) return false;
   if (is_empty(inner)) return true;
   if (is_empty(outer) || !same_layout(outer, inner)) return false;
   for (int d = 0; d < outer.ndim; ++d) {
@@ -385,7 +390,7 @@ void Runtime::track_dependencies(const TaskPtr& task, std::vector<TaskPtr>& pred
   for (size_t i = 0; i < n; ++i) {
     const pypto_region& r = task->args[i];
     if (is_empty(r)) continue;
-    auto it = accesses_.find(r.base);
+    auto it = accesses_.find(buffer_of(r));
     if (it == accesses_.end()) continue;
     const bool write = task->writes[i];
     for (const Access& e : it->second.entries) {
@@ -400,7 +405,7 @@ void Runtime::track_dependencies(const TaskPtr& task, std::vector<TaskPtr>& pred
   for (size_t i = 0; i < n; ++i) {
     const pypto_region& r = task->args[i];
     if (is_empty(r)) continue;
-    BufferAccesses& buf = accesses_[r.base];
+    BufferAccesses& buf = accesses_[buffer_of(r)];
     auto& entries = buf.entries;
     const size_t before = entries.size();
     if (task->writes[i]) {

@@ -39,6 +39,12 @@ from pypto.ops import (
     rms_norm, round, rsqrt, sigmoid, silu, softmax, sqrt, sub, sum, tanh, trunc, var, where,
 )
 from pypto.frontend.symbolic import SymExpr, ceildiv
+from pypto.frontend.tensor import DYNAMIC
+from pypto.shape_ops import (
+    arange, assemble, concat, expand_clone, full, ones, permute, reshape, squeeze, transpose, unsqueeze, view, zeros,
+)
+
+tensor = Tensor
 
 __version__ = "0.1.0"
 
@@ -49,6 +55,8 @@ __all__ = [
     "abs", "add", "amax", "amin", "cast", "ceil", "clamp", "clip", "div", "eq", "erf", "erfc", "exp", "exp2", "expm1",
     "floor", "ge", "gelu", "gt", "layer_norm", "le", "log", "logical_not", "lt", "maximum", "mean", "minimum", "mul",
     "ne", "neg", "pow", "prod", "reciprocal", "relu", "rms_norm", "round", "rsqrt", "sigmoid", "silu", "softmax",
-    "sqrt", "sub", "sum", "tanh", "trunc", "var", "where", "PyptoError",
+    "sqrt", "sub", "sum", "tanh", "trunc", "var", "where", "arange", "assemble", "concat", "expand_clone", "full",
+    "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",
+    "PyptoError",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError",
 ]

@@ -55,10 +55,27 @@ def describe(x: Any) -> tuple[Any, tuple]:
         item = x.itemsize
         if any(s % item for s in x.strides):
             x = np.ascontiguousarray(x)
-        return x, (x.__array_interface__["data"][0], list(x.shape), [s // item for s in x.strides], item)
+        root = x
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        ptr = x.__array_interface__["data"][0]
+        buffer = root.__array_interface__["data"][0] if root.size else ptr
+        return x, (ptr, list(x.shape), [s // item for s in x.strides], item, buffer)
     if x.device.type != "cpu":
         raise ValueError(f"pypto runs on the CPU; found a torch tensor on device '{x.device}'")
-    return x, (x.data_ptr(), list(x.shape), list(x.stride()), x.element_size())
+    return x, (x.data_ptr(), list(x.shape), list(x.stride()), x.element_size(), x.untyped_storage().data_ptr())
+
+
+def is_contiguous(x: Any) -> bool:
+    if isinstance(x, np.ndarray):
+        return bool(x.flags["C_CONTIGUOUS"])
+    return bool(x.is_contiguous())
+
+
+def contiguous(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return np.ascontiguousarray(x)
+    return x.contiguous()
 
 
 def empty_like_kind(like: Any, shape: list[int], dt) -> Any:

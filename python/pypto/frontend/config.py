@@ -19,6 +19,8 @@ class TraceContext:
     def __init__(self, name: str, vec_tile: tuple[int, ...] | None):
         self.builder = _C.GraphBuilder(name)
         self.vec_tile = vec_tile
+        self.reshaped_params: set[int] = set()
+        self.loops: list = []
 
 
 _local = threading.local()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import threading
@@ -10,38 +11,70 @@ import time
 from typing import Any, Callable
 
 from pypto import _C, memory
-from pypto._dtypes import dtype_name
+from pypto._dtypes import DataType, dtype_name
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend import config
-from pypto.frontend.tensor import Tensor
+from pypto.frontend.symbolic import SymExpr
+from pypto.frontend.tensor import DYNAMIC, Tensor
 
 
 def _shape_text(shape) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+class _Dim:
+    """How one annotated dim binds: a static size, or a named dynamic dim."""
+
+
+def dynamic(name: str) -> SymExpr:
+    """A named dynamic dim for annotations: every parameter dim that uses it
+    must have the same size at a call, and the kernel is compiled once for all
+    sizes."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise UserError(f"pypto.frontend.dynamic: name must be an identifier, found {name!r}")
+    return SymExpr.var(name)
+
+
+_CONST_TYPES = (int, float, bool, str, type(None), DataType)
+
+
+def _const_key(name: str, fname: str, v: Any):
+    """A hashable key for a compile-time constant argument."""
+    if isinstance(v, _CONST_TYPES):
+        return (type(v).__name__, v if not isinstance(v, DataType) else int(v))
+    if isinstance(v, tuple):
+        return ("tuple", tuple(_const_key(name, fname, x) for x in v))
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return ("dataclass", type(v).__qualname__,
+                tuple((f.name, _const_key(name, fname, getattr(v, f.name))) for f in dataclasses.fields(v)))
+    raise UserTypeError(
+        f"{fname}(): parameter '{name}' is a compile-time constant and must be an int, float, bool, str, tuple, "
+        f"pypto.DataType or a dataclass of those; found {type(v).__name__}")
+
+
 class _Signature:
-    """The tensor parameters and return annotations of a jitted function."""
+    """The parameters and return annotations of a jitted function."""
 
     def __init__(self, fn: Callable):
         self.fn = fn
         self.name = fn.__name__
         self.sig = inspect.signature(fn)
-        self.params: list[tuple[str, Tensor | None]] = []
+        self.params: list[tuple[str, Tensor | None, bool]] = []  # (name, annotation, is_tensor_annotation)
         for p in self.sig.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise NotSupportedError(f"@pypto.frontend.jit function '{self.name}': *args/**kwargs parameters are not supported yet")
             ann = p.annotation
             if ann is inspect.Parameter.empty:
-                ann = None
+                self.params.append((p.name, None, False))
             elif isinstance(ann, type) and issubclass(ann, Tensor):
-                ann = Tensor()
-            elif not isinstance(ann, Tensor):
-                raise NotSupportedError(
-                    f"@pypto.frontend.jit function '{self.name}': parameter '{p.name}' is annotated with {ann!r}; "
-                    "only pypto.Tensor parameters are supported yet")
-            self.params.append((p.name, ann))
+                self.params.append((p.name, Tensor(), True))
+            elif isinstance(ann, Tensor):
+                self.params.append((p.name, ann, True))
+            else:
+                self.params.append((p.name, None, False))  # int, float, a dataclass type, ...: a constant
         ret = self.sig.return_annotation
+        if isinstance(ret, type) and issubclass(ret, Tensor):
+            ret = Tensor()
         if ret is inspect.Signature.empty or ret is None:
             self.returns = None
         elif isinstance(ret, Tensor):
@@ -51,19 +84,23 @@ class _Signature:
         else:
             self.returns = None
 
-    def bind(self, args: tuple, kwargs: dict) -> list[Any]:
-        """The arrays for the parameters, in order, checked against the annotations."""
+    def bind(self, args: tuple, kwargs: dict) -> "_Bound":
+        """Checks the arguments against the annotations."""
         try:
             bound = self.sig.bind(*args, **kwargs)
         except TypeError as e:
-            expected = ", ".join(n for n, _ in self.params)
+            expected = ", ".join(n for n, _, _ in self.params)
             raise UserTypeError(
-                f"{self.name}() takes the tensors ({expected}); called with {len(args)} positional and "
+                f"{self.name}() takes ({expected}); called with {len(args)} positional and "
                 f"{len(kwargs)} keyword argument(s): {e}") from None
         bound.apply_defaults()
-        out = []
-        for name, ann in self.params:
+        out = _Bound()
+        for name, ann, is_tensor_ann in self.params:
             x = bound.arguments[name]
+            if not is_tensor_ann and not memory.is_array(x):
+                out.consts.append((name, x, _const_key(name, self.name, x)))
+                out.order.append(("const", len(out.consts) - 1))
+                continue
             if not memory.is_array(x):
                 raise UserTypeError(
                     f"{self.name}(): parameter '{name}' expects a tensor (torch.Tensor or numpy.ndarray), "
@@ -76,28 +113,98 @@ class _Signature:
                 raise UserTypeError(
                     f"{self.name}(): parameter '{name}' expects dtype {dtype_name(ann.dtype)}, "
                     f"found {dtype_name(dt)} ({memory.dtype_text(x)})")
-            if ann is not None and ann.shape is not None and tuple(ann.shape) != shape:
-                raise UserError(
-                    f"{self.name}(): parameter '{name}' expects shape {_shape_text(ann.shape)}, found {_shape_text(shape)}")
             if len(shape) == 0:
                 raise NotSupportedError(f"{self.name}(): parameter '{name}' is a 0-d tensor; not supported yet")
             if any(d == 0 for d in shape):
                 raise NotSupportedError(f"{self.name}(): parameter '{name}' has a zero-size dim {_shape_text(shape)}; not supported yet")
-            out.append(x)
+            dims = self._bind_dims(name, ann, shape, out)
+            out.tensors.append((name, x, dims, dt))
+            out.order.append(("tensor", len(out.tensors) - 1))
         return out
+
+    def _bind_dims(self, name, ann, shape, out: "_Bound") -> list:
+        """Per dim: an int (static) or the name of a dynamic dim."""
+        if ann is None or ann.shape is None:
+            return list(shape)
+        spec = list(ann.shape)
+        ellipsis = bool(spec) and spec[-1] is Ellipsis
+        if ellipsis:
+            spec = spec[:-1]
+        if (len(shape) != len(spec)) if not ellipsis else (len(shape) < len(spec)):
+            raise UserError(f"{self.name}(): parameter '{name}' expects shape {_ann_text(ann.shape)}, found {_shape_text(shape)}")
+        dims: list = []
+        for i, size in enumerate(shape):
+            want = spec[i] if i < len(spec) else size
+            if isinstance(want, int):
+                if want != size:
+                    raise UserError(f"{self.name}(): parameter '{name}' expects shape {_ann_text(ann.shape)}, "
+                                    f"found {_shape_text(shape)}")
+                dims.append(size)
+                continue
+            dname = f"{name}_{i}" if want is DYNAMIC else str(want)
+            prev = out.dyn.get(dname)
+            if prev is not None and prev[0] != size:
+                raise UserError(
+                    f"{self.name}(): dynamic dim '{dname}' is {prev[0]} in parameter '{prev[1]}' but {size} in "
+                    f"parameter '{name}' (dim {i})")
+            out.dyn.setdefault(dname, (size, name))
+            dims.append(dname)
+        return dims
+
+
+class _Bound:
+    """Arguments of one call: tensors (name, array, dims, dtype), constants, dynamic dims."""
+
+    def __init__(self):
+        self.tensors: list = []
+        self.consts: list = []
+        self.order: list = []
+        self.dyn: dict[str, tuple[int, str]] = {}
+
+    def key(self) -> tuple:
+        return (tuple((tuple(d if isinstance(d, int) else f"${d}" for d in dims), int(dt))
+                      for _, _, dims, dt in self.tensors),
+                tuple(k for _, _, k in self.consts))
+
+    def dyn_values(self, names: list[str]) -> list[int]:
+        return [self.dyn[n][0] for n in names]
+
+
+def _shape_matches(ann, shape) -> bool:
+    """Does a traced shape fit an annotation (static dims equal, dynamic dims anything)?"""
+    ann = list(ann)
+    if ann and ann[-1] is Ellipsis:
+        ann = ann[:-1]
+        if len(shape) < len(ann):
+            return False
+    elif len(ann) != len(shape):
+        return False
+    for want, got in zip(ann, shape):
+        if isinstance(want, int) and not (isinstance(got, int) and got == want):
+            return False
+        if isinstance(want, SymExpr) and str(want) != str(got):
+            return False
+    return True
+
+
+def _ann_text(shape) -> str:
+    return "(" + ", ".join("..." if d is Ellipsis else str(d) for d in shape) + ")"
 
 
 class Compiled:
     """A function compiled for one specialisation: callable like the jitted
     function, and white-box (``dump``, ``pto``, ``source``, ``stats``)."""
 
-    def __init__(self, sig: _Signature, program: Any, key: tuple, cache: str, example: list[Any] | None):
+    def __init__(self, sig: _Signature, program: Any, key: tuple, cache: str, bound: "_Bound"):
         self._sig = sig
         self._program = program
         self._key = key
         self._cache = cache
-        self._example_key = key
+        self._example_dyn = bound.dyn_values(program.dyn_dims)
         self._last_tasks: int | None = None
+        self._out_dtypes: list = []
+        self._tuple_return = False
+        self._copy_params: set[int] = set()
 
     def dump(self, stage: str | None = None) -> str:
         """Every stage under headers, or one of "tensor", "tile", "block",
@@ -117,47 +224,41 @@ class Compiled:
         ``tasks`` (for the example arguments), ``compile_seconds``, ``cache``."""
         s = self._program.stats()
         s["cache"] = self._cache
-        s["tasks"] = self._program.count_tasks([])
+        s["tasks"] = self._program.count_tasks(self._example_dyn)
         return s
 
     def __call__(self, *args, **kwargs):
-        arrays = self._sig.bind(args, kwargs)
-        key = _spec_key(arrays)
-        if key != self._key[0]:
-            raise UserError(
-                f"{self._sig.name}: this compiled object was specialised for "
-                f"{_spec_text(self._key[0])}, called with {_spec_text(key)}")
-        return _run(self, arrays)
+        bound = self._sig.bind(args, kwargs)
+        if bound.key() != self._key[0]:
+            raise UserError(f"{self._sig.name}: this compiled object was specialised for other shapes, dtypes or "
+                            f"constants than these arguments")
+        return _run(self, bound)
 
     def __repr__(self) -> str:
-        return f"<pypto.Compiled {self._sig.name} for {_spec_text(self._key[0])}>"
+        return f"<pypto.Compiled {self._sig.name}>"
 
 
-def _spec_key(arrays: list[Any]) -> tuple:
-    return tuple((memory.shape_of(a), int(memory.dtype_of(a))) for a in arrays)
-
-
-def _spec_text(key: tuple) -> str:
-    return ", ".join(f"{_shape_text(s)}" for s, _ in key)
-
-
-def _run(compiled: Compiled, arrays: list[Any]):
+def _run(compiled: Compiled, bound: _Bound):
     keep = []
     specs = []
-    for a in arrays:
+    for i, (_, a, _, _) in enumerate(bound.tensors):
+        if i in compiled._copy_params and not memory.is_contiguous(a):
+            a = memory.contiguous(a)  # reshaped inside the kernel: needs contiguous memory
         kept, spec = memory.describe(a)
         keep.append(kept)
         specs.append(spec)
-    like = arrays[0]
-    outs = []
+    like = bound.tensors[0][1] if bound.tensors else None
     program = compiled._program
-    graph_out_dtypes = compiled._out_dtypes
-    for shape, dt in zip(program.output_shapes([]), graph_out_dtypes):
+    dyn = bound.dyn_values(program.dyn_dims)
+    outs = []
+    for shape, dt in zip(program.output_shapes(dyn), compiled._out_dtypes):
         o = memory.empty_like_kind(like, shape, dt)
         outs.append(o)
         specs.append(memory.describe(o)[1])
-    compiled._last_tasks = program.run(specs, [])
+    compiled._last_tasks = program.run(specs, dyn)
     del keep
+    if not outs:
+        return None
     if len(outs) == 1 and not compiled._tuple_return:
         return outs[0]
     return tuple(outs)
@@ -174,54 +275,75 @@ class JitFunction:
         self._options = options
         self._cache: dict[tuple, Compiled] = {}
         self._lock = threading.Lock()
+        self._converted = None
 
     def _effective_pass_options(self) -> dict:
         opts = config.global_pass_options()
         opts.update(self._pass_options)
         return opts
 
-    def _get(self, arrays: list[Any]) -> Compiled:
+    def _get(self, bound: _Bound) -> Compiled:
         opts = self._effective_pass_options()
-        key = (_spec_key(arrays), tuple(sorted(opts.items())), config.default_vec_tile())
+        key = (bound.key(), tuple(sorted(opts.items())), config.default_vec_tile())
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
                 hit._cache = "memory"
+                hit._example_dyn = bound.dyn_values(hit._program.dyn_dims)
                 return hit
-        compiled = self._compile(arrays, key, opts)
+        compiled = self._compile(bound, key, opts)
         with self._lock:
             self._cache[key] = compiled
         return compiled
 
-    def _compile(self, arrays: list[Any], key: tuple, opts: dict) -> Compiled:
+    def _compile(self, bound: _Bound, key: tuple, opts: dict) -> Compiled:
+        from pypto.frontend import autograph
+
         t0 = time.perf_counter()
+        if self._converted is None:
+            self._converted = autograph.convert(self._fn)
         ctx = config.TraceContext(self._sig.name, config.default_vec_tile())
         b = ctx.builder
-        params = []
-        for (name, _), a in zip(self._sig.params, arrays):
-            vid = b.add_param(name, list(memory.shape_of(a)), memory.dtype_of(a))
-            params.append(Tensor._traced(ctx, vid, name))
+        args = []
+        param_ids = []
+        for kind, i in bound.order:
+            if kind == "const":
+                args.append(bound.consts[i][1])
+                continue
+            name, _, dims, dt = bound.tensors[i]
+            for d in dims:
+                if isinstance(d, str):
+                    b.add_dyn_dim(d)
+            vid = b.add_param(name, dims, dt)
+            param_ids.append(vid)
+            args.append(Tensor._traced(ctx, vid, name))
         prev = config.push_trace(ctx)
         try:
-            result = self._fn(*params)
+            result = self._converted(*args)
         finally:
             config.push_trace(prev)
         tuple_return = isinstance(result, (tuple, list))
-        results = list(result) if tuple_return else [result]
-        if result is None or not results:
-            raise NotSupportedError(
-                f"{self._sig.name}: the function returns nothing; output parameters are not supported yet, return the result")
+        results = list(result) if tuple_return else ([] if result is None else [result])
         for i, r in enumerate(results):
             if not isinstance(r, Tensor) or r._ctx is not ctx:
                 raise UserTypeError(
                     f"{self._sig.name}: return value {i} must be a pypto.Tensor computed by the function, found {type(r).__name__}")
+        # A returned parameter or view is copied into a new tensor.
+        from pypto import shape_ops
+
+        prev = config.push_trace(ctx)
+        try:
+            results = [shape_ops._materialize(r) if (r._id in param_ids or b.is_view(r._id)) else r for r in results]
+        finally:
+            config.push_trace(prev)
         self._check_returns(results, ctx)
         b.set_outputs([r._id for r in results])
         graph = b.finish()
         program = _C.compile(graph, config.make_pass_options(opts))
-        compiled = Compiled(self._sig, program, key, program.stats()["cache"], arrays)
+        compiled = Compiled(self._sig, program, key, program.stats()["cache"], bound)
         compiled._out_dtypes = [b.dtype(r._id) for r in results]
         compiled._tuple_return = tuple_return
+        compiled._copy_params = {param_ids.index(v) for v in ctx.reshaped_params if v in param_ids}
         compiled._trace_seconds = time.perf_counter() - t0
         return compiled
 
@@ -235,8 +357,8 @@ class JitFunction:
             what = "return value" if len(results) == 1 else f"return value {i}"
             if ann.dtype is not None and ann.dtype != r.dtype:
                 raise UserTypeError(f"{self._sig.name}: {what} is annotated {dtype_name(ann.dtype)}, the function computes {dtype_name(r.dtype)}")
-            if ann.shape is not None and tuple(ann.shape) != tuple(r.shape):
-                raise UserError(f"{self._sig.name}: {what} is annotated with shape {_shape_text(ann.shape)}, "
+            if ann.shape is not None and not _shape_matches(ann.shape, r.shape):
+                raise UserError(f"{self._sig.name}: {what} is annotated with shape {_ann_text(ann.shape)}, "
                                 f"the function computes {_shape_text(r.shape)}")
 
     def compile(self, *args, **kwargs) -> Compiled:
@@ -244,8 +366,8 @@ class JitFunction:
         return self._get(self._sig.bind(args, kwargs))
 
     def __call__(self, *args, **kwargs):
-        arrays = self._sig.bind(args, kwargs)
-        return _run(self._get(arrays), arrays)
+        bound = self._sig.bind(args, kwargs)
+        return _run(self._get(bound), bound)
 
 
 def jit(fn: Callable | None = None, *, pass_options: dict | None = None, **options: Any):

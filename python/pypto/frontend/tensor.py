@@ -9,6 +9,16 @@ from pypto._dtypes import DataType
 from pypto.errors import UserError, UserTypeError
 
 
+class _Dynamic:
+    """Marks a dim of an annotation as dynamic (its size is an argument of the kernel)."""
+
+    def __repr__(self):
+        return "pypto.DYNAMIC"
+
+
+DYNAMIC = _Dynamic()
+
+
 def _ops():
     from pypto import ops
 
@@ -26,18 +36,32 @@ class Tensor:
 
     __slots__ = ("_shape", "_dtype", "name", "_ctx", "_id")
 
-    def __init__(self, shape: Sequence[int] | None = None, dtype: DataType | None = None, name: str = ""):
+    def __init__(self, shape: Sequence | None = None, dtype: DataType | None = None, name: str = ""):
+        from pypto.frontend.symbolic import SymExpr
+
         if shape is not None:
-            if isinstance(shape, int):
+            if isinstance(shape, int) and not isinstance(shape, bool):
                 shape = (shape,)
-            if not isinstance(shape, (tuple, list)):
-                raise UserTypeError(f"pypto.Tensor: shape must be a tuple or list of ints, found {type(shape).__name__}")
-            for d in shape:
+            if shape is Ellipsis:
+                shape = None
+            elif not isinstance(shape, (tuple, list)):
+                raise UserTypeError(f"pypto.Tensor: shape must be a tuple or list, found {type(shape).__name__}")
+        if shape is not None:
+            shape = tuple(shape)
+            for i, d in enumerate(shape):
+                if d is Ellipsis:
+                    if i != len(shape) - 1:
+                        raise UserError("pypto.Tensor: '...' may only stand last in a shape (for the remaining dims)")
+                    continue
+                if d is DYNAMIC or isinstance(d, SymExpr):
+                    continue
                 if isinstance(d, bool) or not isinstance(d, int):
-                    raise UserTypeError(f"pypto.Tensor: shape dims must be int, found {d!r}")
+                    raise UserTypeError(f"pypto.Tensor: shape dims must be int, pypto.DYNAMIC or a "
+                                        f"pypto.frontend.dynamic(...) dim, found {d!r}")
                 if d <= 0:
                     raise UserError(f"pypto.Tensor: shape dims must be positive, found {tuple(shape)}")
-            shape = tuple(shape)
+            if len(shape) == 0:
+                shape = None  # Tensor([], dtype): the shape comes from the call
         if dtype is not None and not isinstance(dtype, DataType):
             raise UserTypeError(f"pypto.Tensor: dtype must be a pypto dtype such as pypto.DT_FP32, found {dtype!r}")
         self._shape = shape
@@ -45,6 +69,16 @@ class Tensor:
         self.name = name
         self._ctx = None
         self._id = -1
+
+    def __class_getitem__(cls, item):
+        """``pypto.Tensor[[M, N], dtype]`` and ``pypto.Tensor[...]`` annotations."""
+        if item is Ellipsis:
+            return cls()
+        if isinstance(item, tuple) and len(item) == 2:
+            return cls(item[0], item[1])
+        if isinstance(item, (list, tuple)):
+            return cls(item)
+        raise UserTypeError(f"pypto.Tensor[...]: expected [shape, dtype] or ..., found {item!r}")
 
     @classmethod
     def _traced(cls, ctx: Any, value_id: int, name: str = "") -> "Tensor":
@@ -62,10 +96,21 @@ class Tensor:
 
     @property
     def shape(self) -> tuple:
-        """The shape: declared (annotation) or traced (ints, or names of symbolic dims)."""
+        """The shape: declared (annotation) or traced (ints, and symbolic scalars for dynamic dims)."""
         if self._ctx is not None:
-            return tuple(self._ctx.builder.shape(self._id))
+            from pypto.frontend.symbolic import wrap
+
+            return tuple(d if isinstance(d, int) else wrap(d) for d in self._ctx.builder.shape(self._id))
         return self._shape
+
+    @property
+    def valid_shape(self) -> tuple:
+        """Valid extents per dim (smaller than the shape for a tail view)."""
+        if self._ctx is None:
+            return self._shape
+        from pypto.frontend.symbolic import wrap
+
+        return tuple(d if isinstance(d, int) else wrap(d) for d in self._ctx.builder.valid_shape(self._id))
 
     @property
     def dtype(self) -> DataType | None:
@@ -120,6 +165,42 @@ class Tensor:
     def mean(self, dim=None, keepdim=False): return _ops().mean(self, dim, keepdim)
     def var(self, dim=None, keepdim=False, correction=1): return _ops().var(self, dim, keepdim, correction)
     def cast(self, dtype): return _ops().cast(self, dtype)
+
+    def __getitem__(self, key):
+        from pypto import shape_ops
+
+        return shape_ops.getitem(self, key)
+
+    def __setitem__(self, key, value):
+        from pypto import shape_ops
+
+        shape_ops.setitem(self, key, value)
+
+    def reshape(self, *shape):
+        from pypto import shape_ops
+
+        return shape_ops.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (list, tuple)) else shape)
+
+    def transpose(self, d0, d1):
+        from pypto import shape_ops
+
+        return shape_ops.transpose(self, d0, d1)
+
+    def permute(self, *dims):
+        from pypto import shape_ops
+
+        return shape_ops.permute(self, *dims)
+
+    def unsqueeze(self, dim):
+        from pypto import shape_ops
+
+        return shape_ops.unsqueeze(self, dim)
+
+    @property
+    def T(self):
+        from pypto import shape_ops
+
+        return shape_ops.transpose(self, -2, -1)
 
     def __bool__(self):
         raise UserTypeError("a pypto.Tensor has no truth value while tracing (its data is not known yet)")

@@ -1,0 +1,339 @@
+"""Shape ops: views (slicing, ``view``, ``transpose``, ``permute``,
+``unsqueeze``), ``reshape``, writes into views (``assemble``,
+``t[...] = value``), and tensor creation (``full``, ``zeros``, ``ones``,
+``arange``), plus ``concat`` and ``expand_clone`` built from them. Views move
+no data: consumers read the viewed tensor's memory through strides."""
+
+from __future__ import annotations
+
+import builtins
+import numbers
+from typing import Any, Sequence
+
+from pypto import _dtypes
+from pypto._dtypes import DataType
+from pypto.errors import NotSupportedError, UserError, UserTypeError
+from pypto.frontend.config import current_trace, user_location
+from pypto.frontend.symbolic import SymExpr, to_expr
+from pypto.frontend.tensor import Tensor
+from pypto.ops import _ctx, _operand, _tensor, _tile
+
+
+def _dim(v, what: str):
+    """An int or a C++ Expr for a dim/offset."""
+    if isinstance(v, SymExpr):
+        return v._e
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        return int(v)
+    raise UserTypeError(f"{what} must be an int or a symbolic scalar, found {type(v).__name__} {v!r}")
+
+
+def _is_static(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _view(x: Tensor, shape, offsets, dim_map, steps, valid=None, op="view") -> Tensor:
+    ctx = _ctx(op)
+    ix = _tensor(op, x, ctx, "the")
+    file, line = user_location()
+    vid = ctx.builder.add_view(ix, [_dim(d, f"pypto.{op}: shape") for d in shape],
+                               [_dim(o, f"pypto.{op}: offset") for o in offsets], list(dim_map), list(steps),
+                               [_dim(v, f"pypto.{op}: valid_shape") for v in (valid or [])], file, line)
+    return Tensor._traced(ctx, vid)
+
+
+def view(x, shape, offsets, valid_shape=None) -> Tensor:
+    """The box of ``x`` starting at ``offsets`` with ``shape``; a smaller
+    ``valid_shape`` marks a tail (only that part is computed and stored)."""
+    rank = len(x.shape)
+    if len(shape) != rank or len(offsets) != rank:
+        raise UserError(f"pypto.view: shape {list(shape)} and offsets {list(offsets)} must both have rank {rank}")
+    if valid_shape is not None and len(valid_shape) != rank:
+        raise UserError(f"pypto.view: valid_shape {list(valid_shape)} must have rank {rank}")
+    return _view(x, shape, offsets, range(rank), [1] * rank, valid_shape)
+
+
+def getitem(x: Tensor, key) -> Tensor:
+    """``x[...]``: slices with steps, ints (drop the dim), ``...`` and ``None`` (new dim)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    n_ell = builtins.sum(1 for k in key if k is Ellipsis)
+    if n_ell > 1:
+        raise UserError("an index can only have a single ellipsis ('...')")
+    used = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    rank = len(x.shape)
+    if used > rank:
+        raise UserError(f"too many indices for a tensor of rank {rank}: {len(key)}")
+    expanded = []
+    for k in key:
+        if k is Ellipsis:
+            expanded.extend([slice(None)] * (rank - used))
+        else:
+            expanded.append(k)
+    expanded.extend([slice(None)] * (rank - builtins.sum(1 for k in expanded if k is not None)))
+    shape, offsets, dmap, steps, valid = [], [0] * rank, [], [], []
+    xv = x.valid_shape
+    d = 0
+    for k in expanded:
+        if k is None:
+            shape.append(1), dmap.append(-1), steps.append(1), valid.append(1)
+            continue
+        size = x.shape[d]
+        if isinstance(k, slice):
+            step = 1 if k.step is None else k.step
+            if not _is_static(step) or step <= 0:
+                raise NotSupportedError(f"slice step {step!r}: only positive int steps are supported")
+            start, stop = k.start, k.stop
+            if _is_static(size) and (start is None or _is_static(start)) and (stop is None or _is_static(stop)):
+                start, stop, _ = slice(start, stop).indices(size)
+                n = builtins.max(0, -(-(stop - start) // step))
+                if n == 0:
+                    raise NotSupportedError(f"slice {k} of a dim of size {size} is empty; zero-size views are not supported")
+            else:
+                start = 0 if start is None else start
+                stop = size if stop is None else stop
+                n = (stop - start + step - 1) // step
+            offsets[d] = start
+            shape.append(n), dmap.append(d), steps.append(step)
+            valid.append(n if (xv[d] is size or (_is_static(xv[d]) and _is_static(size) and xv[d] == size))
+                         else _slice_valid(xv[d], start, step, n))
+        elif isinstance(k, (numbers.Integral, SymExpr)) and not isinstance(k, bool):
+            idx = k
+            if _is_static(idx) and _is_static(size):
+                if not -size <= idx < size:
+                    raise UserError(f"index {idx} is out of range for dim {d} of size {size}")
+                idx %= size
+            offsets[d] = idx
+        elif isinstance(k, Tensor):
+            raise NotSupportedError("indexing with a tensor is not supported; use pypto.gather")
+        else:
+            raise UserTypeError(f"unsupported index {k!r}")
+        d += 1
+    if not shape:
+        shape, dmap, steps, valid = [1], [-1], [1], [1]
+    has_tail = any(not (v is s or (_is_static(v) and _is_static(s) and v == s)) for v, s in zip(valid, shape))
+    return _view(x, shape, offsets, dmap, steps, valid if has_tail else None, op="getitem")
+
+
+def _slice_valid(valid_dim, start, step, n):
+    """Valid length of a slice of a dim whose valid extent is ``valid_dim``."""
+    v = (valid_dim - start + step - 1) // step
+    if isinstance(v, SymExpr) or isinstance(n, SymExpr):
+        return SymExpr(to_expr(v)).min(n) if isinstance(v, SymExpr) else builtins.min(v, n) if _is_static(n) else n
+    return builtins.max(0, builtins.min(v, n))
+
+
+def setitem(x: Tensor, key, value) -> None:
+    """``x[...] = value``: writes ``value`` (a tensor or number) into the region."""
+    target = getitem(x, key)
+    if not isinstance(value, Tensor):
+        value = full(list(target.shape), value, target.dtype)
+    assemble(value, None, target)
+
+
+def assemble(src, offsets, dst) -> None:
+    """Writes ``src`` into ``dst`` at ``offsets`` (``offsets=None`` with ``dst`` a
+    view writes the view); ``dst`` is updated in place."""
+    ctx = _ctx("assemble")
+    if not isinstance(src, Tensor):
+        raise UserTypeError(f"pypto.assemble: src must be a pypto.Tensor, found {type(src).__name__}")
+    if offsets is None:
+        target = dst
+        if not ctx.builder.is_view(target._id):
+            target = view(dst, list(dst.shape), [0] * len(dst.shape))
+    else:
+        if len(offsets) != len(dst.shape):
+            raise UserError(f"pypto.assemble: {len(offsets)} offsets for a destination of rank {len(dst.shape)}")
+        if len(src.shape) != len(dst.shape):
+            raise UserError(f"pypto.assemble: source of rank {len(src.shape)} into a destination of rank {len(dst.shape)}")
+        target = view(dst, list(src.shape), list(offsets))
+    file, line = user_location()
+    ctx.builder.add_assemble(_tensor("assemble", src, ctx, "the source"), target._id, _tile(ctx), file, line)
+
+
+def reshape(x, shape) -> Tensor:
+    """The same elements in another shape (one dim may be -1)."""
+    ctx = _ctx("reshape")
+    ix = _tensor("reshape", x, ctx, "the")
+    shape = list(shape)
+    if builtins.sum(1 for d in shape if _is_static(d) and d == -1) > 1:
+        raise UserError(f"pypto.reshape: only one dim may be -1, found {shape}")
+    if any(_is_static(d) and d == -1 for d in shape):
+        total = 1
+        for d in x.shape:
+            total = total * d
+        known = 1
+        for d in shape:
+            if not (_is_static(d) and d == -1):
+                known = known * d
+        shape = [total // known if (_is_static(d) and d == -1) else d for d in shape]
+    if any(ctx.builder.is_view(t) for t in [ix]):
+        x = _materialize(x)
+        ix = x._id
+    file, line = user_location()
+    ctx.reshaped_params.add(ix)
+    return Tensor._traced(ctx, ctx.builder.add_reshape(ix, [_dim(d, "pypto.reshape: shape") for d in shape], file, line))
+
+
+def permute(x, *dims) -> Tensor:
+    """Reorders dims (a view)."""
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = tuple(dims[0])
+    rank = len(x.shape)
+    dims = [d % rank if _is_static(d) and -rank <= d < rank else d for d in dims]
+    if sorted(dims) != list(range(rank)):
+        raise UserError(f"pypto.permute: {list(dims)} is not a permutation of the {rank} dims")
+    return _view(x, [x.shape[d] for d in dims], [0] * rank, dims, [1] * rank,
+                 [x.valid_shape[d] for d in dims], op="permute")
+
+
+def transpose(x, d0, d1) -> Tensor:
+    """Swaps two dims (a view)."""
+    rank = len(x.shape)
+    for d in (d0, d1):
+        if not _is_static(d) or not -rank <= d < rank:
+            raise UserError(f"pypto.transpose: dim {d!r} is out of range for a tensor of rank {rank}")
+    perm = list(range(rank))
+    perm[d0 % rank], perm[d1 % rank] = perm[d1 % rank], perm[d0 % rank]
+    return permute(x, perm)
+
+
+def unsqueeze(x, dim: int) -> Tensor:
+    """Inserts a size-1 dim at ``dim`` (a view)."""
+    rank = len(x.shape)
+    if not _is_static(dim) or not -rank - 1 <= dim <= rank:
+        raise UserError(f"pypto.unsqueeze: dim {dim!r} is out of range for a tensor of rank {rank}")
+    dim %= rank + 1
+    shape = list(x.shape)
+    shape.insert(dim, 1)
+    dmap = list(range(rank))
+    dmap.insert(dim, -1)
+    valid = list(x.valid_shape)
+    valid.insert(dim, 1)
+    return _view(x, shape, [0] * rank, dmap, [1] * (rank + 1), valid, op="unsqueeze")
+
+
+def squeeze(x, dim: int) -> Tensor:
+    """Removes a size-1 dim (a view)."""
+    rank = len(x.shape)
+    if not _is_static(dim) or not -rank <= dim < rank or x.shape[dim % rank] != 1:
+        raise UserError(f"pypto.squeeze: dim {dim!r} is not a size-1 dim of shape {x.shape}")
+    dim %= rank
+    keep = [d for d in range(rank) if d != dim]
+    return _view(x, [x.shape[d] for d in keep], [0] * rank, keep, [1] * len(keep),
+                 [x.valid_shape[d] for d in keep], op="squeeze")
+
+
+def full(shape, value, dtype: DataType, valid_shape=None) -> Tensor:
+    """A new tensor of ``shape`` filled with ``value`` (in its ``valid_shape`` part)."""
+    ctx = _ctx("full")
+    if not isinstance(dtype, DataType):
+        raise UserTypeError(f"pypto.full: dtype must be a pypto dtype, found {dtype!r}")
+    if isinstance(shape, (numbers.Integral, SymExpr)):
+        shape = [shape]
+    shape = list(shape)
+    tile = _tile(ctx)
+    if len(tile) != len(shape):
+        tile = _fit_tile(tile, len(shape))
+    file, line = user_location()
+    vid = ctx.builder.add_full([_dim(d, "pypto.full: shape") for d in shape], _operand("full", value, ctx, "value"),
+                               dtype, [_dim(d, "pypto.full: valid_shape") for d in (valid_shape or [])], tile, file, line)
+    return Tensor._traced(ctx, vid)
+
+
+def _fit_tile(tile: list[int], rank: int) -> list[int]:
+    """A creation op has no operand to take a tile rank from: use the active
+    tile's trailing dims (or 1s in front)."""
+    if not tile:
+        return tile
+    return ([1] * rank + tile)[-rank:]
+
+
+def zeros(shape, dtype: DataType = _dtypes.DT_FP32, valid_shape=None) -> Tensor:
+    """A new tensor of zeros."""
+    return full(shape, 0, dtype, valid_shape)
+
+
+def ones(shape, dtype: DataType = _dtypes.DT_FP32, valid_shape=None) -> Tensor:
+    """A new tensor of ones."""
+    return full(shape, 1, dtype, valid_shape)
+
+
+def arange(start, end=None, step=1, dtype: DataType | None = None) -> Tensor:
+    """``[start, start + step, ...)`` up to ``end`` (1-D)."""
+    ctx = _ctx("arange")
+    if end is None:
+        start, end = 0, start
+    for v in (start, step):
+        if not isinstance(v, numbers.Real):
+            raise UserTypeError(f"pypto.arange: start and step must be numbers, found {v!r}")
+    if step == 0:
+        raise UserError("pypto.arange: step must not be zero")
+    if dtype is None:
+        dtype = _dtypes.DT_INT64 if all(isinstance(v, numbers.Integral) for v in (start, step)) and \
+            isinstance(end, (numbers.Integral, SymExpr)) else _dtypes.DT_FP32
+    if isinstance(end, SymExpr) or isinstance(start, SymExpr):
+        n = (end - start + step - 1) // step
+    else:
+        import math
+
+        n = builtins.max(0, math.ceil((end - start) / step))
+        if n == 0:
+            raise NotSupportedError("pypto.arange: an empty range is not supported")
+    file, line = user_location()
+    tile = _fit_tile(_tile(ctx), 1)
+    return Tensor._traced(ctx, ctx.builder.add_arange(_dim(n, "pypto.arange: length"), float(start), float(step), dtype,
+                                                      tile, file, line))
+
+
+def _materialize(src: Tensor) -> Tensor:
+    """A new tensor holding a copy of ``src`` (e.g. a view)."""
+    out = full(list(src.shape), 0, src.dtype)
+    assemble(src, [0] * len(src.shape), out)
+    return out
+
+
+def expand_clone(x, shape) -> Tensor:
+    """A new tensor: ``x`` broadcast to ``shape`` (size-1 and missing leading dims stretch)."""
+    shape = list(shape)
+    rank, xr = len(shape), len(x.shape)
+    if xr > rank:
+        raise UserError(f"pypto.expand_clone: cannot expand shape {x.shape} to {shape}")
+    dmap, steps = [], []
+    for d in range(rank):
+        k = d - (rank - xr)
+        if k < 0 or (_is_static(x.shape[k]) and x.shape[k] == 1 and not (_is_static(shape[d]) and shape[d] == 1)):
+            dmap.append(-1)
+        elif _is_static(x.shape[k]) and _is_static(shape[d]) and x.shape[k] != shape[d]:
+            raise UserError(f"pypto.expand_clone: cannot expand shape {x.shape} to {shape}")
+        else:
+            dmap.append(k)
+        steps.append(1)
+    v = _view(x, shape, [0] * xr, dmap, steps, op="expand_clone")
+    return _materialize(v)
+
+
+def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Joins tensors along ``dim``."""
+    tensors = list(tensors)
+    if not tensors:
+        raise UserError("pypto.concat: needs at least one tensor")
+    rank = len(tensors[0].shape)
+    if not _is_static(dim) or not -rank <= dim < rank:
+        raise UserError(f"pypto.concat: dim {dim!r} is out of range for rank {rank}")
+    dim %= rank
+    total = 0
+    for t in tensors:
+        if len(t.shape) != rank:
+            raise UserError(f"pypto.concat: tensors of ranks {rank} and {len(t.shape)}")
+        total = total + t.shape[dim]
+    shape = list(tensors[0].shape)
+    shape[dim] = total
+    out = full(shape, 0, tensors[0].dtype)
+    off = 0
+    for t in tensors:
+        offsets = [0] * rank
+        offsets[dim] = off
+        assemble(t, offsets, out)
+        off = off + t.shape[dim]
+    return out

@@ -1,0 +1,103 @@
+"""Annotation forms, dynamic dims, compile-time constants (issue 3)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+import pypto
+
+M = pypto.frontend.dynamic("M")
+
+
+def test_dynamic_dim_compiles_once_for_all_sizes():
+    @pypto.jit
+    def softmax(x: pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32)) -> pypto.Tensor([pypto.DYNAMIC, 64], pypto.DT_FP32):
+        pypto.set_vec_tile_shapes(16, 32)
+        return pypto.softmax(x, -1)
+
+    libs = set()
+    for rows in (5, 37, 130):
+        x = torch.randn(rows, 64)
+        torch.testing.assert_close(softmax(x), torch.softmax(x, -1), atol=1e-5, rtol=0)
+        c = softmax.compile(x)
+        libs.add(c.stats()["library"])
+        assert c.stats()["tasks"] == -(-rows // 16)
+    assert len(libs) == 1 and len(softmax._cache) == 1
+
+
+def test_named_dynamic_dim_shared_by_parameters_and_symbolic_shape():
+    @pypto.jit
+    def f(x: pypto.Tensor([M, 32], pypto.DT_FP32), y: pypto.Tensor([M, 1], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 32)
+        rows = x.shape[0]
+        assert isinstance(rows, pypto.SymExpr)
+        return x * y + rows
+
+    for rows in (3, 20):
+        x, y = torch.randn(rows, 32), torch.randn(rows, 1)
+        torch.testing.assert_close(f(x, y), x * y + rows)
+    with pytest.raises(ValueError, match=r"dynamic dim 'M' is 4 in parameter 'x' but 5 in parameter 'y'"):
+        f(torch.randn(4, 32), torch.randn(5, 1))
+
+
+def test_dynamic_inner_dim_and_ellipsis():
+    @pypto.jit
+    def f(x: pypto.Tensor([pypto.DYNAMIC, ...], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 16)
+        return pypto.rms_norm(x)
+
+    for shape in ((3, 48), (9, 48)):
+        x = torch.randn(*shape)
+        torch.testing.assert_close(f(x), torch.nn.functional.rms_norm(x, (shape[1],), eps=1e-6), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("ann", [pypto.Tensor(), pypto.Tensor([], pypto.DT_FP32), pypto.Tensor[[6, 10], pypto.DT_FP32],
+                                 pypto.Tensor[...], pypto.tensor((6, 10), pypto.DT_FP32)])
+def test_annotation_forms(ann):
+    @pypto.jit
+    def f(x: ann):
+        pypto.set_vec_tile_shapes(4, 4)
+        return x * 2
+
+    x = torch.randn(6, 10)
+    torch.testing.assert_close(f(x), x * 2)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cfg:
+    scale: float
+    tile: tuple
+
+
+@dataclasses.dataclass
+class PlainCfg:
+    bias: int
+
+
+def test_constants_specialise():
+    @pypto.jit
+    def f(x: pypto.Tensor((8, 8), pypto.DT_FP32), k: int, cfg: Cfg, p: PlainCfg, dt: pypto.DataType, flag=False):
+        pypto.set_vec_tile_shapes(*cfg.tile)
+        y = pypto.cast(x * cfg.scale + k + p.bias, dt)
+        return -y if flag else y
+
+    x = torch.randn(8, 8)
+    torch.testing.assert_close(f(x, 2, Cfg(0.5, (4, 4)), PlainCfg(1), pypto.DT_FP32), x * 0.5 + 3)
+    torch.testing.assert_close(f(x, 3, Cfg(2.0, (8, 8)), PlainCfg(0), pypto.DT_FP32, flag=True), -(x * 2 + 3))
+    assert f(x, 2, Cfg(0.5, (4, 4)), PlainCfg(1), pypto.DT_FP16).dtype == torch.float16
+    assert len(f._cache) == 3
+    with pytest.raises(TypeError, match="compile-time constant"):
+        f(x, [1], Cfg(0.5, (4, 4)), PlainCfg(1), pypto.DT_FP32)
+
+
+def test_numpy_dynamic():
+    @pypto.jit
+    def f(x: pypto.Tensor([pypto.DYNAMIC, pypto.DYNAMIC], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 8)
+        return pypto.amax(x, -1, True) - x
+
+    for shape in ((3, 5), (17, 33)):
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(f(x), x.max(-1, keepdims=True) - x)

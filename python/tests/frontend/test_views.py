@@ -1,0 +1,151 @@
+"""Views, writes into views and creation ops against torch (issue 3)."""
+
+import numpy as np
+import pytest
+import torch
+
+import pypto
+
+
+def test_slicing_transpose_permute_unsqueeze():
+    @pypto.jit
+    def f(x: pypto.Tensor((12, 40), pypto.DT_FP32), y: pypto.Tensor((2, 3, 4), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 16)
+        a = x[2:10, 5:37] * 2            # box slice
+        b = x[::3, 1:2] + 0              # stepped slice: rows 0, 3, 6, 9 of column 1
+        c = pypto.transpose(x, 0, 1) + 1  # (40, 12)
+        pypto.set_vec_tile_shapes(2, 2, 4)
+        d = pypto.permute(y, 2, 0, 1) * 1  # (4, 2, 3)
+        e = pypto.unsqueeze(x[0, :], 0)    # (1, 40)
+        pypto.set_vec_tile_shapes(1, 16)
+        e = e - 1
+        return a, b, c, d, e
+
+    x, y = torch.randn(12, 40), torch.randn(2, 3, 4)
+    a, b, c, d, e = f(x, y)
+    torch.testing.assert_close(b, x[::3, 1:2])
+    torch.testing.assert_close(a, x[2:10, 5:37] * 2)
+    torch.testing.assert_close(c, x.t() + 1)
+    torch.testing.assert_close(d, y.permute(2, 0, 1))
+    torch.testing.assert_close(e, x[0:1, :] - 1)
+
+
+def test_reshape_and_expand_clone_and_concat():
+    @pypto.jit
+    def f(x: pypto.Tensor((6, 8), pypto.DT_FP32), r: pypto.Tensor((1, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        y = pypto.exp(x)
+        pypto.set_vec_tile_shapes(4, 4, 4)
+        z = pypto.reshape(y, (3, 2, 8)) + 1
+        pypto.set_vec_tile_shapes(4, 8)
+        w = pypto.expand_clone(r, (6, 8))
+        c = pypto.concat([x, w], dim=0)
+        return z, w, c
+
+    x, r = torch.randn(6, 8), torch.randn(1, 8)
+    z, w, c = f(x, r)
+    torch.testing.assert_close(z, torch.exp(x).reshape(3, 2, 8) + 1)
+    torch.testing.assert_close(w, r.expand(6, 8))
+    torch.testing.assert_close(c, torch.cat([x, r.expand(6, 8)], 0))
+
+
+def test_reshape_of_a_strided_input_is_read_correctly():
+    @pypto.jit
+    def f(x: pypto.Tensor((8, 6), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 4)
+        return pypto.reshape(x, (4, 12)) * 1
+
+    base = torch.randn(6, 8)
+    x = base.t()
+    torch.testing.assert_close(f(x), x.reshape(4, 12))
+
+
+def test_creation_ops():
+    @pypto.jit
+    def f(x: pypto.Tensor((5, 7), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 4)
+        a = x + pypto.full((5, 7), 2.5, pypto.DT_FP32)
+        b = pypto.zeros((5, 7), pypto.DT_FP32) + pypto.ones((5, 7), pypto.DT_FP32)
+        pypto.set_vec_tile_shapes(8)
+        c = pypto.arange(10) * 1
+        d = pypto.arange(1.0, 2.0, 0.25) * 1
+        return a, b, c, d
+
+    x = torch.randn(5, 7)
+    a, b, c, d = f(x)
+    torch.testing.assert_close(a, x + 2.5)
+    torch.testing.assert_close(b, torch.ones(5, 7))
+    torch.testing.assert_close(c, torch.arange(10))
+    torch.testing.assert_close(d, torch.arange(1.0, 2.0, 0.25))
+
+
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+def test_output_parameters_pypto_style(kind):
+    @pypto.jit
+    def f(x: pypto.Tensor((10, 16), pypto.DT_FP32), out: pypto.Tensor((10, 16), pypto.DT_FP32),
+          part: pypto.Tensor((4, 16), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        out[:] = pypto.exp(x)
+        part[0:2, :] = x[0:2, :] * 2
+        pypto.assemble(x[8:10, :] + 1, [2, 0], part)
+
+    x = torch.randn(10, 16)
+    out, part = torch.zeros(10, 16), torch.zeros(4, 16)
+    if kind == "numpy":
+        x, out, part = x.numpy(), out.numpy(), part.numpy()
+    assert f(x, out, part) is None
+    xt, ot, pt = (torch.as_tensor(v) for v in (x, out, part))
+    torch.testing.assert_close(ot, torch.exp(xt))
+    torch.testing.assert_close(pt[0:2], xt[0:2] * 2)
+    torch.testing.assert_close(pt[2:4], xt[8:10] + 1)
+
+
+def test_output_parameter_with_strides_is_respected():
+    @pypto.jit
+    def f(x: pypto.Tensor((6, 5), pypto.DT_FP32), out: pypto.Tensor((6, 5), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 4)
+        out[:] = x * 3
+
+    x = torch.randn(6, 5)
+    big = torch.zeros(5, 6)
+    out = big.t()  # a strided view of the caller's memory
+    f(x, out)
+    torch.testing.assert_close(big.t(), x * 3)
+
+
+def test_view_with_valid_shape_marks_a_tail():
+    @pypto.jit
+    def f(x: pypto.Tensor((10, 8), pypto.DT_FP32), out: pypto.Tensor((10, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 8)
+        for off in (0, 8):
+            v = pypto.view(x, [8, 8], [off, 0], valid_shape=[min(8, 10 - off), 8])
+            s = pypto.sum(v, -1, True)
+            pypto.assemble(v / s, [off, 0], out) if off == 0 else pypto.assemble(v[0:2, :] / s[0:2, :], [off, 0], out)
+
+    x = torch.rand(10, 8) + 0.5
+    out = torch.zeros(10, 8)
+    f(x, out)
+    torch.testing.assert_close(out, x / x.sum(-1, keepdim=True))
+
+
+def test_returning_a_parameter_or_view_returns_a_copy():
+    @pypto.jit
+    def f(x: pypto.Tensor((4, 6), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 4)
+        return x, x[1:3, :]
+
+    x = torch.randn(4, 6)
+    a, b = f(x)
+    torch.testing.assert_close(a, x)
+    torch.testing.assert_close(b, x[1:3])
+    assert a.data_ptr() != x.data_ptr()
+
+
+def test_view_out_of_range_is_an_error():
+    @pypto.jit
+    def f(x: pypto.Tensor((4, 6), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 4)
+        return pypto.view(x, [4, 4], [0, 4]) * 1
+
+    with pytest.raises(ValueError, match=r"pypto.view at .*test_views.py:\d+: the view reaches index 7 of dim 1"):
+        f(torch.randn(4, 6))
