@@ -83,8 +83,9 @@ TEST(ExprTest, DivisionByConstantZeroIsAUserError) {
 
 TEST(ExprTest, EqualsIsStructural) {
   EXPECT_TRUE((x + y).equals(Expr::var("x") + Expr::var("y")));
-  // No canonical ordering: commuted operands are a different expression.
-  EXPECT_FALSE((x + y).equals(y + x));
+  // Sums are canonical (x + y is y + x); products of variables are not.
+  EXPECT_TRUE((x + y).equals(y + x));
+  EXPECT_FALSE((x * y).equals(y * x));
   EXPECT_FALSE((x + y).equals(x - y));
   EXPECT_FALSE(x.equals(y));
   EXPECT_FALSE(Expr(3).equals(x));
@@ -136,7 +137,7 @@ TEST(ExprTest, StrPrintsFullyParenthesisedInfix) {
   EXPECT_EQ(mod(x, Expr(4)).str(), "(x % 4)");
   EXPECT_EQ(max(x, Expr(0)).str(), "max(x, 0)");
   // No reassociation: (M + 32) - 1 stays as written, which is what loop bounds print.
-  EXPECT_EQ(ceildiv(Expr::var("M"), Expr(32)).str(), "(((M + 32) - 1) // 32)");
+  EXPECT_EQ(ceildiv(Expr::var("M"), Expr(32)).str(), "((M + 31) // 32)");
 }
 
 TEST(ExprTest, CppUsesRuntimeHelpersAndRenamesVariables) {
@@ -153,4 +154,13 @@ TEST(ExprTest, CppUsesRuntimeHelpersAndRenamesVariables) {
 }
 
 }  // namespace
+TEST(ExprTest, SumsCancelInCanonicalLinearForm) {
+  Expr b = Expr::var("b"), g = Expr::var("g0");
+  EXPECT_TRUE(((b + Expr(1)) - b).is_const());
+  EXPECT_EQ(((b + Expr(1)) - b).value(), 1);
+  EXPECT_EQ(((g * Expr(32)) - (g * Expr(32))).value(), 0);
+  EXPECT_EQ((Expr(100) - g * Expr(32)).str(), "(100 - (g0 * 32))");
+  EXPECT_EQ((b * Expr(8) + Expr(8) - b * Expr(8)).value(), 8);
+}
+
 }  // namespace pypto

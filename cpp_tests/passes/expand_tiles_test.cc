@@ -215,7 +215,7 @@ TEST(ExpandTilesTest, SymbolicDimsGiveSymbolicBoundsAndTails) {
   EXPECT_EQ(t.dyn_dims, std::vector<std::string>{"M"});
   std::vector<const Loop*> grid = LoopChain(t.nests[0].body);
   ASSERT_EQ(grid.size(), 2u);
-  EXPECT_EQ(grid[0]->stop.str(), "(((M + 32) - 1) // 32)");
+  EXPECT_EQ(grid[0]->stop.str(), "((M + 31) // 32)");
   EXPECT_EQ(grid[0]->stop.eval([](const std::string&) { return int64_t{65}; }), 3);
   EXPECT_EQ(Strs(InstrsOf(t.nests[0].body)[0]->valid), "min(32, (M - (i0_0 * 32))), 32");
 }

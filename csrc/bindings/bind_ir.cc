@@ -157,6 +157,17 @@ void bind_ir(py::module_& m) {
            })
       .def("valid_shape", [](const TensorGraphBuilder& b, int id) { return from_shape(b.value(id).valid); })
       .def("is_view", [](const TensorGraphBuilder& b, int id) { return b.value(id).view.has_value(); })
+      .def("begin_loop",
+           [](TensorGraphBuilder& b, const std::string& var, const Dim& start, const Dim& stop, const Dim& step,
+              const std::string& file, int line) {
+             b.begin_loop(var, to_shape({start})[0], to_shape({stop})[0], to_shape({step})[0], loc(file, line));
+           })
+      .def("end_loop", &TensorGraphBuilder::end_loop)
+      .def("begin_if", [](TensorGraphBuilder& b, const Expr& c, const std::string& file, int line) {
+        b.begin_if(c, loc(file, line));
+      })
+      .def("begin_else", &TensorGraphBuilder::begin_else)
+      .def("end_if", &TensorGraphBuilder::end_if)
       .def("set_outputs", &TensorGraphBuilder::set_outputs)
       .def("shape", [](const TensorGraphBuilder& b, int id) { return from_shape(b.value(id).shape); })
       .def("dtype", [](const TensorGraphBuilder& b, int id) { return b.value(id).dtype; })

@@ -359,7 +359,10 @@ class OrchestrationEmitter {
     std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
       for (const Stmt& s : body) {
         if (auto* l = std::get_if<Loop>(&s.node)) walk(l->body);
-        else if (auto* c = std::get_if<Call>(&s.node))
+        else if (auto* i = std::get_if<IfThen>(&s.node)) {
+          walk(i->then_body);
+          walk(i->else_body);
+        } else if (auto* c = std::get_if<Call>(&s.node))
           for (const CallArg& a : c->args) {
             // A view uses every memref down its chain.
             for (int m = a.memref;; m = g_.memrefs[m].view->base) {
@@ -405,6 +408,14 @@ class OrchestrationEmitter {
         o += fmt::format("{}for (int64_t {} = {}; {} < {}; {} += {}) {{\n", pad, v, cexpr(l->start), v, cexpr(l->stop), v,
                          cexpr(l->step));
         emit_body(o, l->body, indent + 1);
+        o += pad + "}\n";
+      } else if (auto* i = std::get_if<IfThen>(&s.node)) {
+        o += fmt::format("{}if ({}) {{\n", pad, cexpr(i->cond));
+        emit_body(o, i->then_body, indent + 1);
+        if (!i->else_body.empty()) {
+          o += pad + "} else {\n";
+          emit_body(o, i->else_body, indent + 1);
+        }
         o += pad + "}\n";
       } else if (auto* c = std::get_if<Call>(&s.node)) {
         emit_call(o, *c, pad);

@@ -84,6 +84,8 @@ int64_t CompiledProgram::count_tasks(const std::vector<int64_t>& dyn) const {
     for (const Stmt& s : body) {
       if (std::holds_alternative<Call>(s.node)) {
         ++n;
+      } else if (auto* c = std::get_if<IfThen>(&s.node)) {
+        n += walk(c->cond.eval(lookup) ? c->then_body : c->else_body);
       } else if (auto* l = std::get_if<Loop>(&s.node)) {
         int64_t start = l->start.eval(lookup), stop = l->stop.eval(lookup), step = l->step.eval(lookup);
         for (int64_t i = start; i < stop; i += step) {

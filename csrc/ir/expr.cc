@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include "ir/errors.h"
 
@@ -67,7 +69,66 @@ Expr Expr::rhs() const {
   return Expr(node_->b);
 }
 
+namespace {
+
+/// A linear form: sum of coef * term plus a constant; terms are keyed by
+/// their printed text so equal subexpressions combine.
+struct Linear {
+  std::map<std::string, std::pair<int64_t, Expr>> terms;
+  int64_t constant = 0;
+};
+
+}  // namespace
+
+static void linearize(const Expr& e, int64_t scale, Linear& out) {
+  switch (e.kind()) {
+    case Expr::Kind::Const: out.constant += scale * e.value(); return;
+    case Expr::Kind::Add:
+      linearize(e.lhs(), scale, out);
+      linearize(e.rhs(), scale, out);
+      return;
+    case Expr::Kind::Sub:
+      linearize(e.lhs(), scale, out);
+      linearize(e.rhs(), -scale, out);
+      return;
+    case Expr::Kind::Mul:
+      if (auto c = e.rhs().as_const()) return linearize(e.lhs(), scale * *c, out);
+      if (auto c = e.lhs().as_const()) return linearize(e.rhs(), scale * *c, out);
+      break;
+    default: break;
+  }
+  std::string key = e.str();
+  auto it = out.terms.find(key);
+  if (it == out.terms.end()) out.terms.emplace(key, std::make_pair(scale, e));
+  else it->second.first += scale;
+}
+
 Expr Expr::make(Kind kind, Expr a, Expr b) {
+  if ((kind == Kind::Add || kind == Kind::Sub) && !(a.is_const() && b.is_const())) {
+    // Canonical linear form, so (b + 1) - b is 1 and g*32 - g*32 is 0.
+    Linear lin;
+    linearize(a, 1, lin);
+    linearize(b, kind == Kind::Add ? 1 : -1, lin);
+    // Printed order: positive terms, the constant, negative terms; so
+    // n - 32, M + 31 and 100 - i * 32 read as written.
+    std::optional<Expr> acc;
+    auto scaled = [](const Expr& t, int64_t mag) { return mag == 1 ? t : raw(Kind::Mul, t, Expr(mag)); };
+    for (auto& [key, term] : lin.terms) {
+      if (term.first <= 0) continue;
+      Expr t = scaled(term.second, term.first);
+      acc = acc ? raw(Kind::Add, *acc, t) : t;
+    }
+    if (lin.constant != 0) {
+      if (!acc) acc = Expr(lin.constant);
+      else acc = lin.constant > 0 ? raw(Kind::Add, *acc, Expr(lin.constant)) : raw(Kind::Sub, *acc, Expr(-lin.constant));
+    }
+    for (auto& [key, term] : lin.terms) {
+      if (term.first >= 0) continue;
+      Expr t = scaled(term.second, -term.first);
+      acc = acc ? raw(Kind::Sub, *acc, t) : raw(Kind::Sub, Expr(0), t);
+    }
+    return acc ? *acc : Expr(0);
+  }
   auto ca = a.as_const(), cb = b.as_const();
   if (ca && cb) {
     switch (kind) {
@@ -121,6 +182,14 @@ Expr Expr::make(Kind kind, Expr a, Expr b) {
       break;
     default: break;
   }
+  auto n = std::make_shared<Node>();
+  n->kind = kind;
+  n->a = a.node_;
+  n->b = b.node_;
+  return Expr(std::shared_ptr<const Node>(std::move(n)));
+}
+
+Expr Expr::raw(Kind kind, const Expr& a, const Expr& b) {
   auto n = std::make_shared<Node>();
   n->kind = kind;
   n->a = a.node_;

@@ -54,6 +54,8 @@ class Expr {
   struct Node;
   explicit Expr(std::shared_ptr<const Node> node);
   static Expr make(Kind kind, Expr a, Expr b);
+  /// A node without simplification (for building canonical forms).
+  static Expr raw(Kind kind, const Expr& a, const Expr& b);
   std::shared_ptr<const Node> node_;
 
   friend Expr floordiv(const Expr& a, const Expr& b);

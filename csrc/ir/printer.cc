@@ -131,7 +131,15 @@ void print_stmts(std::string& out, const std::vector<Stmt>& stmts, const Names& 
   for (const Stmt& s : stmts) {
     if (auto* in = std::get_if<Instr>(&s.node)) print_instr(out, *in, n, pad);
     else if (auto* l = std::get_if<Loop>(&s.node)) print_loop(out, *l, n, indent);
-    else print_call(out, std::get<Call>(s.node), n, pad);
+    else if (auto* c = std::get_if<IfThen>(&s.node)) {
+      out += fmt::format("{}IF {}\n", pad, c->cond.str());
+      print_stmts(out, c->then_body, n, indent + 1);
+      if (!c->else_body.empty()) {
+        out += pad + "ELSE\n";
+        print_stmts(out, c->else_body, n, indent + 1);
+      }
+      out += pad + "ENDIF\n";
+    } else print_call(out, std::get<Call>(s.node), n, pad);
   }
 }
 
@@ -229,7 +237,26 @@ std::string print(const TensorGraph& g) {
     out += fmt::format(" dyn({})", d);
   }
   out += " {\n";
+  std::vector<int> open;  // regions printed as open blocks
+  auto pad_of = [&] { return std::string(2 + 2 * open.size(), ' '); };
+  auto close_one = [&] {
+    open.pop_back();
+    out += pad_of() + "}\n";
+  };
   for (const TensorOp& op : g.ops) {
+    std::vector<int> path = region_path(g.regions, op.region);
+    size_t common = 0;
+    while (common < open.size() && common < path.size() && open[common] == path[common]) ++common;
+    while (open.size() > common) close_one();
+    for (size_t i = common; i < path.size(); ++i) {
+      const Region& r = g.regions[path[i]];
+      if (r.kind == Region::Kind::Loop)
+        out += fmt::format("{}for %{} in range({}, {}, {}) {{\n", pad_of(), r.var, r.start.str(), r.stop.str(), r.step.str());
+      else
+        out += fmt::format("{}{} ({}) {{\n", pad_of(), r.kind == Region::Kind::Then ? "if" : "else of if", r.cond.str());
+      open.push_back(path[i]);
+    }
+    std::string opad = pad_of();
     const OpInfo& info = op_info(op.kind);
     const TensorValue& o = g.value(op.output);
     std::string ins;
@@ -242,9 +269,16 @@ std::string print(const TensorGraph& g) {
     for (const Operand& o : op.operands)
       if (!o.is_tensor()) attrs += ", " + (o.sym ? o.sym->str() : scalar_str(o.constant));
     std::string loc = op.loc.file.empty() ? "" : fmt::format("  @ {}", op.loc.str());
-    out += fmt::format("  %{} = {}({}{}) : {}{}  tile {}{}\n", o.name, info.name, ins, attrs, dtype_name(o.dtype),
-                       shape_str(o.shape), ints_str(op.tile_shape), loc);
+    std::string valid;
+    for (size_t d = 0; d < o.shape.size(); ++d)
+      if (!o.valid[d].equals(o.shape[d])) valid = " valid " + shape_str(o.valid);
+    std::string tile = info.cls == OpClass::View ? "" : "  tile " + ints_str(op.tile_shape);
+    if (o.view && !o.view->reshape)
+      attrs += fmt::format(", offsets=[{}], dims=[{}]", exprs(o.view->offsets), fmt::join(o.view->map, ", "));
+    out += fmt::format("{}%{} = {}({}{}) : {}{}{}{}{}\n", opad, o.name, info.name, ins, attrs, dtype_name(o.dtype),
+                       shape_str(o.shape), valid, tile, loc);
   }
+  while (!open.empty()) close_one();
   std::string outs;
   for (size_t i = 0; i < g.outputs.size(); ++i) outs += (i ? ", %" : "%") + g.value(g.outputs[i]).name;
   out += fmt::format("  return {}\n}}\n", outs);

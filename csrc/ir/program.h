@@ -121,15 +121,22 @@ struct Call {
   std::vector<Expr> scalars;    ///< one per scalar parameter of the callee
 };
 
-/// A statement: an instruction, a loop or a call.
+/// Orchestration: run `then_body` where `cond` is non-zero, else `else_body`.
+struct IfThen {
+  Expr cond;
+  std::vector<Stmt> then_body, else_body;
+};
+
+/// A statement: an instruction, a loop, a call or a condition.
 struct Stmt {
-  std::variant<Instr, Loop, Call> node;
+  std::variant<Instr, Loop, Call, IfThen> node;
 };
 
 /// Level 2: every tensor op expanded into a loop nest over tiles.
 struct TileNest {
   std::string name;   ///< e.g. "amax_0"
   int source_op = -1; ///< index into the Tensor Graph's ops
+  int region = -1;    ///< innermost control region (TensorGraph::regions)
   std::vector<Stmt> body;  ///< the loop nest (parallel loops outermost)
 };
 
@@ -140,6 +147,7 @@ struct TileGraph {
   std::vector<TileNest> nests;
   std::vector<int> params, outputs;  ///< memref ids
   std::vector<std::string> dyn_dims;
+  std::vector<Region> regions;
 };
 
 /// A region parameter of an InCore function.
@@ -169,6 +177,7 @@ struct BlockLaunch {
   int function = -1;
   std::vector<Loop> grid;  ///< parallel loops (empty bodies), outermost first
   Call call;               ///< the call made inside the grid
+  int region = -1;         ///< innermost control region
 };
 
 /// Level 3: InCore functions and where they run.
@@ -179,6 +188,7 @@ struct BlockGraph {
   std::vector<BlockLaunch> launches;  ///< in execution order
   std::vector<int> params, outputs;
   std::vector<std::string> dyn_dims;
+  std::vector<Region> regions;
 };
 
 /// Level 4: the orchestration program.

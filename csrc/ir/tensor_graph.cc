@@ -224,6 +224,7 @@ int TensorGraphBuilder::add_elementwise(TensorOpKind kind, const std::vector<Ope
   TensorOp op{kind, inputs, id, -1, false, tile, loc};
   op.operands = operands;
   op.compute = compute;
+  op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return id;
 }
@@ -237,11 +238,13 @@ int TensorGraphBuilder::add_unary(TensorOpKind kind, int x, const std::vector<in
     throw TypeError(where(info.name, loc) + fmt::format("expects a DT_BOOL tensor, found {}", dtype_name(vx.dtype)));
   check_tile(info.name, tile, vx.shape.size(), loc);
   DataType result = apply_result(info.result, vx.dtype);
+  std::vector<Expr> valid = vx.valid;  // new_value may move the values vector
   int id = new_value(vx.shape, result);
-  g_.values[id].valid = vx.valid;
+  g_.values[id].valid = valid;
   TensorOp op{kind, {x}, id, -1, false, tile, loc};
   op.operands = {Operand::tensor(x)};
   op.compute = compute_dtype(result);
+  op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return id;
 }
@@ -250,11 +253,13 @@ int TensorGraphBuilder::add_cast(int x, DataType dtype, const std::vector<int64_
   check_value(x, "cast", loc);
   const TensorValue& vx = g_.values[x];
   check_tile("cast", tile, vx.shape.size(), loc);
+  std::vector<Expr> valid = vx.valid;  // new_value may move the values vector
   int id = new_value(vx.shape, dtype);
-  g_.values[id].valid = vx.valid;
+  g_.values[id].valid = valid;
   TensorOp op{TensorOpKind::Cast, {x}, id, -1, false, tile, loc};
   op.operands = {Operand::tensor(x)};
   op.compute = compute_dtype(dtype);
+  op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return id;
 }
@@ -306,6 +311,7 @@ int TensorGraphBuilder::add_reduce(TensorOpKind kind, int x, const std::vector<i
   op.operands = {Operand::tensor(x)};
   op.compute = compute_dtype(result);
   op.dims = dims;
+  op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return id;
 }
@@ -332,13 +338,15 @@ int TensorGraphBuilder::add_view(int base, const std::vector<Expr>& shape, const
       throw UserError(where("view", loc) + fmt::format("the view reaches index {} of dim {} of a tensor of shape {}",
                                                        last.str(), map[v], shape_str(b.shape)));
   }
-  int id = new_value(shape, b.dtype);
+  DataType dt = b.dtype;  // new_value may move the values vector
+  int id = new_value(shape, dt);
   TensorValue& v = g_.values[id];
   if (!valid.empty()) v.valid = valid;
   v.view = ViewMap{base, offsets, map, steps, false};
   TensorOp op{TensorOpKind::View, {base}, id, -1, false, {}, loc};
   op.operands = {Operand::tensor(base)};
-  op.compute = compute_dtype(b.dtype);
+  op.compute = compute_dtype(dt);
+  op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return id;
 }
@@ -358,11 +366,13 @@ int TensorGraphBuilder::add_reshape(int base, const std::vector<Expr>& shape, co
   for (size_t d = 0; d < b.shape.size(); ++d)
     if (!b.valid[d].equals(b.shape[d]))
       throw NotSupportedError(where("reshape", loc) + "reshaping a tensor with a tail (valid shape) is not supported yet");
-  int id = new_value(shape, b.dtype);
+  DataType dt = b.dtype;  // new_value may move the values vector
+  int id = new_value(shape, dt);
   g_.values[id].view = ViewMap{base, {}, {}, {}, true};
   TensorOp op{TensorOpKind::Reshape, {base}, id, -1, false, {}, loc};
   op.operands = {Operand::tensor(base)};
-  op.compute = compute_dtype(b.dtype);
+  op.compute = compute_dtype(dt);
+  op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return id;
 }
@@ -387,6 +397,7 @@ int TensorGraphBuilder::add_assemble(int src, int target, const std::vector<int6
   TensorOp op{TensorOpKind::Assemble, {src, target}, target, -1, false, tile, loc};
   op.operands = {Operand::tensor(src), Operand::tensor(target)};
   op.compute = compute_dtype(t.dtype);
+  op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return target;
 }
@@ -409,6 +420,7 @@ int TensorGraphBuilder::add_full(const std::vector<Expr>& shape, const Operand& 
   TensorOp op{TensorOpKind::Full, {}, id, -1, false, tile, loc};
   op.operands = {value};
   op.compute = compute_dtype(dtype);
+  op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return id;
 }
@@ -421,8 +433,67 @@ int TensorGraphBuilder::add_arange(const Expr& n, double start, double step, Dat
   op.compute = compute_dtype(dtype);
   op.start = start;
   op.step = step;
+  op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return id;
+}
+
+std::vector<int> region_path(const std::vector<Region>& regions, int region) {
+  std::vector<int> path;
+  for (int r = region; r >= 0; r = regions.at(r).parent) path.insert(path.begin(), r);
+  return path;
+}
+
+int TensorGraphBuilder::push_region(Region r) {
+  r.id = static_cast<int>(g_.regions.size());
+  r.parent = open_.empty() ? -1 : open_.back();
+  g_.regions.push_back(r);
+  open_.push_back(r.id);
+  return r.id;
+}
+
+void TensorGraphBuilder::begin_loop(const std::string& var, const Expr& start, const Expr& stop, const Expr& step,
+                                    const SourceLoc& loc) {
+  for (const Region& r : g_.regions)
+    if (r.kind == Region::Kind::Loop && r.var == var)
+      throw UserError(fmt::format("pypto.loop at {}: the index name '{}' is already used by another loop", loc.str(), var));
+  if (auto c = step.as_const(); c && *c <= 0)
+    throw UserError(fmt::format("pypto.loop at {}: step must be positive, found {}", loc.str(), *c));
+  Region r;
+  r.kind = Region::Kind::Loop;
+  r.var = var;
+  r.start = start;
+  r.stop = stop;
+  r.step = step;
+  push_region(r);
+}
+
+void TensorGraphBuilder::end_loop() {
+  if (open_.empty() || g_.regions[open_.back()].kind != Region::Kind::Loop) throw InternalError("end_loop without a loop");
+  open_.pop_back();
+}
+
+void TensorGraphBuilder::begin_if(const Expr& cond, const SourceLoc&) {
+  Region r;
+  r.kind = Region::Kind::Then;
+  r.cond = cond;
+  push_region(r);
+}
+
+void TensorGraphBuilder::begin_else() {
+  if (open_.empty() || g_.regions[open_.back()].kind != Region::Kind::Then) throw InternalError("begin_else without if");
+  int then_id = open_.back();
+  open_.pop_back();
+  Region r;
+  r.kind = Region::Kind::Else;
+  r.cond = g_.regions[then_id].cond;
+  r.then_region = then_id;
+  push_region(r);
+}
+
+void TensorGraphBuilder::end_if() {
+  if (open_.empty() || g_.regions[open_.back()].kind == Region::Kind::Loop) throw InternalError("end_if without if");
+  open_.pop_back();
 }
 
 void TensorGraphBuilder::add_dyn_dim(const std::string& name) {
@@ -443,6 +514,7 @@ void TensorGraphBuilder::set_outputs(const std::vector<int>& ids) {
 }
 
 TensorGraph TensorGraphBuilder::finish() const {
+  if (!open_.empty()) throw InternalError("finish with an open loop or condition");
   bool writes = std::any_of(g_.ops.begin(), g_.ops.end(), [](const TensorOp& op) { return op.kind == TensorOpKind::Assemble; });
   if (g_.outputs.empty() && !writes)
     throw UserError(fmt::format("function '{}' returns no tensor and writes no output parameter", g_.name));

@@ -114,6 +114,20 @@ struct TensorOp {
   DataType compute = DataType::FP32;  ///< dtype operands are converted to before computing
   std::vector<int> dims;          ///< reductions: every reduced dim, ascending
   double start = 0.0, step = 1.0; ///< Arange
+  int region = -1;                ///< innermost control region, -1 at top level
+};
+
+/// A structured control region of the traced program: a loop over a symbolic
+/// index, or one branch of a condition. Ops name the innermost region they are in.
+struct Region {
+  enum class Kind { Loop, Then, Else };
+  int id = -1;
+  int parent = -1;  ///< enclosing region, -1 at top level
+  Kind kind = Kind::Loop;
+  std::string var;  ///< Loop: index variable
+  Expr start, stop, step;
+  Expr cond;        ///< Then/Else: the condition (Else runs where it is false)
+  int then_region = -1;  ///< Else: its Then region
 };
 
 /// A traced function.
@@ -124,9 +138,13 @@ struct TensorGraph {
   std::vector<int> outputs;  ///< value ids returned, in order
   std::vector<TensorOp> ops; ///< in program (topological) order
   std::vector<std::string> dyn_dims;  ///< names of symbolic dims, in scalar-argument order
+  std::vector<Region> regions;        ///< control regions; ops refer to them by id (index)
 
   const TensorValue& value(int id) const;
 };
+
+/// The chain of regions from the top level down to `region` (outermost first).
+std::vector<int> region_path(const std::vector<Region>& regions, int region);
 
 /// Builds a TensorGraph op by op; every factory checks the op's local
 /// invariants and raises a user error naming the op, the source location and
@@ -166,6 +184,13 @@ class TensorGraphBuilder {
   /// A new 1-D tensor of `n` elements start + i * step.
   int add_arange(const Expr& n, double start, double step, DataType dtype, const std::vector<int64_t>& tile,
                  const SourceLoc& loc);
+  /// Opens a loop region: ops added until end_loop run once per index value.
+  void begin_loop(const std::string& var, const Expr& start, const Expr& stop, const Expr& step, const SourceLoc& loc);
+  void end_loop();
+  /// Opens the then-branch of a condition; begin_else switches to the else-branch.
+  void begin_if(const Expr& cond, const SourceLoc& loc);
+  void begin_else();
+  void end_if();
   /// Declares a symbolic dim (its value becomes a scalar argument of the program).
   void add_dyn_dim(const std::string& name);
   /// Marks the returned values.
@@ -179,7 +204,9 @@ class TensorGraphBuilder {
   int new_value(const std::vector<Expr>& shape, DataType dtype);
   void check_value(int id, const char* op, const SourceLoc& loc) const;
   void check_tile(const char* op, const std::vector<int64_t>& tile, size_t rank, const SourceLoc& loc) const;
+  int push_region(Region r);
   TensorGraph g_;
+  std::vector<int> open_;  ///< open regions, innermost last
 };
 
 /// Formats a shape as "[64, 1024]".

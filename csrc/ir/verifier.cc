@@ -158,6 +158,11 @@ struct StmtChecker {
         scope.insert(l->var);
         check(l->body);
         scope.erase(l->var);
+      } else if (auto* c = std::get_if<IfThen>(&s.node)) {
+        if (allow_instr) fail("level.no-if", "IF is only allowed in the orchestration");
+        check_expr(c->cond, "IF condition");
+        check(c->then_body);
+        check(c->else_body);
       } else {
         check_call(std::get<Call>(s.node));
       }
@@ -235,9 +240,12 @@ void verify(const TileGraph& g) {
   for (const MemRef& m : g.memrefs)
     if (m.kind == MemKind::Local) fail("tile.no-local", fmt::format("memref %{} is local before blocks exist", m.name));
   StmtChecker c{g.memrefs, g.tiles, nullptr};
-  for (const auto& d : g.dyn_dims) c.scope.insert(d);
   for (const TileNest& n : g.nests) {
     c.defined_tiles.clear();
+    c.scope.clear();
+    for (const auto& d : g.dyn_dims) c.scope.insert(d);
+    for (int r : region_path(g.regions, n.region))
+      if (g.regions[r].kind == Region::Kind::Loop) c.scope.insert(g.regions[r].var);
     c.check(n.body);
   }
 }
@@ -286,6 +294,8 @@ void verify(const BlockGraph& g) {
     c.allow_call = true;
     c.functions = &g.functions;
     for (const auto& d : g.dyn_dims) c.scope.insert(d);
+    for (int r : region_path(g.regions, l.region))
+      if (g.regions[r].kind == Region::Kind::Loop) c.scope.insert(g.regions[r].var);
     for (const Loop& gl : l.grid) {
       if (!gl.parallel) fail("block.grid-parallel", fmt::format("grid loop %{} is not parallel", gl.var));
       c.scope.insert(gl.var);

@@ -28,6 +28,7 @@ class Expander {
   void run() {
     out_.name = g_.name;
     out_.dyn_dims = g_.dyn_dims;
+    out_.regions = g_.regions;
     for (const TensorValue& v : g_.values) {
       MemRef m;
       m.id = v.id;
@@ -252,6 +253,7 @@ class Expander {
     TileNest n;
     n.name = fmt::format("{}_{}", info.name, idx);
     n.source_op = idx;
+    n.region = op.region;
     if (info.cls == OpClass::View) return;  // views move no data
     if (info.cls == OpClass::Reduce) {
       n.body = reduce(op, idx);

@@ -154,7 +154,7 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
   // Greedy grouping in program order.
   std::vector<Group> groups;
   for (const Split& s : splits) {
-    if (opts.fusion && !groups.empty()) {
+    if (opts.fusion && !groups.empty() && groups.back().members[0]->nest->region == s.nest->region) {
       Group& last = groups.back();
       bool consumes = false;
       for (const Split* m : last.members) consumes |= s.reads.count(m->produces) > 0;
@@ -179,6 +179,7 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
   out.params = g.params;
   out.outputs = g.outputs;
   out.dyn_dims = g.dyn_dims;
+  out.regions = g.regions;
 
   // Tensors other tensors view must stay in global memory.
   std::set<int> viewed;
@@ -204,8 +205,12 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
       f.body.insert(f.body.end(), b.begin(), b.end());
       f.fused_ops.push_back(m->nest->name);
     }
+    // Scalars: the block indices, then every other variable the body reads
+    // (symbolic dims, indices of enclosing pypto.loop regions).
     for (size_t k = 0; k < len; ++k) f.scalar_params.push_back(grid_var(k));
-    for (const auto& d : g.dyn_dims) f.scalar_params.push_back(d);
+    for (const auto& v : free_vars(f.body))
+      if (std::find(f.scalar_params.begin(), f.scalar_params.end(), v) == f.scalar_params.end())
+        f.scalar_params.push_back(v);
     for (int t : tiles_of(f.body)) f.tiles.push_back(g.tiles.at(t));
 
     // Memrefs in the order they are first touched.
@@ -219,6 +224,7 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
 
     BlockLaunch launch;
     launch.function = static_cast<int>(out.functions.size());
+    launch.region = grp.members[0]->nest->region;
     for (size_t k = 0; k < len; ++k) {
       Loop l = grp.members[0]->grid[k];
       l.var = grid_var(k);

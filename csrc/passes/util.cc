@@ -6,6 +6,10 @@ void for_each_instr(const std::vector<Stmt>& body, const std::function<void(cons
   for (const Stmt& s : body) {
     if (auto* in = std::get_if<Instr>(&s.node)) fn(*in);
     else if (auto* l = std::get_if<Loop>(&s.node)) for_each_instr(l->body, fn);
+    else if (auto* c = std::get_if<IfThen>(&s.node)) {
+      for_each_instr(c->then_body, fn);
+      for_each_instr(c->else_body, fn);
+    }
   }
 }
 
@@ -13,7 +17,49 @@ void for_each_instr(std::vector<Stmt>& body, const std::function<void(Instr&)>& 
   for (Stmt& s : body) {
     if (auto* in = std::get_if<Instr>(&s.node)) fn(*in);
     else if (auto* l = std::get_if<Loop>(&s.node)) for_each_instr(l->body, fn);
+    else if (auto* c = std::get_if<IfThen>(&s.node)) {
+      for_each_instr(c->then_body, fn);
+      for_each_instr(c->else_body, fn);
+    }
   }
+}
+
+std::set<std::string> free_vars(const std::vector<Stmt>& body) {
+  std::set<std::string> used, bound;
+  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& b) {
+    auto add = [&](const Expr& e) {
+      for (const auto& v : vars_of(e)) used.insert(v);
+    };
+    for (const Stmt& s : b) {
+      if (auto* in = std::get_if<Instr>(&s.node)) {
+        for (const Expr& e : in->offsets) add(e);
+        for (const Expr& e : in->valid) add(e);
+        if (in->scalar_expr) add(*in->scalar_expr);
+      } else if (auto* l = std::get_if<Loop>(&s.node)) {
+        add(l->start);
+        add(l->stop);
+        add(l->step);
+        bound.insert(l->var);
+        walk(l->body);
+      } else if (auto* i = std::get_if<IfThen>(&s.node)) {
+        add(i->cond);
+        walk(i->then_body);
+        walk(i->else_body);
+      } else {
+        const Call& c = std::get<Call>(s.node);
+        for (const CallArg& a : c.args) {
+          for (const Expr& e : a.offsets) add(e);
+          for (const Expr& e : a.extents) add(e);
+        }
+        for (const Expr& e : c.scalars) add(e);
+      }
+    }
+  };
+  walk(body);
+  std::set<std::string> out;
+  for (const auto& v : used)
+    if (!bound.count(v)) out.insert(v);
+  return out;
 }
 
 void substitute(std::vector<Stmt>& body, const std::map<std::string, Expr>& env) {
@@ -31,6 +77,10 @@ void substitute(std::vector<Stmt>& body, const std::map<std::string, Expr>& env)
       auto it = env.find(l->var);
       if (it != env.end() && it->second.is_var()) l->var = it->second.name();
       substitute(l->body, env);
+    } else if (auto* i = std::get_if<IfThen>(&s.node)) {
+      i->cond = i->cond.substitute(env);
+      substitute(i->then_body, env);
+      substitute(i->else_body, env);
     } else {
       Call& c = std::get<Call>(s.node);
       for (CallArg& a : c.args) {

@@ -20,6 +20,8 @@ void for_each_instr(std::vector<Stmt>& body, const std::function<void(Instr&)>& 
 void substitute(std::vector<Stmt>& body, const std::map<std::string, Expr>& env);
 /// Variables an expression mentions.
 std::set<std::string> vars_of(const Expr& e);
+/// Variables `body` reads that no loop inside it binds.
+std::set<std::string> free_vars(const std::vector<Stmt>& body);
 /// Tile ids read or written in `body`.
 std::set<int> tiles_of(const std::vector<Stmt>& body);
 

@@ -44,6 +44,8 @@ from pypto.shape_ops import (
     arange, assemble, concat, expand_clone, full, ones, permute, reshape, squeeze, transpose, unsqueeze, view, zeros,
 )
 
+from pypto.frontend.control import cond, is_loop_begin, is_loop_end, loop
+
 tensor = Tensor
 
 __version__ = "0.1.0"
@@ -57,6 +59,7 @@ __all__ = [
     "ne", "neg", "pow", "prod", "reciprocal", "relu", "rms_norm", "round", "rsqrt", "sigmoid", "silu", "softmax",
     "sqrt", "sub", "sum", "tanh", "trunc", "var", "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",
+    "loop", "cond", "is_loop_begin", "is_loop_end",
     "PyptoError",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError",
 ]

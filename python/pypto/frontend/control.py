@@ -26,7 +26,10 @@ def if_stmt(cond: Any, then_fn: Callable, else_fn: Callable, values: tuple, name
     ctx = current_trace()
     if ctx is None:
         raise UserError(f"a symbolic condition at {where} outside a jitted function")
-    ctx.builder.begin_if(cond._e)
+    from pypto.frontend.config import user_location
+
+    file, line = user_location()
+    ctx.builder.begin_if(cond._e, file, line)
     try:
         r_then = then_fn(*values)
         ctx.builder.begin_else()
@@ -48,3 +51,74 @@ def cond(c: Any, then_fn: Callable, else_fn: Callable | None = None) -> None:
     """The explicit form of a conditional region: runs ``then_fn()`` where
     ``c`` holds and ``else_fn()`` elsewhere (both traced when ``c`` is symbolic)."""
     if_stmt(c, lambda: (then_fn(), ())[1], lambda: ((else_fn() if else_fn else None), ())[1], (), (), "pypto.cond")
+
+
+class _LoopInfo:
+    def __init__(self, var: SymExpr, start, stop, step):
+        self.var, self.start, self.stop, self.step = var, start, stop, step
+
+
+class loop:  # noqa: N801 - PyPTO's name
+    """``for i in pypto.loop(start, stop, step=1, name=None, idx_name=None)``
+    (or ``pypto.loop(stop)``): the body is traced once, for a symbolic index
+    ``i`` usable in arithmetic, views, valid shapes and assemble offsets; the
+    orchestration runs it for every index value. Bounds may be symbolic."""
+
+    def __init__(self, start, stop=None, step=1, name=None, idx_name=None):
+        if stop is None:
+            start, stop = 0, start
+        from pypto.frontend.symbolic import to_expr
+
+        for what, v in (("start", start), ("stop", stop), ("step", step)):
+            to_expr(v, f"pypto.loop {what}")
+        if isinstance(step, int) and step <= 0:
+            raise UserError(f"pypto.loop: step must be positive, found {step}")
+        self.start, self.stop, self.step = start, stop, step
+        self.name = name
+        self.idx_name = idx_name
+
+    def __iter__(self):
+        from pypto.frontend.config import current_trace, user_location
+        from pypto.frontend.symbolic import to_expr
+
+        ctx = current_trace()
+        if ctx is None:
+            raise RuntimeError("pypto.loop was used outside a jitted function; did you forget @pypto.frontend.jit?")
+        ctx.loop_counter = getattr(ctx, "loop_counter", 0) + 1
+        var = self.idx_name or f"idx{ctx.loop_counter}"
+        if not var.isidentifier():
+            raise UserError(f"pypto.loop: idx_name must be an identifier, found {var!r}")
+        file, line = user_location()
+        ctx.builder.begin_loop(var, to_expr(self.start), to_expr(self.stop), to_expr(self.step), file, line)
+        idx = SymExpr.var(var)
+        ctx.loops.append(_LoopInfo(idx, self.start, self.stop, self.step))
+        try:
+            yield idx
+        finally:
+            ctx.loops.pop()
+            ctx.builder.end_loop()
+
+
+def _loop_of(i: Any, fn: str) -> "_LoopInfo":
+    from pypto.frontend.config import current_trace
+
+    ctx = current_trace()
+    if ctx is None or not isinstance(i, SymExpr):
+        raise UserError(f"pypto.{fn}: expects the index of an enclosing pypto.loop")
+    for info in reversed(ctx.loops):
+        if str(info.var) == str(i):
+            return info
+    raise UserError(f"pypto.{fn}: '{i}' is not the index of an enclosing pypto.loop")
+
+
+def is_loop_begin(i: Any) -> SymExpr:
+    """True on the first iteration of the pypto.loop whose index is ``i``."""
+    info = _loop_of(i, "is_loop_begin")
+    return i == info.start
+
+
+def is_loop_end(i: Any) -> SymExpr:
+    """True on the last iteration of the pypto.loop whose index is ``i``."""
+    info = _loop_of(i, "is_loop_end")
+    last = info.start + ((info.stop - info.start - 1) // info.step) * info.step
+    return i == last

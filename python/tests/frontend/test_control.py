@@ -1,0 +1,159 @@
+"""pypto.loop, symbolic conditions and their errors (issue 3)."""
+
+import pytest
+import torch
+
+import pypto
+
+
+def test_loop_over_dynamic_batch_in_slices():
+    @pypto.jit
+    def softmax_rows(x: pypto.Tensor([pypto.DYNAMIC, 48], pypto.DT_FP32),
+                     out: pypto.Tensor([pypto.DYNAMIC, 48], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 16)
+        for b in pypto.loop(x.shape[0]):
+            xb = x[b:b + 1, :]
+            out[b:b + 1, ...] = pypto.softmax(xb, -1)
+
+    for rows in (1, 5, 9):
+        x, out = torch.randn(rows, 48), torch.zeros(rows, 48)
+        softmax_rows(x, out)
+        torch.testing.assert_close(out, torch.softmax(x, -1), atol=1e-5, rtol=0)
+    assert len(softmax_rows._cache) == 1
+    c = softmax_rows.compile(torch.randn(9, 48), torch.zeros(9, 48))
+    assert "for %idx1" in c.dump("tensor") and "FOR %idx1" in c.pto()
+
+
+def test_loop_with_blocks_and_tail_valid_shape():
+    @pypto.jit
+    def f(x: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 32)
+        rows = x.shape[0]
+        for i in pypto.loop(0, pypto.ceildiv(rows, 8), 1, idx_name="blk"):
+            valid = (rows - i * 8).min(8)
+            xb = pypto.view(x, [8, 32], [i * 8, 0], valid_shape=[valid, 32])
+            pypto.assemble(pypto.rms_norm(xb), [i * 8, 0], out)
+
+    for rows in (8, 13, 30):
+        x, out = torch.randn(rows, 32), torch.zeros(rows, 32)
+        f(x, out)
+        torch.testing.assert_close(out, torch.nn.functional.rms_norm(x, (32,), eps=1e-6), atol=1e-5, rtol=1e-5)
+
+
+def test_nested_loops_with_branches_on_the_index():
+    @pypto.jit
+    def f(x: pypto.Tensor((4, 3, 16), pypto.DT_FP32), out: pypto.Tensor((4, 3, 16), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 1, 16)
+        for i in pypto.loop(4):
+            for j in pypto.loop(3):
+                v = x[i:i + 1, j:j + 1, :]
+                if i == 0:
+                    out[i:i + 1, j:j + 1, :] = v * 10
+                elif pypto.is_loop_end(j):
+                    out[i:i + 1, j:j + 1, :] = v - 100
+                else:
+                    out[i:i + 1, j:j + 1, :] = pypto.exp(v)
+                if pypto.is_loop_begin(j):
+                    out[i:i + 1, j:j + 1, :] = v + 1000
+
+    x = torch.randn(4, 3, 16)
+    out = torch.zeros(4, 3, 16)
+    f(x, out)
+    ref = torch.exp(x)
+    ref[:, 2] = x[:, 2] - 100
+    ref[0] = x[0] * 10
+    ref[:, 0] = x[:, 0] + 1000
+    torch.testing.assert_close(out, ref)
+
+
+def test_static_python_control_flow_unrolls():
+    @pypto.jit
+    def f(x: pypto.Tensor((4, 8), pypto.DT_FP32), n: int):
+        pypto.set_vec_tile_shapes(4, 8)
+        y = x
+        for _ in range(n):
+            y = y * 2
+        if n > 2:
+            y = y + 1
+        return y
+
+    x = torch.randn(4, 8)
+    torch.testing.assert_close(f(x, 2), x * 4)
+    torch.testing.assert_close(f(x, 3), x * 8 + 1)
+
+
+def test_cond_explicit_form():
+    @pypto.jit
+    def f(x: pypto.Tensor((3, 8), pypto.DT_FP32), out: pypto.Tensor((3, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 8)
+        for i in pypto.loop(3):
+            def then():
+                out[i:i + 1, :] = x[i:i + 1, :] * 2
+
+            def other():
+                out[i:i + 1, :] = x[i:i + 1, :] * 3
+
+            pypto.cond(i < 1, then, other)
+
+    x, out = torch.randn(3, 8), torch.zeros(3, 8)
+    f(x, out)
+    torch.testing.assert_close(out, torch.cat([x[:1] * 2, x[1:] * 3]))
+
+
+def test_break_in_loop_is_refused_with_line():
+    @pypto.jit
+    def f(x: pypto.Tensor((3, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 8)
+        for i in pypto.loop(3):
+            break
+        return x * 1
+
+    with pytest.raises(NotImplementedError, match=r"'break' inside 'for ... in pypto.loop\(...\)' at .*test_control.py:\d+"):
+        f(torch.randn(3, 8))
+
+
+def test_while_on_symbolic_value_is_refused_with_line():
+    @pypto.jit
+    def f(x: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 8)
+        n = x.shape[0]
+        while n > 0:
+            n = n - 1
+        return x * 1
+
+    with pytest.raises(NotImplementedError, match=r"'while' on a symbolic value at .*test_control.py:\d+"):
+        f(torch.randn(3, 8))
+
+
+def test_tensor_assigned_differently_in_branches_is_refused():
+    @pypto.jit
+    def f(x: pypto.Tensor((3, 8), pypto.DT_FP32), out: pypto.Tensor((3, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 8)
+        for i in pypto.loop(3):
+            if i == 0:
+                y = x[i:i + 1, :] * 2
+            else:
+                y = x[i:i + 1, :] * 3
+            out[i:i + 1, :] = y
+
+    with pytest.raises(NotImplementedError, match=r"'y' is assigned in a branch of the symbolic 'if' at .*test_control.py:\d+"):
+        f(torch.randn(3, 8), torch.zeros(3, 8))
+
+
+def test_helpers_are_inlined():
+    def helper(v):
+        return pypto.exp(v) * 2
+
+    @pypto.frontend.function
+    def helper2(v, flag: bool):
+        if flag:
+            return v + 1
+        return v - 1
+
+    @pypto.jit
+    def f(x: pypto.Tensor((4, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        return helper2(helper(x), True)
+
+    x = torch.randn(4, 8)
+    torch.testing.assert_close(f(x), torch.exp(x) * 2 + 1)
