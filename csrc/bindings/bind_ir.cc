@@ -157,6 +157,11 @@ void bind_ir(py::module_& m) {
            })
       .def("valid_shape", [](const TensorGraphBuilder& b, int id) { return from_shape(b.value(id).valid); })
       .def("is_view", [](const TensorGraphBuilder& b, int id) { return b.value(id).view.has_value(); })
+      .def("add_matmul",
+           [](TensorGraphBuilder& b, int x, int y, DataType out, const std::vector<int64_t>& cube,
+              const std::vector<int64_t>& cube_l0, const std::string& file, int line) {
+             return b.add_matmul(x, y, out, cube, cube_l0, loc(file, line));
+           })
       .def("begin_loop",
            [](TensorGraphBuilder& b, const std::string& var, const Dim& start, const Dim& stop, const Dim& step,
               const std::string& file, int line) {

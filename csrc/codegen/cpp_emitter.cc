@@ -241,6 +241,17 @@ class KernelEmitter {
                          ctype(tile(in.srcs[0]).dtype), numel(t.shape), t.name, tile(in.srcs[0]).name, comment);
         return;
       }
+      case Opcode::TMATMUL:
+      case Opcode::TMATMUL_ACC: {
+        const TileDecl& t = tile(in.dst);
+        bool acc = in.op == Opcode::TMATMUL_ACC;
+        const TileDecl& a = tile(in.srcs[acc ? 1 : 0]);
+        const TileDecl& b = tile(in.srcs[acc ? 2 : 1]);
+        int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
+        o += fmt::format("{}pto::tmatmul<{}, {}, {}, {}, {}>({}, {}, {});{}\n", pad, acc ? "true" : "false",
+                         ctype(t.dtype), M, K, N, t.name, a.name, b.name, comment);
+        return;
+      }
       case Opcode::TSELECT: {
         const TileDecl& t = tile(in.dst);
         std::string ty = ctype(t.dtype);

@@ -356,6 +356,22 @@ inline void treduce(T* __restrict dst, const T* __restrict a, int64_t valid, T i
   }
 }
 
+/// TMATMUL / TMATMUL_ACC: dst (M x N) = or += a (M x K) @ b (K x N); the
+/// i-k-j order streams rows of b so the inner loop vectorises.
+template <bool ACC, typename T, int64_t M, int64_t K, int64_t N>
+inline void tmatmul(T* __restrict dst, const T* __restrict a, const T* __restrict b) {
+  if (!ACC)
+    for (int64_t i = 0; i < M * N; ++i) dst[i] = T(0);
+  for (int64_t i = 0; i < M; ++i) {
+    T* __restrict d = dst + i * N;
+    for (int64_t k = 0; k < K; ++k) {
+      const T av = a[i * K + k];
+      const T* __restrict brow = b + k * N;
+      for (int64_t j = 0; j < N; ++j) d[j] += av * brow[j];
+    }
+  }
+}
+
 /// TEXPAND: broadcasts `src` (shape `sshape`, size-1 dims stretch) to `dshape`.
 template <typename T>
 inline void texpand(T* __restrict dst, int rank, const int64_t* dshape, const T* __restrict src, const int64_t* sshape) {

@@ -33,6 +33,8 @@ const char* opcode_name(Opcode op) {
     case Opcode::TCOLEXPANDMAX: return "tcolexpandmax";
     case Opcode::TEXPAND: return "texpand";
     case Opcode::TARANGE: return "tarange";
+    case Opcode::TMATMUL: return "tmatmul";
+    case Opcode::TMATMUL_ACC: return "tmatmul_acc";
     case Opcode::TRESHAPE: return "treshape";
     case Opcode::TNEG: return "tneg";
     case Opcode::TABS: return "tabs";
@@ -97,6 +99,7 @@ int opcode_num_srcs(Opcode op) {
     case Opcode::TROWMIN: case Opcode::TROWPROD: case Opcode::TCOLMIN: case Opcode::TCOLPROD:
     case Opcode::TREDSUM: case Opcode::TREDMAX: case Opcode::TREDMIN: case Opcode::TREDPROD: return 1;
     case Opcode::TSELECT: return 3;
+    case Opcode::TMATMUL_ACC: return 3;
     default: return 2;
   }
 }

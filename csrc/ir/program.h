@@ -37,6 +37,8 @@ enum class Opcode {
   TROWEXPANDADD, TROWEXPANDSUB, TROWEXPANDMUL, TROWEXPANDDIV, TROWEXPANDMAX,  ///< src1 is [..,1]
   TCOLEXPANDADD, TCOLEXPANDSUB, TCOLEXPANDMUL, TCOLEXPANDDIV, TCOLEXPANDMAX,  ///< src1 is [1,..]
   TARANGE,   ///< dst[i] = scalar + (offsets[0] + i) * step  (1-D)
+  TMATMUL,      ///< dst = src0 @ src1 over the last two tile dims
+  TMATMUL_ACC,  ///< dst += src0 @ src1 (dst is also the accumulator source)
   TEXPAND,   ///< general broadcast copy of src0 to dst's shape
   TRESHAPE,  ///< same elements, another shape (e.g. drop a size-1 dim)
 };

@@ -42,7 +42,7 @@ const OpInfo kOps[] = {
     {K::Prod, "prod", C::Reduce, R::Wide},
     {K::View, "view", C::View, R::Same},        {K::Reshape, "reshape", C::View, R::Same},
     {K::Assemble, "assemble", C::Assemble, R::Same}, {K::Full, "full", C::Create, R::Same},
-    {K::Arange, "arange", C::Create, R::Same},
+    {K::Arange, "arange", C::Create, R::Same},    {K::Matmul, "matmul", C::Matmul, R::Same},
 };
 
 DataType apply_result(ResultType r, DataType t) {
@@ -433,6 +433,60 @@ int TensorGraphBuilder::add_arange(const Expr& n, double start, double step, Dat
   op.compute = compute_dtype(dtype);
   op.start = start;
   op.step = step;
+  op.region = open_.empty() ? -1 : open_.back();
+  g_.ops.push_back(op);
+  return id;
+}
+
+int TensorGraphBuilder::add_matmul(int a, int b, DataType out_dtype, const std::vector<int64_t>& cube,
+                                   const std::vector<int64_t>& cube_l0, const SourceLoc& loc) {
+  check_value(a, "matmul", loc);
+  check_value(b, "matmul", loc);
+  const TensorValue& va = g_.values[a];
+  const TensorValue& vb = g_.values[b];
+  if (va.shape.size() < 2 || vb.shape.size() < 2)
+    throw NotSupportedError(where("matmul", loc) + fmt::format("operands of shapes {} and {}: 1-D operands are not supported yet",
+                                                               shape_str(va.shape), shape_str(vb.shape)));
+  const Expr& ka = va.shape[va.shape.size() - 1];
+  const Expr& kb = vb.shape[vb.shape.size() - 2];
+  auto ca = ka.as_const(), cb = kb.as_const();
+  if ((ca && cb && *ca != *cb) || (!(ca && cb) && !ka.equals(kb)))
+    throw UserError(where("matmul", loc) + fmt::format("shapes {} and {} cannot be multiplied ({} versus {} in the inner dim)",
+                                                       shape_str(va.shape), shape_str(vb.shape), ka.str(), kb.str()));
+  if (cube.size() != 3)
+    throw UserError(where("matmul", loc) + "no cube tile shape is set; call pypto.set_cube_tile_shapes(m, k, n) before this op");
+  for (int64_t t : cube)
+    if (t <= 0) throw UserError(where("matmul", loc) + fmt::format("cube tile sizes must be positive, found {}", ints_str(cube)));
+  if (va.dtype != vb.dtype && promote_types(va.dtype, vb.dtype) != va.dtype && promote_types(va.dtype, vb.dtype) != vb.dtype)
+    throw TypeError(where("matmul", loc) + fmt::format("operands of dtypes {} and {} are not supported",
+                                                       dtype_name(va.dtype), dtype_name(vb.dtype)));
+  if (va.dtype != vb.dtype)
+    throw TypeError(where("matmul", loc) + fmt::format("operands have dtypes {} and {}; cast one of them (as torch.matmul requires)",
+                                                       dtype_name(va.dtype), dtype_name(vb.dtype)));
+  // Batch dims broadcast as elementwise ops do.
+  size_t ba = va.shape.size() - 2, bb = vb.shape.size() - 2, rank = std::max(ba, bb);
+  std::vector<Expr> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    size_t ia = i + ba, ib = i + bb;
+    Expr da = ia >= rank ? va.shape[ia - rank] : Expr(1);
+    Expr db = ib >= rank ? vb.shape[ib - rank] : Expr(1);
+    auto xa = da.as_const(), xb = db.as_const();
+    if (xa && *xa == 1) out[i] = db;
+    else if ((xb && *xb == 1) || da.equals(db)) out[i] = da;
+    else
+      throw UserError(where("matmul", loc) + fmt::format("batch dims of {} and {} do not broadcast", shape_str(va.shape),
+                                                         shape_str(vb.shape)));
+  }
+  out.push_back(va.shape[va.shape.size() - 2]);
+  out.push_back(vb.shape[vb.shape.size() - 1]);
+  DataType in_dt = va.dtype;
+  int id = new_value(out, out_dtype);
+  TensorOp op{TensorOpKind::Matmul, {a, b}, id, -1, false, {}, loc};
+  op.operands = {Operand::tensor(a), Operand::tensor(b)};
+  // Accumulate in fp32 for the float types (double in double), in int64 for integers.
+  op.compute = dtype_is_float(in_dt) ? compute_dtype(in_dt) : DataType::INT64;
+  op.cube_tile = cube;
+  op.cube_tile_l0 = cube_l0;
   op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return id;

@@ -38,10 +38,11 @@ enum class TensorOpKind {
   Assemble,  ///< copies inputs[0] into the view inputs[1] (writes the viewed tensor)
   Full,      ///< a new tensor filled with a constant
   Arange,    ///< a new 1-D tensor start, start + step, ...
+  Matmul,    ///< [..., M, K] @ [..., K, N], batch dims broadcast
 };
 
 /// Broad classes of ops, which decide how an op is tiled.
-enum class OpClass { Unary, Binary, Where, Cast, Reduce, View, Assemble, Create };
+enum class OpClass { Unary, Binary, Where, Cast, Reduce, View, Assemble, Create, Matmul };
 
 /// How an op decides its result dtype.
 enum class ResultType {
@@ -115,6 +116,8 @@ struct TensorOp {
   std::vector<int> dims;          ///< reductions: every reduced dim, ascending
   double start = 0.0, step = 1.0; ///< Arange
   int region = -1;                ///< innermost control region, -1 at top level
+  std::vector<int64_t> cube_tile; ///< Matmul: the L1 tile sizes m, k, n (L0 sizes in cube_tile_l0)
+  std::vector<int64_t> cube_tile_l0;
 };
 
 /// A structured control region of the traced program: a loop over a symbolic
@@ -184,6 +187,9 @@ class TensorGraphBuilder {
   /// A new 1-D tensor of `n` elements start + i * step.
   int add_arange(const Expr& n, double start, double step, DataType dtype, const std::vector<int64_t>& tile,
                  const SourceLoc& loc);
+  /// Adds a matrix product; `cube` holds the m, k, n L1 tile sizes, `cube_l0` their L0 sizes.
+  int add_matmul(int a, int b, DataType out_dtype, const std::vector<int64_t>& cube,
+                 const std::vector<int64_t>& cube_l0, const SourceLoc& loc);
   /// Opens a loop region: ops added until end_loop run once per index value.
   void begin_loop(const std::string& var, const Expr& start, const Expr& stop, const Expr& step, const SourceLoc& loc);
   void end_loop();

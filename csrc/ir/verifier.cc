@@ -114,6 +114,16 @@ struct StmtChecker {
           fail("instr.shape", fmt::format("{} needs src1 of shape [..., 1] matching src0", what));
         break;
       }
+      case Opcode::TMATMUL: case Opcode::TMATMUL_ACC: {
+        bool acc = in.op == Opcode::TMATMUL_ACC;
+        const TileDecl* a = tile(in.srcs[acc ? 1 : 0]);
+        const TileDecl* b = tile(in.srcs[acc ? 2 : 1]);
+        size_t ra = a->shape.size(), rb = b->shape.size(), rd = dst->shape.size();
+        if (ra < 2 || rb < 2 || rd < 2 || a->shape[ra - 1] != b->shape[rb - 2] || dst->shape[rd - 2] != a->shape[ra - 2] ||
+            dst->shape[rd - 1] != b->shape[rb - 1] || (acc && in.srcs[0] != in.dst))
+          fail("instr.shape", fmt::format("{}: tiles do not form [M, K] @ [K, N] -> [M, N]", what));
+        break;
+      }
       default: break;
     }
     if (dst) defined_tiles.insert(dst->id);
@@ -195,7 +205,8 @@ void verify(const TensorGraph& g) {
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const TensorOp& op = g.ops[i];
     const OpInfo& info = op_info(op.kind);
-    size_t arity = info.cls == OpClass::Where ? 3 : info.cls == OpClass::Binary || info.cls == OpClass::Assemble ? 2
+    size_t arity = info.cls == OpClass::Where ? 3
+                   : info.cls == OpClass::Binary || info.cls == OpClass::Assemble || info.cls == OpClass::Matmul ? 2
                    : info.cls == OpClass::Create ? (op.kind == TensorOpKind::Full ? 1 : 0) : 1;
     size_t tensors = 0;
     for (const Operand& o : op.operands) tensors += o.is_tensor();
@@ -218,6 +229,10 @@ void verify(const TensorGraph& g) {
       if (!v.view || v.view->base != op.inputs[0])
         fail("tensor.view", fmt::format("op {} ({}) defines value {} without its view of value {}", i, info.name, op.output, op.inputs[0]));
       continue;  // views move no data: no tile shape
+    }
+    if (info.cls == OpClass::Matmul) {
+      if (op.cube_tile.size() != 3) fail("tensor.cube-tile", fmt::format("op {} (matmul) has no m, k, n cube tile", i));
+      continue;
     }
     size_t iter_rank = info.cls == OpClass::Reduce ? g.value(op.inputs[0]).shape.size() : g.value(op.output).shape.size();
     if (op.tile_shape.size() != iter_rank)

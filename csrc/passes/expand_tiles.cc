@@ -255,7 +255,9 @@ class Expander {
     n.source_op = idx;
     n.region = op.region;
     if (info.cls == OpClass::View) return;  // views move no data
-    if (info.cls == OpClass::Reduce) {
+    if (info.cls == OpClass::Matmul) {
+      n.body = matmul(op, idx);
+    } else if (info.cls == OpClass::Reduce) {
       n.body = reduce(op, idx);
     } else if (info.cls == OpClass::Assemble || info.cls == OpClass::Create) {
       // Copy src into the target view, or fill a new tensor: over the
@@ -364,6 +366,87 @@ class Expander {
     e.dst = new_tile(shape, dt);
     body.push_back(instr(e));
     return e.dst;
+  }
+
+  /// Loads the [.., rows, cols] tile of a matmul operand at the given last-two-dim offsets.
+  int load_mm(int v, const Space& s, const Expr& ro, const Expr& rv, int64_t rt, const Expr& co, const Expr& cv,
+              int64_t ct, DataType compute, std::vector<Stmt>& body) {
+    const TensorValue& tv = g_.value(v);
+    size_t r = s.shape.size(), rx = tv.shape.size();
+    Instr ld{Opcode::TLOAD};
+    ld.memref = v;
+    std::vector<int64_t> shape;
+    for (size_t k = 0; k + 2 < rx; ++k) {
+      size_t d = k + (r - rx);
+      auto c = tv.shape[k].as_const();
+      bool bcast = c && *c == 1 && !(s.shape[d].as_const() && *s.shape[d].as_const() == 1);
+      shape.push_back(1);
+      ld.offsets.push_back(bcast ? Expr(0) : s.offset[d]);
+      ld.valid.push_back(Expr(1));
+    }
+    shape.push_back(rt);
+    shape.push_back(ct);
+    ld.offsets.push_back(ro);
+    ld.offsets.push_back(co);
+    ld.valid.push_back(rv);
+    ld.valid.push_back(cv);
+    ld.dst = new_tile(shape, compute_dtype(tv.dtype));
+    body.push_back(instr(ld));
+    return convert(ld.dst, compute, body);
+  }
+
+  /// Matmul: the output's tile grid (batch dims one by one, m and n by the
+  /// cube tile) in parallel; the k tiles in a sequential loop, the first
+  /// through TMATMUL and the rest through TMATMUL_ACC into one accumulator.
+  std::vector<Stmt> matmul(const TensorOp& op, int idx) {
+    const TensorValue& outv = g_.value(op.output);
+    const TensorValue& av = g_.value(op.inputs[0]);
+    size_t r = outv.shape.size();
+    std::vector<int64_t> tile(r, 1);
+    tile[r - 2] = op.cube_tile[0];
+    tile[r - 1] = op.cube_tile[2];
+    Space s = make_space(outv.shape, tile, idx, outv.valid);
+    const Expr& K = av.shape.back();
+    const Expr& Kvalid = av.valid.back();
+    int64_t kt = clamp(K, op.cube_tile[1]);
+    std::string kvar = fmt::format("k{}", idx);
+    auto k_off = [&](const Expr& kk) { return kk * Expr(kt); };
+    auto k_valid = [&](const Expr& kk) { return valid(Kvalid, kt, k_off(kk)); };
+    int64_t mt = s.tile[r - 2], nt = s.tile[r - 1];
+    DataType acc_dt = op.compute;
+    auto step = [&](const Expr& kk, int acc, std::vector<Stmt>& body) {
+      int a = load_mm(op.inputs[0], s, s.offset[r - 2], s.valid[r - 2], mt, k_off(kk), k_valid(kk), kt, acc_dt, body);
+      int b = load_mm(op.inputs[1], s, k_off(kk), k_valid(kk), kt, s.offset[r - 1], s.valid[r - 1], nt, acc_dt, body);
+      Instr mm{acc < 0 ? Opcode::TMATMUL : Opcode::TMATMUL_ACC};
+      if (acc < 0) {
+        std::vector<int64_t> shape(r, 1);
+        shape[r - 2] = mt;
+        shape[r - 1] = nt;
+        mm.dst = new_tile(shape, acc_dt);
+        mm.srcs = {a, b};
+      } else {
+        mm.dst = acc;
+        mm.srcs = {acc, a, b};
+      }
+      body.push_back(instr(mm));
+      return mm.dst;
+    };
+    std::vector<Stmt> body;
+    int acc = step(Expr(0), -1, body);
+    Loop kl;
+    kl.var = kvar;
+    kl.start = Expr(1);
+    kl.stop = ceildiv(K, Expr(kt));
+    kl.step = Expr(1);
+    kl.dim = -1;
+    kl.tile = kt;
+    step(Expr::var(kvar), acc, kl.body);
+    if (!(kl.stop.as_const() && *kl.stop.as_const() <= 1)) body.push_back(Stmt{std::move(kl)});
+    int res = convert(acc, compute_dtype(outv.dtype), body);
+    store(res, op.output, s, body);
+    std::vector<int> dims;
+    for (size_t d = 0; d < r; ++d) dims.push_back(static_cast<int>(d));
+    return nest(s, dims, std::vector<bool>(dims.size(), true), std::move(body));
   }
 
   std::vector<Stmt> reduce(const TensorOp& op, int idx) {

@@ -31,11 +31,13 @@ from pypto.errors import (
 )
 from pypto import frontend
 from pypto.frontend.tensor import Tensor
-from pypto.frontend.config import get_vec_tile_shapes, set_pass_options, set_vec_tile_shapes
+from pypto.frontend.config import (
+    get_cube_tile_shapes, get_vec_tile_shapes, set_cube_tile_shapes, set_pass_options, set_vec_tile_shapes,
+)
 from pypto.frontend.jit import Compiled, compile, jit
 from pypto.ops import (
     abs, add, amax, amin, cast, ceil, clamp, clip, div, eq, erf, erfc, exp, exp2, expm1, floor, ge, gelu, gt,
-    layer_norm, le, log, logical_not, lt, maximum, mean, minimum, mul, ne, neg, pow, prod, reciprocal, relu,
+    layer_norm, le, log, logical_not, lt, matmul, maximum, mean, minimum, mul, ne, neg, pow, prod, reciprocal, relu,
     rms_norm, round, rsqrt, sigmoid, silu, softmax, sqrt, sub, sum, tanh, trunc, var, where,
 )
 from pypto.frontend.symbolic import SymExpr, ceildiv
@@ -59,7 +61,7 @@ __all__ = [
     "ne", "neg", "pow", "prod", "reciprocal", "relu", "rms_norm", "round", "rsqrt", "sigmoid", "silu", "softmax",
     "sqrt", "sub", "sum", "tanh", "trunc", "var", "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",
-    "loop", "cond", "is_loop_begin", "is_loop_end",
+    "loop", "cond", "is_loop_begin", "is_loop_end", "matmul", "set_cube_tile_shapes", "get_cube_tile_shapes",
     "PyptoError",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError",
 ]

@@ -310,6 +310,36 @@ def var(x, dim=None, keepdim=False, correction=1, unbiased=None) -> Tensor:
     return _reduce("sum", div(mul(d, d), n - correction), dims, False)
 
 
+# ---------------------------------------------------------------- matmul
+
+DEFAULT_CUBE_TILE = ((32, 32), (64, 128), (64, 64))
+
+
+def matmul(a, b, out_dtype: DataType | None = None, a_trans: bool = False, b_trans: bool = False) -> Tensor:
+    """Matrix product over the last two dims, batch dims broadcast; tiled by
+    ``pypto.set_cube_tile_shapes``. ``a_trans``/``b_trans`` multiply by the
+    transpose (read in place through strides)."""
+    from pypto import shape_ops
+
+    ctx = _ctx("matmul")
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise UserTypeError(f"pypto.matmul: operands must be pypto.Tensors, found {type(a).__name__} and {type(b).__name__}")
+    if a_trans:
+        a = shape_ops.transpose(a, -2, -1)
+    if b_trans:
+        b = shape_ops.transpose(b, -2, -1)
+    ia, ib = _tensor("matmul", a, ctx, "first"), _tensor("matmul", b, ctx, "second")
+    if out_dtype is None:
+        out_dtype = a.dtype
+    if not isinstance(out_dtype, DataType):
+        raise UserTypeError(f"pypto.matmul: out_dtype must be a pypto dtype, found {out_dtype!r}")
+    cube = ctx.cube_tile or DEFAULT_CUBE_TILE
+    file, line = user_location()
+    vid = ctx.builder.add_matmul(ia, ib, out_dtype, [cube[0][1], cube[1][1], cube[2][1]],
+                                 [cube[0][0], cube[1][0], cube[2][0]], file, line)
+    return Tensor._traced(ctx, vid)
+
+
 # ---------------------------------------------------------------- composites
 
 def softmax(x, dim=-1) -> Tensor:

@@ -20,12 +20,14 @@ class TraceContext:
         self.builder = _C.GraphBuilder(name)
         self.vec_tile = vec_tile
         self.reshaped_params: set[int] = set()
+        self.cube_tile = _global_cube_tile
         self.loops: list = []
 
 
 _local = threading.local()
 _global_vec_tile: tuple[int, ...] | None = None
 _global_pass_options: dict[str, Any] = {}
+_global_cube_tile: tuple | None = None
 
 
 def current_trace() -> TraceContext | None:
@@ -82,6 +84,41 @@ def get_vec_tile_shapes() -> tuple[int, ...] | None:
     """The vec tile shape in effect here (None when unset)."""
     ctx = current_trace()
     return ctx.vec_tile if ctx is not None else _global_vec_tile
+
+
+def _cube_level(name: str, v) -> tuple[int, int]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        v = [v, v]
+    if not isinstance(v, (list, tuple)) or len(v) != 2 or any(isinstance(x, bool) or not isinstance(x, int) for x in v):
+        raise UserTypeError(f"pypto.set_cube_tile_shapes: {name} must be [L0, L1] (two ints), found {v!r}")
+    if any(x <= 0 for x in v):
+        raise UserError(f"pypto.set_cube_tile_shapes: {name} sizes must be positive, found {list(v)}")
+    return (int(v[0]), int(v[1]))
+
+
+def set_cube_tile_shapes(m=None, k=None, n=None) -> None:
+    """Sets the matmul tile shape: each of m, k, n is [L0, L1] (the L1 tile
+    walks global memory, the L0 tile sizes the register micro-kernel)."""
+    global _global_cube_tile
+    if m is None or k is None or n is None:
+        raise UserError("pypto.set_cube_tile_shapes: m, k and n are all required, each as [L0, L1]")
+    shape = (_cube_level("m", m), _cube_level("k", k), _cube_level("n", n))
+    ctx = current_trace()
+    if ctx is not None:
+        ctx.cube_tile = shape
+    else:
+        _global_cube_tile = shape
+
+
+def get_cube_tile_shapes():
+    """The cube tile shape in effect here: ([m0, m1], [k0, k1], [n0, n1]) or None."""
+    ctx = current_trace()
+    shape = ctx.cube_tile if ctx is not None else _global_cube_tile
+    return None if shape is None else tuple(list(x) for x in shape)
+
+
+def default_cube_tile():
+    return _global_cube_tile
 
 
 def default_vec_tile() -> tuple[int, ...] | None:

@@ -284,7 +284,7 @@ class JitFunction:
 
     def _get(self, bound: _Bound) -> Compiled:
         opts = self._effective_pass_options()
-        key = (bound.key(), tuple(sorted(opts.items())), config.default_vec_tile())
+        key = (bound.key(), tuple(sorted(opts.items())), config.default_vec_tile(), config.default_cube_tile())
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:

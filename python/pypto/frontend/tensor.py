@@ -152,6 +152,8 @@ class Tensor:
     def __eq__(self, o): return _ops().eq(self, o)  # type: ignore[override]
     def __ne__(self, o): return _ops().ne(self, o)  # type: ignore[override]
     def __invert__(self): return _ops().logical_not(self)
+    def __matmul__(self, o): return _ops().matmul(self, o)
+    def __rmatmul__(self, o): return _ops().matmul(o, self)
     __hash__ = object.__hash__
 
     def exp(self): return _ops().exp(self)

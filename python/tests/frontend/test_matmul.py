@@ -1,0 +1,86 @@
+"""matmul against torch (issue 3): 2-D and batched with broadcast batch dims,
+transposed operands, fp32/fp16/bf16/int inputs, shapes off the tile grid."""
+
+import pytest
+import torch
+
+import pypto
+
+PT = {torch.float32: pypto.DT_FP32, torch.float16: pypto.DT_FP16, torch.bfloat16: pypto.DT_BF16,
+      torch.int32: pypto.DT_INT32, torch.float64: pypto.DT_DOUBLE}
+
+
+def mm_kernel(sa, sb, dt, a_trans=False, b_trans=False, cube=([16, 32], [32, 64], [16, 32]), out_dtype=None):
+    @pypto.jit
+    def f(a: pypto.Tensor(sa, dt), b: pypto.Tensor(sb, dt)):
+        pypto.set_cube_tile_shapes(*cube)
+        return pypto.matmul(a, b, out_dtype, a_trans=a_trans, b_trans=b_trans)
+
+    return f
+
+
+@pytest.mark.parametrize("m,k,n", [(64, 64, 64), (100, 200, 72), (1, 512, 1), (257, 129, 65)])
+def test_matmul_2d_fp32(m, k, n):
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    torch.testing.assert_close(mm_kernel((m, k), (k, n), pypto.DT_FP32)(a, b), a @ b, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("a_trans,b_trans", [(True, False), (False, True), (True, True)])
+def test_matmul_transposed(a_trans, b_trans):
+    m, k, n = 37, 50, 29
+    a = torch.randn(k, m) if a_trans else torch.randn(m, k)
+    b = torch.randn(n, k) if b_trans else torch.randn(k, n)
+    ref = (a.t() if a_trans else a) @ (b.t() if b_trans else b)
+    got = mm_kernel(tuple(a.shape), tuple(b.shape), pypto.DT_FP32, a_trans, b_trans)(a, b)
+    torch.testing.assert_close(got, ref, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("sa,sb", [((3, 20, 30), (3, 30, 10)), ((2, 1, 9, 16), (5, 16, 7)), ((9, 16), (4, 16, 7))])
+def test_matmul_batched_broadcast(sa, sb):
+    a, b = torch.randn(*sa), torch.randn(*sb)
+    torch.testing.assert_close(mm_kernel(sa, sb, pypto.DT_FP32)(a, b), a @ b, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float16, 2e-2), (torch.bfloat16, 5e-2), (torch.float64, 1e-10)])
+def test_matmul_low_precision_inputs(dtype, tol):
+    a, b = torch.randn(70, 90).to(dtype), torch.randn(90, 33).to(dtype)
+    got = mm_kernel((70, 90), (90, 33), PT[dtype])(a, b)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.double(), a.double() @ b.double(), atol=tol * 5, rtol=tol)
+    got32 = mm_kernel((70, 90), (90, 33), PT[dtype], out_dtype=pypto.DT_FP32)(a, b)
+    assert got32.dtype == torch.float32
+    tol32 = max(tol, 1e-5)
+    torch.testing.assert_close(got32.double(), a.double() @ b.double(), atol=tol32 * 5, rtol=tol32)
+
+
+def test_matmul_int32_and_operator_and_numpy():
+    a, b = torch.randint(-5, 5, (12, 20), dtype=torch.int32), torch.randint(-5, 5, (20, 9), dtype=torch.int32)
+
+    @pypto.jit
+    def f(x: pypto.Tensor((12, 20), pypto.DT_INT32), y: pypto.Tensor((20, 9), pypto.DT_INT32)):
+        return x @ y
+
+    assert torch.equal(f(a, b), a @ b)
+    assert (f(a.numpy(), b.numpy()) == (a @ b).numpy()).all()
+
+
+def test_cube_tile_queries_and_errors():
+    @pypto.jit
+    def f(x: pypto.Tensor((8, 8), pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes(m=[8, 16], k=[16, 32], n=[8, 8])
+        assert pypto.get_cube_tile_shapes() == ([8, 16], [16, 32], [8, 8])
+        pypto.set_vec_tile_shapes(8, 8)
+        assert pypto.get_vec_tile_shapes() == (8, 8)
+        return x @ x
+
+    x = torch.randn(8, 8)
+    torch.testing.assert_close(f(x), x @ x)
+    with pytest.raises(TypeError, match=r"m must be \[L0, L1\]"):
+        pypto.set_cube_tile_shapes([1, 2, 3], [1, 2], [1, 2])
+
+    @pypto.jit
+    def g(x: pypto.Tensor((8, 5), pypto.DT_FP32), y: pypto.Tensor((6, 3), pypto.DT_FP32)):
+        return x @ y
+
+    with pytest.raises(ValueError, match=r"pypto.matmul at .*test_matmul.py:\d+: shapes \[8, 5\] and \[6, 3\] cannot be multiplied"):
+        g(torch.randn(8, 5), torch.randn(6, 3))
