@@ -47,6 +47,8 @@ from pypto.shape_ops import (
 )
 
 from pypto.frontend.control import cond, is_loop_begin, is_loop_end, loop
+from pypto.options import RunMode, options
+from pypto.frontend.config import OptionWarning
 
 tensor = Tensor
 
@@ -61,7 +63,7 @@ __all__ = [
     "ne", "neg", "pow", "prod", "reciprocal", "relu", "rms_norm", "round", "rsqrt", "sigmoid", "silu", "softmax",
     "sqrt", "sub", "sum", "tanh", "trunc", "var", "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",
-    "loop", "cond", "is_loop_begin", "is_loop_end", "matmul", "set_cube_tile_shapes", "get_cube_tile_shapes",
+    "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "set_cube_tile_shapes", "get_cube_tile_shapes",
     "PyptoError",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError",
 ]

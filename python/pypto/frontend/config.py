@@ -128,12 +128,38 @@ def default_vec_tile() -> tuple[int, ...] | None:
 _PASS_OPTION_KEYS = {"verify", "fusion", "disable_passes", "sram_budget_kb"}
 
 
+class OptionWarning(UserWarning):
+    """An option that has no effect on the CPU backend (recorded, ignored)."""
+
+
+_recorded_options: dict[str, Any] = {}
+_warned: set[str] = set()
+
+
+def record_ignored(section: str, key: str, value: Any) -> None:
+    """Keeps an option the CPU backend does not use, warning once per name."""
+    import warnings
+
+    name = f"{section}.{key}"
+    _recorded_options[name] = value
+    if name not in _warned:
+        _warned.add(name)
+        warnings.warn(f"pypto: option '{name}' has no effect on the CPU backend; it is recorded and ignored",
+                      OptionWarning, stacklevel=3)
+
+
+def recorded_options() -> dict[str, Any]:
+    """Options accepted for source compatibility that the CPU backend ignores."""
+    return dict(_recorded_options)
+
+
 def normalize_pass_options(opts: dict[str, Any]) -> dict[str, Any]:
-    """Validates pass options; returns them with canonical value types."""
+    """Validates the pass options pypto uses; others are recorded (one warning each)."""
     out: dict[str, Any] = {}
     for key, value in opts.items():
         if key not in _PASS_OPTION_KEYS:
-            raise UserError(f"unknown pass option '{key}' (expected one of: {', '.join(sorted(_PASS_OPTION_KEYS))})")
+            record_ignored("pass_options", key, value)
+            continue
         if key in ("verify", "fusion"):
             if not isinstance(value, bool):
                 raise UserTypeError(f"pass option '{key}' must be bool, found {type(value).__name__}")
@@ -162,6 +188,17 @@ def set_pass_options(**opts: Any) -> None:
 
 def global_pass_options() -> dict[str, Any]:
     return dict(_global_pass_options)
+
+
+_context_options: list[dict[str, Any]] = []
+
+
+def context_pass_options() -> dict[str, Any]:
+    """Pass options of the enclosing ``with pypto.options(...)`` blocks."""
+    out: dict[str, Any] = {}
+    for o in _context_options:
+        out.update(o)
+    return out
 
 
 def make_pass_options(opts: dict[str, Any]) -> "_C.PassOptions":

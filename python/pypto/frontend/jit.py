@@ -85,7 +85,17 @@ class _Signature:
             self.returns = None
 
     def bind(self, args: tuple, kwargs: dict) -> "_Bound":
-        """Checks the arguments against the annotations."""
+        """Checks the arguments against the annotations; errors name the
+        caller's file and line."""
+        try:
+            return self._bind(args, kwargs)
+        except (UserError, UserTypeError, NotSupportedError) as e:
+            file, line = config.user_location()
+            if file and f"{file}:{line}" not in str(e):
+                raise type(e)(f"{e} (called at {file}:{line})") from None
+            raise
+
+    def _bind(self, args: tuple, kwargs: dict) -> "_Bound":
         try:
             bound = self.sig.bind(*args, **kwargs)
         except TypeError as e:
@@ -264,6 +274,26 @@ def _run(compiled: Compiled, bound: _Bound):
     return tuple(outs)
 
 
+_OPTION_SECTIONS = ("runtime_options", "codegen_options", "host_options", "debug_options", "verify_options")
+
+
+def apply_option_sections(pass_options: dict, sections: dict) -> dict:
+    """Folds the sections of PyPTO's jit options into pass options: what the
+    CPU backend uses applies, the rest is recorded with one warning."""
+    out = dict(pass_options)
+    for section, opts in sections.items():
+        if opts is None:
+            continue
+        if not isinstance(opts, dict):
+            raise UserTypeError(f"pypto.jit: {section} must be a dict, found {type(opts).__name__}")
+        for key, value in opts.items():
+            if section == "verify_options" and key in ("enable", "enable_pass_verify", "pass_verify"):
+                out["verify"] = bool(value)
+            else:
+                config.record_ignored(section, key, value)
+    return out
+
+
 class JitFunction:
     """A function decorated with ``@pypto.frontend.jit``."""
 
@@ -271,7 +301,15 @@ class JitFunction:
         functools.update_wrapper(self, fn)
         self._fn = fn
         self._sig = _Signature(fn)
-        self._pass_options = config.normalize_pass_options(dict(pass_options or {}))
+        sections = {k: options.pop(k, None) for k in _OPTION_SECTIONS}
+        attached = getattr(fn, "__pypto_options__", {})
+        merged = dict(attached.get("pass_options", {}))
+        merged.update(pass_options or {})
+        for k, v in options.items():
+            if k == "run_mode":
+                continue  # every run mode runs on the CPU backend
+            config.record_ignored("jit", k, v)
+        self._pass_options = config.normalize_pass_options(apply_option_sections(merged, sections))
         self._options = options
         self._cache: dict[tuple, Compiled] = {}
         self._lock = threading.Lock()
@@ -279,6 +317,7 @@ class JitFunction:
 
     def _effective_pass_options(self) -> dict:
         opts = config.global_pass_options()
+        opts.update(config.context_pass_options())
         opts.update(self._pass_options)
         return opts
 
@@ -371,7 +410,9 @@ class JitFunction:
 
 
 def jit(fn: Callable | None = None, *, pass_options: dict | None = None, **options: Any):
-    """Decorator: ``@pypto.frontend.jit`` or ``@pypto.frontend.jit(pass_options={...})``."""
+    """Decorator: ``@pypto.frontend.jit`` or ``@pypto.frontend.jit(pass_options={...}, runtime_options=...,
+    codegen_options=..., host_options=..., debug_options=..., verify_options=...)``. Options that do not
+    apply on the CPU are recorded with one warning."""
     if fn is None:
         return lambda f: JitFunction(f, pass_options=pass_options, **options)
     return JitFunction(fn, pass_options=pass_options, **options)

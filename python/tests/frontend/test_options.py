@@ -1,0 +1,66 @@
+"""PyPTO's option surface is accepted (issue 3, point 6)."""
+
+import warnings
+
+import pytest
+import torch
+
+import pypto
+
+
+def _kernel(**jit_kwargs):
+    @pypto.jit(**jit_kwargs)
+    def f(x: pypto.Tensor((8, 16), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 8)
+        return pypto.softmax(x, -1)
+
+    return f
+
+
+def test_jit_accepts_every_option_section_and_warns_once():
+    with pytest.warns(pypto.OptionWarning, match="runtime_options.stitch_function_max_num"):
+        f = _kernel(runtime_options={"stitch_function_max_num": 128, "run_mode": pypto.RunMode.NPU},
+                    pass_options={"pg_upper_bound": 8, "fusion": True}, codegen_options={"x": 1},
+                    host_options={"y": 2}, debug_options={"compile_debug_mode": 1},
+                    verify_options={"enable_pass_verify": True})
+    x = torch.randn(8, 16)
+    torch.testing.assert_close(f(x), torch.softmax(x, -1), atol=1e-5, rtol=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same options again: no second warning
+        _kernel(runtime_options={"stitch_function_max_num": 64}, pass_options={"pg_upper_bound": 4})
+
+
+def test_run_modes_both_run_on_cpu():
+    for mode in (pypto.RunMode.NPU, pypto.RunMode.SIM):
+        x = torch.randn(8, 16)
+        torch.testing.assert_close(_kernel(run_mode=mode)(x), torch.softmax(x, -1), atol=1e-5, rtol=0)
+
+
+def test_options_as_context_manager_and_decorator():
+    x = torch.randn(8, 16)
+    f = _kernel()
+    with pypto.options(fusion=False):
+        assert f.compile(x).stats()["incore_functions"] > 1
+    assert f.compile(x).stats()["incore_functions"] == 1
+
+    @pypto.options(pass_options={"fusion": False})
+    @pypto.jit
+    def g(x: pypto.Tensor((8, 16), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 8)
+        return pypto.softmax(x, -1)
+
+    assert g.compile(x).stats()["incore_functions"] > 1
+
+    @pypto.jit
+    @pypto.options(fusion=False)
+    def h(x: pypto.Tensor((8, 16), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 8)
+        return pypto.softmax(x, -1)
+
+    assert h.compile(x).stats()["incore_functions"] > 1
+    torch.testing.assert_close(h(x), torch.softmax(x, -1), atol=1e-5, rtol=0)
+
+
+def test_set_pass_options_records_unknown_keys():
+    with pytest.warns(pypto.OptionWarning, match="pass_options.vec_nbuffer_setting"):
+        pypto.set_pass_options(vec_nbuffer_setting={-1: 2})
