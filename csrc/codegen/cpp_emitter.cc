@@ -62,6 +62,7 @@ class KernelEmitter {
       o += fmt::format("  const int64_t* p{}_s = args[{}].stride;\n", i, i);
       mem_ptr_[p.memref] = fmt::format("p{}", i);
       mem_stride_[p.memref] = fmt::format("p{}_s", i);
+      mem_extent_[p.memref] = fmt::format("args[{}].extent", i);
     }
     for (size_t i = 0; i < f_.scalar_params.size(); ++i)
       o += fmt::format("  const int64_t {} = scalars[{}];\n", var_name(f_.scalar_params[i]), i);
@@ -83,8 +84,10 @@ class KernelEmitter {
       decls += fmt::format("  {}* __restrict l{} = reinterpret_cast<{}*>(arena + {});  // local %{}\n", ty, l, ty, offset,
                            m.name);
       decls += fmt::format("  static const int64_t l{}_s[] = {{{}}};\n", l, ints(strides));
+      decls += fmt::format("  static const int64_t l{}_e[] = {{{}}};\n", l, ints(shape));
       mem_ptr_[l] = fmt::format("l{}", l);
       mem_stride_[l] = fmt::format("l{}_s", l);
+      mem_extent_[l] = fmt::format("l{}_e", l);
       offset += local_bytes(m);
     }
     for (const TileDecl& t : f_.tiles) {
@@ -241,6 +244,22 @@ class KernelEmitter {
                          ctype(tile(in.srcs[0]).dtype), numel(t.shape), t.name, tile(in.srcs[0]).name, comment);
         return;
       }
+      case Opcode::TGATHER: {
+        const TileDecl& t = tile(in.dst);
+        o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, cexprs(in.valid), comment);
+        o += fmt::format("{}  if (!pto::tgather({}, {}, {}_shape, valid, {}, {}, {}, {}, {}[{}])) return 2; }}\n", pad,
+                         t.name, t.shape.size(), t.name, address(in), mem_stride_.at(in.memref), tile(in.srcs[0]).name,
+                         in.axis, mem_extent_.at(in.memref), in.axis);
+        return;
+      }
+      case Opcode::TSCATTER: {
+        const TileDecl& t = tile(in.srcs[0]);
+        o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, cexprs(in.valid), comment);
+        o += fmt::format("{}  if (!pto::tscatter({}, {}, valid, {}, {}_shape, {}, {}, {}, {}[{}])) return 2; }}\n", pad,
+                         address(in), mem_stride_.at(in.memref), t.shape.size(), t.name, t.name, tile(in.srcs[1]).name,
+                         in.axis, mem_extent_.at(in.memref), in.axis);
+        return;
+      }
       case Opcode::TMATMUL:
       case Opcode::TMATMUL_ACC: {
         const TileDecl& t = tile(in.dst);
@@ -330,7 +349,7 @@ class KernelEmitter {
 
   const InCoreFunction& f_;
   const std::vector<MemRef>& memrefs_;
-  std::map<int, std::string> mem_ptr_, mem_stride_;
+  std::map<int, std::string> mem_ptr_, mem_stride_, mem_extent_;
 };
 
 /// Emits the orchestration entry point.

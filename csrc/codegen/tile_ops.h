@@ -372,6 +372,58 @@ inline void tmatmul(T* __restrict dst, const T* __restrict a, const T* __restric
   }
 }
 
+/// Walks the valid part of a tile of shape `tshape`: calls f(flat tile index,
+/// element offset of the box position with the `axis` coordinate left out).
+template <typename F>
+inline void for_each_valid(int rank, const int64_t* tshape, const int64_t* valid, const int64_t* stride, int axis, F f) {
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d) total *= tshape[d];
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t rem = i, off = 0;
+    bool inside = true;
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t c = rem % tshape[d];
+      rem /= tshape[d];
+      inside = inside && c < valid[d];
+      if (d != axis) off += c * stride[d];
+    }
+    if (inside) f(i, off);
+  }
+}
+
+/// TGATHER: dst[i] = src[box position of i, with idx[i] on `axis`]; returns
+/// false when an index is outside [0, extent).
+template <typename T, typename S, typename I>
+inline bool tgather(T* __restrict dst, int rank, const int64_t* tshape, const int64_t* valid, const S* __restrict src,
+                    const int64_t* stride, const I* __restrict idx, int axis, int64_t extent) {
+  bool ok = true;
+  for_each_valid(rank, tshape, valid, stride, axis, [&](int64_t i, int64_t off) {
+    int64_t k = static_cast<int64_t>(idx[i]);
+    if (k < 0 || k >= extent) {
+      ok = false;
+      return;
+    }
+    dst[i] = cvt<T>(src[off + k * stride[axis]]);
+  });
+  return ok;
+}
+
+/// TSCATTER: dst[box position of i, with idx[i] on `axis`] = val[i].
+template <typename T, typename S, typename I>
+inline bool tscatter(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
+                     const I* __restrict idx, const T* __restrict val, int axis, int64_t extent) {
+  bool ok = true;
+  for_each_valid(rank, tshape, valid, stride, axis, [&](int64_t i, int64_t off) {
+    int64_t k = static_cast<int64_t>(idx[i]);
+    if (k < 0 || k >= extent) {
+      ok = false;
+      return;
+    }
+    dst[off + k * stride[axis]] = cvt<S>(val[i]);
+  });
+  return ok;
+}
+
 /// TEXPAND: broadcasts `src` (shape `sshape`, size-1 dims stretch) to `dshape`.
 template <typename T>
 inline void texpand(T* __restrict dst, int rank, const int64_t* dshape, const T* __restrict src, const int64_t* sshape) {

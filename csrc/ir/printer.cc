@@ -75,6 +75,14 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
       out += fmt::format("{}%{} = tfill {} : {}\n", pad, n.tile_name(in.dst),
                          in.scalar_expr ? in.scalar_expr->str() : scalar_str(in.scalar), type);
       return;
+    case Opcode::TGATHER:
+      out += fmt::format("{}%{} = tgather %{}[{}], %{} axis={}{} : {}\n", pad, n.tile_name(in.dst), n.memref(in.memref),
+                         exprs(in.offsets), n.tile_name(in.srcs.at(0)), in.axis, valid, type);
+      return;
+    case Opcode::TSCATTER:
+      out += fmt::format("{}tscatter %{}, %{}[{}], %{} axis={}{}\n", pad, n.tile_name(in.srcs.at(1)), n.memref(in.memref),
+                         exprs(in.offsets), n.tile_name(in.srcs.at(0)), in.axis, valid);
+      return;
     case Opcode::TARANGE:
       out += fmt::format("{}%{} = tarange {}, {}, {} : {}\n", pad, n.tile_name(in.dst), scalar_str(in.scalar),
                          in.step, in.offsets.empty() ? std::string("0") : in.offsets[0].str(), type);

@@ -33,6 +33,8 @@ const char* opcode_name(Opcode op) {
     case Opcode::TCOLEXPANDMAX: return "tcolexpandmax";
     case Opcode::TEXPAND: return "texpand";
     case Opcode::TARANGE: return "tarange";
+    case Opcode::TGATHER: return "tgather";
+    case Opcode::TSCATTER: return "tscatter";
     case Opcode::TMATMUL: return "tmatmul";
     case Opcode::TMATMUL_ACC: return "tmatmul_acc";
     case Opcode::TRESHAPE: return "treshape";
@@ -99,12 +101,18 @@ int opcode_num_srcs(Opcode op) {
     case Opcode::TROWMIN: case Opcode::TROWPROD: case Opcode::TCOLMIN: case Opcode::TCOLPROD:
     case Opcode::TREDSUM: case Opcode::TREDMAX: case Opcode::TREDMIN: case Opcode::TREDPROD: return 1;
     case Opcode::TSELECT: return 3;
+    case Opcode::TGATHER: return 1;
+    case Opcode::TSCATTER: return 2;
     case Opcode::TMATMUL_ACC: return 3;
     default: return 2;
   }
 }
 
 int instr_num_srcs(const Instr& in) { return opcode_num_srcs(in.op) - (in.scalar_pos >= 0 ? 1 : 0); }
+
+bool reads_memory(Opcode op) { return op == Opcode::TLOAD || op == Opcode::TGATHER; }
+bool writes_memory(Opcode op) { return op == Opcode::TSTORE || op == Opcode::TSCATTER; }
+int memory_tile(const Instr& in) { return reads_memory(in.op) ? in.dst : in.srcs.at(0); }
 
 bool is_reduction(Opcode op) {
   switch (op) {

@@ -37,6 +37,8 @@ enum class Opcode {
   TROWEXPANDADD, TROWEXPANDSUB, TROWEXPANDMUL, TROWEXPANDDIV, TROWEXPANDMAX,  ///< src1 is [..,1]
   TCOLEXPANDADD, TCOLEXPANDSUB, TCOLEXPANDMUL, TCOLEXPANDDIV, TCOLEXPANDMAX,  ///< src1 is [1,..]
   TARANGE,   ///< dst[i] = scalar + (offsets[0] + i) * step  (1-D)
+  TGATHER,   ///< dst[i] = memref[box origin + i, with index tile src0 replacing the `axis` coordinate]
+  TSCATTER,  ///< memref[box origin + i, with index src0[i] on `axis`] = src1[i]
   TMATMUL,      ///< dst = src0 @ src1 over the last two tile dims
   TMATMUL_ACC,  ///< dst += src0 @ src1 (dst is also the accumulator source)
   TEXPAND,   ///< general broadcast copy of src0 to dst's shape
@@ -96,6 +98,11 @@ struct Instr {
 int instr_num_srcs(const Instr& in);
 /// True for the reduction opcodes (TROW*, TCOL*, TRED*).
 bool is_reduction(Opcode op);
+/// Instructions that read a memref (TLOAD, TGATHER) or write one (TSTORE, TSCATTER).
+bool reads_memory(Opcode op);
+bool writes_memory(Opcode op);
+/// The tile whose shape is the box a memory instruction touches.
+int memory_tile(const Instr& in);
 
 struct Stmt;
 

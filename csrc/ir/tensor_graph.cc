@@ -43,6 +43,7 @@ const OpInfo kOps[] = {
     {K::View, "view", C::View, R::Same},        {K::Reshape, "reshape", C::View, R::Same},
     {K::Assemble, "assemble", C::Assemble, R::Same}, {K::Full, "full", C::Create, R::Same},
     {K::Arange, "arange", C::Create, R::Same},    {K::Matmul, "matmul", C::Matmul, R::Same},
+    {K::Gather, "gather", C::Gather, R::Same},    {K::Scatter, "scatter", C::Scatter, R::Same},
 };
 
 DataType apply_result(ResultType r, DataType t) {
@@ -490,6 +491,72 @@ int TensorGraphBuilder::add_matmul(int a, int b, DataType out_dtype, const std::
   op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return id;
+}
+
+namespace {
+/// Checks an index tensor for gather/scatter against the data tensor.
+void check_index(const char* op, const TensorValue& x, int& dim, const TensorValue& idx, const SourceLoc& loc) {
+  int rank = static_cast<int>(x.shape.size());
+  if (dim < -rank || dim >= rank)
+    throw UserError(where(op, loc) + fmt::format("dim {} is out of range for a tensor of rank {} (expected {} to {})", dim,
+                                                 rank, -rank, rank - 1));
+  if (dim < 0) dim += rank;
+  if (idx.dtype != DataType::INT32 && idx.dtype != DataType::INT64)
+    throw TypeError(where(op, loc) + fmt::format("index must be DT_INT32 or DT_INT64, found {}", dtype_name(idx.dtype)));
+  if (idx.shape.size() != x.shape.size())
+    throw UserError(where(op, loc) + fmt::format("index of shape {} must have the rank of the tensor of shape {}",
+                                                 shape_str(idx.shape), shape_str(x.shape)));
+  for (int d = 0; d < rank; ++d) {
+    if (d == dim) continue;
+    auto a = idx.shape[d].as_const(), b = x.shape[d].as_const();
+    if (a && b && *a > *b)
+      throw UserError(where(op, loc) + fmt::format("index of shape {} is larger than the tensor of shape {} in dim {}",
+                                                   shape_str(idx.shape), shape_str(x.shape), d));
+  }
+}
+}  // namespace
+
+int TensorGraphBuilder::add_gather(int x, int dim, int index, const std::vector<int64_t>& tile, const SourceLoc& loc) {
+  check_value(x, "gather", loc);
+  check_value(index, "gather", loc);
+  check_index("gather", g_.values[x], dim, g_.values[index], loc);
+  std::vector<Expr> shape = g_.values[index].shape;
+  DataType dt = g_.values[x].dtype;
+  check_tile("gather", tile, shape.size(), loc);
+  int id = new_value(shape, dt);
+  TensorOp op{TensorOpKind::Gather, {x, index}, id, dim, false, tile, loc};
+  op.operands = {Operand::tensor(x), Operand::tensor(index)};
+  op.compute = compute_dtype(dt);
+  op.region = open_.empty() ? -1 : open_.back();
+  g_.ops.push_back(op);
+  return id;
+}
+
+int TensorGraphBuilder::add_scatter(int target, int dim, int index, int src, const std::vector<int64_t>& tile,
+                                    const SourceLoc& loc) {
+  check_value(target, "scatter", loc);
+  check_value(index, "scatter", loc);
+  check_value(src, "scatter", loc);
+  const TensorValue& t = g_.values[target];
+  const TensorValue& i = g_.values[index];
+  const TensorValue& sv = g_.values[src];
+  check_index("scatter", t, dim, i, loc);
+  if (sv.shape.size() != i.shape.size())
+    throw UserError(where("scatter", loc) + fmt::format("src of shape {} must have the shape of index {}", shape_str(sv.shape),
+                                                        shape_str(i.shape)));
+  for (size_t d = 0; d < sv.shape.size(); ++d) {
+    auto a = sv.shape[d].as_const(), b = i.shape[d].as_const();
+    if ((a && b && *a != *b) || (!(a && b) && !sv.shape[d].equals(i.shape[d])))
+      throw UserError(where("scatter", loc) + fmt::format("src of shape {} must have the shape of index {}",
+                                                          shape_str(sv.shape), shape_str(i.shape)));
+  }
+  check_tile("scatter", tile, i.shape.size(), loc);
+  TensorOp op{TensorOpKind::Scatter, {index, src, target}, target, dim, false, tile, loc};
+  op.operands = {Operand::tensor(index), Operand::tensor(src), Operand::tensor(target)};
+  op.compute = compute_dtype(t.dtype);
+  op.region = open_.empty() ? -1 : open_.back();
+  g_.ops.push_back(op);
+  return target;
 }
 
 std::vector<int> region_path(const std::vector<Region>& regions, int region) {

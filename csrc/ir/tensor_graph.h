@@ -39,10 +39,12 @@ enum class TensorOpKind {
   Full,      ///< a new tensor filled with a constant
   Arange,    ///< a new 1-D tensor start, start + step, ...
   Matmul,    ///< [..., M, K] @ [..., K, N], batch dims broadcast
+  Gather,    ///< out[i] = x[i with index[i] on dim]  (inputs x, index)
+  Scatter,   ///< target[i with index[i] on dim] = src[i]  (inputs index, src, target; writes target)
 };
 
 /// Broad classes of ops, which decide how an op is tiled.
-enum class OpClass { Unary, Binary, Where, Cast, Reduce, View, Assemble, Create, Matmul };
+enum class OpClass { Unary, Binary, Where, Cast, Reduce, View, Assemble, Create, Matmul, Gather, Scatter };
 
 /// How an op decides its result dtype.
 enum class ResultType {
@@ -190,6 +192,10 @@ class TensorGraphBuilder {
   /// Adds a matrix product; `cube` holds the m, k, n L1 tile sizes, `cube_l0` their L0 sizes.
   int add_matmul(int a, int b, DataType out_dtype, const std::vector<int64_t>& cube,
                  const std::vector<int64_t>& cube_l0, const SourceLoc& loc);
+  /// out = x gathered along `dim` at `index` (an integer tensor of x's rank).
+  int add_gather(int x, int dim, int index, const std::vector<int64_t>& tile, const SourceLoc& loc);
+  /// Writes `src` into `target` along `dim` at `index`; returns `target`.
+  int add_scatter(int target, int dim, int index, int src, const std::vector<int64_t>& tile, const SourceLoc& loc);
   /// Opens a loop region: ops added until end_loop run once per index value.
   void begin_loop(const std::string& var, const Expr& start, const Expr& stop, const Expr& step, const SourceLoc& loc);
   void end_loop();

@@ -64,23 +64,25 @@ struct StmtChecker {
         fail("tile.use-before-def", fmt::format("{} reads tile %{} before it is written", what, tile(s)->name));
     }
     const TileDecl* dst = nullptr;
-    if (in.op != Opcode::TSTORE) {
+    if (!writes_memory(in.op)) {
       dst = tile(in.dst);
       if (!dst) fail("tile.declared", fmt::format("{} writes undeclared tile {}", what, in.dst));
     }
-    if (in.op == Opcode::TLOAD || in.op == Opcode::TSTORE) {
+    if (reads_memory(in.op) || writes_memory(in.op)) {
       check_memref(in.memref, what);
       const MemRef& m = memrefs[in.memref];
       if (in.offsets.size() != m.shape.size())
         fail("memref.rank", fmt::format("{} of %{} has {} offsets, the memref has rank {}", what, m.name,
                                         in.offsets.size(), m.shape.size()));
-      const TileDecl* t = in.op == Opcode::TLOAD ? dst : tile(in.srcs[0]);
+      const TileDecl* t = tile(memory_tile(in));
+      // The data tile (for TSCATTER the source, not the index) carries the memref's compute dtype.
+      const TileDecl* data = in.op == Opcode::TSCATTER ? tile(in.srcs[1]) : t;
       if (t->shape.size() != m.shape.size())
         fail("tile.rank", fmt::format("{} moves tile %{} of rank {} through memref %{} of rank {}", what, t->name,
                                       t->shape.size(), m.name, m.shape.size()));
-      if (t->dtype != compute_dtype(m.dtype))
-        fail("tile.dtype", fmt::format("{}: tile %{} is {}, memref %{} ({}) computes in {}", what, t->name,
-                                       dtype_name(t->dtype), m.name, dtype_name(m.dtype),
+      if (data->dtype != compute_dtype(m.dtype))
+        fail("tile.dtype", fmt::format("{}: tile %{} is {}, memref %{} ({}) computes in {}", what, data->name,
+                                       dtype_name(data->dtype), m.name, dtype_name(m.dtype),
                                        dtype_name(compute_dtype(m.dtype))));
       for (const Expr& e : in.offsets) check_expr(e, what);
     }
@@ -206,7 +208,10 @@ void verify(const TensorGraph& g) {
     const TensorOp& op = g.ops[i];
     const OpInfo& info = op_info(op.kind);
     size_t arity = info.cls == OpClass::Where ? 3
-                   : info.cls == OpClass::Binary || info.cls == OpClass::Assemble || info.cls == OpClass::Matmul ? 2
+                   : info.cls == OpClass::Scatter ? 3
+                   : info.cls == OpClass::Binary || info.cls == OpClass::Assemble || info.cls == OpClass::Matmul ||
+                           info.cls == OpClass::Gather
+                       ? 2
                    : info.cls == OpClass::Create ? (op.kind == TensorOpKind::Full ? 1 : 0) : 1;
     size_t tensors = 0;
     for (const Operand& o : op.operands) tensors += o.is_tensor();
@@ -217,8 +222,11 @@ void verify(const TensorGraph& g) {
     for (int in : op.inputs)
       if (!defined.count(in)) fail("tensor.use-before-def", fmt::format("op {} ({}) reads value {} before it is defined", i, info.name, in));
     if (op.output < 0 || op.output >= static_cast<int>(g.values.size())) fail("tensor.value-exists", fmt::format("op {} output {} does not exist", i, op.output));
-    bool writes_existing = info.cls == OpClass::Assemble;  // writes into the view it names
-    if (writes_existing) {
+    bool writes_existing = info.cls == OpClass::Assemble || info.cls == OpClass::Scatter;  // writes an existing tensor
+    if (info.cls == OpClass::Scatter) {
+      if (op.inputs.size() != 3 || op.output != op.inputs[2])
+        fail("tensor.scatter", fmt::format("op {} (scatter) must write the tensor it takes as its third input", i));
+    } else if (writes_existing) {
       if (op.inputs.size() != 2 || op.output != op.inputs[1] || !g.value(op.output).view)
         fail("tensor.assemble", fmt::format("op {} (assemble) must write the view it takes as its second input", i));
     } else if (!defined.insert(op.output).second) {
@@ -234,7 +242,9 @@ void verify(const TensorGraph& g) {
       if (op.cube_tile.size() != 3) fail("tensor.cube-tile", fmt::format("op {} (matmul) has no m, k, n cube tile", i));
       continue;
     }
-    size_t iter_rank = info.cls == OpClass::Reduce ? g.value(op.inputs[0]).shape.size() : g.value(op.output).shape.size();
+    size_t iter_rank = info.cls == OpClass::Reduce  ? g.value(op.inputs[0]).shape.size()
+                       : info.cls == OpClass::Scatter ? g.value(op.inputs[0]).shape.size()
+                                                      : g.value(op.output).shape.size();
     if (op.tile_shape.size() != iter_rank)
       fail("tensor.tile-rank", fmt::format("op {} ({}) has tile shape of rank {}, expected {}", i, info.name, op.tile_shape.size(), iter_rank));
     if (info.cls == OpClass::Reduce) {
@@ -286,7 +296,7 @@ void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs
   // Stores into inputs would race with other readers of the caller's tensors.
   std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
     for (const Stmt& s : body) {
-      if (auto* in = std::get_if<Instr>(&s.node); in && in->op == Opcode::TSTORE) {
+      if (auto* in = std::get_if<Instr>(&s.node); in && writes_memory(in->op)) {
         for (const RegionParam& p : f.params)
           if (p.memref == in->memref && !p.is_output)
             fail("function.store-to-input", fmt::format("@{} stores into input parameter %{}", f.name, p.name));

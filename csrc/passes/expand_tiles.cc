@@ -257,6 +257,34 @@ class Expander {
     if (info.cls == OpClass::View) return;  // views move no data
     if (info.cls == OpClass::Matmul) {
       n.body = matmul(op, idx);
+    } else if (info.cls == OpClass::Gather || info.cls == OpClass::Scatter) {
+      // Over the index's shape: load index tiles, then read (gather) or write
+      // (scatter) the data tensor at the indexed positions of the block.
+      bool gather = info.cls == OpClass::Gather;
+      int index = gather ? op.inputs[1] : op.inputs[0];
+      int data = gather ? op.inputs[0] : op.inputs[2];
+      const TensorValue& iv = g_.value(index);
+      Space s = make_space(iv.shape, op.tile_shape, idx, iv.valid);
+      std::vector<Stmt> body;
+      int it = load_operand(index, s, body);
+      Instr in{gather ? Opcode::TGATHER : Opcode::TSCATTER};
+      in.memref = data;
+      in.axis = op.dim;
+      in.valid = s.valid;
+      for (size_t d = 0; d < s.shape.size(); ++d) in.offsets.push_back(static_cast<int>(d) == op.dim ? Expr(0) : s.offset[d]);
+      if (gather) {
+        in.srcs = {it};
+        in.dst = new_tile(s.tile, compute_dtype(g_.value(data).dtype));
+        body.push_back(instr(in));
+        store(in.dst, op.output, s, body);
+      } else {
+        int src = convert(load_operand(op.inputs[1], s, body), compute_dtype(g_.value(data).dtype), body);
+        in.srcs = {it, src};
+        body.push_back(instr(in));
+      }
+      std::vector<int> dims;
+      for (size_t d = 0; d < s.shape.size(); ++d) dims.push_back(static_cast<int>(d));
+      n.body = nest(s, dims, std::vector<bool>(dims.size(), true), std::move(body));
     } else if (info.cls == OpClass::Reduce) {
       n.body = reduce(op, idx);
     } else if (info.cls == OpClass::Assemble || info.cls == OpClass::Create) {

@@ -70,7 +70,7 @@ class Forwarder {
         // What the loop writes is not available inside it (later iterations) nor after it.
         std::set<int> stored_mems, written_tiles;
         for_each_instr(l->body, [&](const Instr& in) {
-          if (in.op == Opcode::TSTORE) stored_mems.insert(in.memref);
+          if (writes_memory(in.op)) stored_mems.insert(in.memref);
           if (in.dst >= 0) written_tiles.insert(in.dst);
         });
         for (int m : stored_mems) kill_memref(avail, m);
@@ -99,17 +99,15 @@ class Forwarder {
         if (forwarded) continue;
       }
       if (in->dst >= 0) kill_tile(avail, in->dst);
-      if (in->op == Opcode::TSTORE) {
-        kill_memref(avail, in->memref);
-        avail.push_back(Entry{in->memref, in->offsets, in->valid, in->srcs[0]});
-      }
+      if (writes_memory(in->op)) kill_memref(avail, in->memref);
+      if (in->op == Opcode::TSTORE) avail.push_back(Entry{in->memref, in->offsets, in->valid, in->srcs[0]});
     }
   }
 
   void eliminate_dead() {
     std::set<int> loaded;
     for_each_instr(f_.body, [&](const Instr& in) {
-      if (in.op == Opcode::TLOAD) loaded.insert(in.memref);
+      if (reads_memory(in.op)) loaded.insert(in.memref);
     });
     std::set<int> dead_locals;
     for (int l : f_.locals)
@@ -132,7 +130,7 @@ class Forwarder {
             continue;
           }
           Instr& in = std::get<Instr>(body[i].node);
-          bool dead = in.op == Opcode::TSTORE ? dead_locals.count(in.memref) > 0 : !read.count(in.dst);
+          bool dead = writes_memory(in.op) ? dead_locals.count(in.memref) > 0 : !read.count(in.dst);
           if (dead) {
             body.erase(body.begin() + i--);
             changed = true;

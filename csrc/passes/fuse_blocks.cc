@@ -30,6 +30,7 @@ struct Split {
   std::vector<Stmt> body;
   int produces = -1;       ///< memref stored by the nest
   std::set<int> reads;     ///< memrefs loaded by the nest
+  bool fusible = true;     ///< data-dependent addressing keeps a nest on its own
 };
 
 Split split(const TileNest& n) {
@@ -46,8 +47,9 @@ Split split(const TileNest& n) {
   }
   s.body = *body;
   for_each_instr(s.body, [&](const Instr& in) {
-    if (in.op == Opcode::TSTORE) s.produces = in.memref;
-    if (in.op == Opcode::TLOAD) s.reads.insert(in.memref);
+    if (writes_memory(in.op)) s.produces = in.memref;
+    if (reads_memory(in.op)) s.reads.insert(in.memref);
+    if (in.op == Opcode::TGATHER || in.op == Opcode::TSCATTER) s.fusible = false;
   });
   return s;
 }
@@ -97,19 +99,19 @@ bool aligned(const std::vector<const Split*>& members, size_t len, const TileGra
     int mem = members[p]->produces;
     std::vector<const Instr*> stores;
     for_each_instr(bodies[p], [&](const Instr& in) {
-      if (in.op == Opcode::TSTORE && in.memref == mem) stores.push_back(&in);
+      if (writes_memory(in.op) && in.memref == mem) stores.push_back(&in);
     });
     for (size_t c = p + 1; c < members.size(); ++c) {
       if (!members[c]->reads.count(mem)) continue;
       bool ok = true;
       for_each_instr(bodies[c], [&](const Instr& ld) {
-        if (ld.op != Opcode::TLOAD || ld.memref != mem) return;
+        if (!reads_memory(ld.op) || ld.memref != mem) return;
         for (const Instr* st : stores) {
           for (size_t e = 0; e < ld.offsets.size(); ++e) {
             auto gs = grid_vars_in(st->offsets[e], len), gl = grid_vars_in(ld.offsets[e], len);
             if (gs != gl) ok = false;
             else if (!gs.empty() && !st->offsets[e].equals(ld.offsets[e])) ok = false;
-            else if (!gs.empty() && g.tiles[st->srcs[0]].shape[e] != g.tiles[ld.dst].shape[e]) ok = false;
+            else if (!gs.empty() && g.tiles[memory_tile(*st)].shape[e] != g.tiles[memory_tile(ld)].shape[e]) ok = false;
           }
         }
       });
@@ -154,7 +156,8 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
   // Greedy grouping in program order.
   std::vector<Group> groups;
   for (const Split& s : splits) {
-    if (opts.fusion && !groups.empty() && groups.back().members[0]->nest->region == s.nest->region) {
+    if (opts.fusion && !groups.empty() && groups.back().members[0]->nest->region == s.nest->region && s.fusible &&
+        groups.back().members.back()->fusible) {
       Group& last = groups.back();
       bool consumes = false;
       for (const Split* m : last.members) consumes |= s.reads.count(m->produces) > 0;
@@ -217,9 +220,9 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
     std::vector<int> touched;
     std::map<int, bool> stored;
     for_each_instr(f.body, [&](const Instr& in) {
-      if (in.op != Opcode::TLOAD && in.op != Opcode::TSTORE) return;
+      if (!reads_memory(in.op) && !writes_memory(in.op)) return;
       if (std::find(touched.begin(), touched.end(), in.memref) == touched.end()) touched.push_back(in.memref);
-      if (in.op == Opcode::TSTORE) stored[in.memref] = true;
+      if (writes_memory(in.op)) stored[in.memref] = true;
     });
 
     BlockLaunch launch;
@@ -244,8 +247,8 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
       std::vector<bool> blocked(rank, true);
       std::vector<int64_t> tile_extent(rank, 0);
       for_each_instr(f.body, [&](const Instr& in) {
-        if ((in.op != Opcode::TLOAD && in.op != Opcode::TSTORE) || in.memref != mem) return;
-        const TileDecl& t = g.tiles[in.op == Opcode::TLOAD ? in.dst : in.srcs[0]];
+        if ((!reads_memory(in.op) && !writes_memory(in.op)) || in.memref != mem) return;
+        const TileDecl& t = g.tiles[memory_tile(in)];
         for (size_t e = 0; e < rank; ++e) {
           if (grid_vars_in(in.offsets[e], len).empty()) {
             blocked[e] = false;
@@ -276,7 +279,7 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
         }
       }
       for_each_instr(f.body, [&](Instr& in) {
-        if ((in.op != Opcode::TLOAD && in.op != Opcode::TSTORE) || in.memref != mem) return;
+        if ((!reads_memory(in.op) && !writes_memory(in.op)) || in.memref != mem) return;
         for (auto& [e, o] : rebase) in.offsets[e] = in.offsets[e] - o;
       });
       if (local) {

@@ -25,8 +25,8 @@ struct Access {
 std::vector<Access> accesses(const std::vector<Stmt>& body) {
   std::vector<Access> out;
   for_each_instr(body, [&](const Instr& in) {
-    if (in.op == Opcode::TLOAD) out.push_back({&in, false});
-    if (in.op == Opcode::TSTORE) out.push_back({&in, true});
+    if (reads_memory(in.op)) out.push_back({&in, false});
+    if (writes_memory(in.op)) out.push_back({&in, true});
   });
   return out;
 }
@@ -60,7 +60,7 @@ bool same_iteration_box(const Instr& a, const Instr& b, const std::string& var, 
     const Expr& o = a.offsets[e];
     // offset == var * extent, with the tile exactly `extent` long along e.
     if (o.kind() == Expr::Kind::Mul && o.lhs().is_var() && o.lhs().name() == var && o.rhs().is_const()) {
-      int ta = a.op == Opcode::TLOAD ? a.dst : a.srcs[0];
+      int ta = memory_tile(a);
       for (const TileDecl& t : tiles)
         if (t.id == ta && e < t.shape.size() && t.shape[e] == o.rhs().value()) disjoint = true;
     }
@@ -94,7 +94,7 @@ bool hoistable(const std::vector<Stmt>& between, const Loop& a) {
     if (in->dst >= 0 && touched.count(in->dst)) return false;
     for (int t : in->srcs)
       if (touched.count(t)) return false;
-    if ((in->op == Opcode::TLOAD || in->op == Opcode::TSTORE) && mems.count(in->memref)) return false;
+    if ((reads_memory(in->op) || writes_memory(in->op)) && mems.count(in->memref)) return false;
   }
   return true;
 }

@@ -43,7 +43,8 @@ from pypto.ops import (
 from pypto.frontend.symbolic import SymExpr, ceildiv
 from pypto.frontend.tensor import DYNAMIC
 from pypto.shape_ops import (
-    arange, assemble, concat, expand_clone, full, ones, permute, reshape, squeeze, transpose, unsqueeze, view, zeros,
+    arange, assemble, concat, expand_clone, full, gather, ones, permute, reshape, scatter, squeeze, transpose, unsqueeze,
+    view, zeros,
 )
 
 from pypto.frontend.control import cond, is_loop_begin, is_loop_end, loop
@@ -63,7 +64,7 @@ __all__ = [
     "ne", "neg", "pow", "prod", "reciprocal", "relu", "rms_norm", "round", "rsqrt", "sigmoid", "silu", "softmax",
     "sqrt", "sub", "sum", "tanh", "trunc", "var", "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",
-    "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "set_cube_tile_shapes", "get_cube_tile_shapes",
+    "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "set_cube_tile_shapes", "get_cube_tile_shapes",
     "PyptoError",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError",
 ]

@@ -337,3 +337,29 @@ def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         assemble(t, offsets, out)
         off = off + t.shape[dim]
     return out
+
+
+def gather(x, dim: int, index) -> Tensor:
+    """``out[i][j] = x[i][index[i][j]]`` (for dim 1; any dim alike), as torch.gather.
+    An index outside the dim raises pypto.TaskError when the kernel runs."""
+    ctx = _ctx("gather")
+    ix, ii = _tensor("gather", x, ctx, "the"), _tensor("gather", index, ctx, "index")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise UserTypeError(f"pypto.gather: dim must be an int, found {dim!r}")
+    file, line = user_location()
+    return Tensor._traced(ctx, ctx.builder.add_gather(ix, dim, ii, _tile(ctx), file, line))
+
+
+def scatter(x, dim: int, index, src) -> Tensor:
+    """A copy of ``x`` with ``src`` written at ``index`` along ``dim``, as torch.scatter
+    (``src`` may be a number). Duplicate indices keep the last write."""
+    ctx = _ctx("scatter")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise UserTypeError(f"pypto.scatter: dim must be an int, found {dim!r}")
+    if not isinstance(src, Tensor):
+        src = full(list(index.shape), src, x.dtype)
+    out = _materialize(x)
+    file, line = user_location()
+    ctx.builder.add_scatter(out._id, dim, _tensor("scatter", index, ctx, "index"), _tensor("scatter", src, ctx, "src"),
+                            _tile(ctx), file, line)
+    return out
