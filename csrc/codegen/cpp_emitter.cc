@@ -72,6 +72,24 @@ class KernelEmitter {
     for (int l : f_.locals) {
       const MemRef& m = memrefs_.at(l);
       check_dtype(m.dtype, "local buffer " + m.name);
+      if (local_is_dynamic(m)) {
+        // Sized by a symbolic dim: a per-thread buffer that grows as needed.
+        std::string ty = dtype_cpp_type(m.dtype);
+        std::vector<std::string> strides(m.shape.size());
+        std::string n = "INT64_C(1)";
+        for (size_t d = m.shape.size(); d-- > 0;) {
+          strides[d] = n;
+          n = fmt::format("({} * {})", n, cexpr(m.shape[d]));
+        }
+        decls += fmt::format("  static thread_local pto::Scratch l{}_buf;\n", l);
+        decls += fmt::format("  {}* __restrict l{} = l{}_buf.get<{}>({});  // local %{}\n", ty, l, l, ty, n, m.name);
+        decls += fmt::format("  const int64_t l{}_s[] = {{{}}};\n", l, list(strides));
+        decls += fmt::format("  const int64_t l{}_e[] = {{{}}};\n", l, cexprs(m.shape));
+        mem_ptr_[l] = fmt::format("l{}", l);
+        mem_stride_[l] = fmt::format("l{}_s", l);
+        mem_extent_[l] = fmt::format("l{}_e", l);
+        continue;
+      }
       std::vector<int64_t> shape;
       for (const Expr& d : m.shape) shape.push_back(d.value());
       std::vector<int64_t> strides(shape.size());

@@ -9,6 +9,7 @@
 #define PYPTO_TILE_OPS_H_
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmath>
@@ -20,6 +21,24 @@ namespace pto {
 /// bfloat16 storage: the top 16 bits of an IEEE float.
 struct bf16 {
   uint16_t bits;
+};
+
+/// A per-thread, 64-byte-aligned buffer that grows to the largest size asked
+/// (local buffers whose size depends on a symbolic dim).
+struct Scratch {
+  void* p = nullptr;
+  size_t bytes = 0;
+  template <typename T>
+  T* get(int64_t count) {
+    size_t need = (static_cast<size_t>(count) * sizeof(T) + 63) / 64 * 64;
+    if (need > bytes) {
+      free(p);
+      p = aligned_alloc(64, need ? need : 64);
+      bytes = need;
+    }
+    return static_cast<T*>(p);
+  }
+  ~Scratch() { free(p); }
 };
 
 /// Converts between storage and compute types (bf16 by bit manipulation,

@@ -133,6 +133,12 @@ int64_t tile_bytes(const TileDecl& t) {
   return round64(n);
 }
 
+bool local_is_dynamic(const MemRef& m) {
+  for (const Expr& d : m.shape)
+    if (!d.is_const()) return true;
+  return false;
+}
+
 int64_t local_bytes(const MemRef& m) {
   int64_t n = dtype_size(m.dtype);
   for (const Expr& d : m.shape) {

@@ -214,5 +214,7 @@ struct ExecutionGraph {
 int64_t tile_bytes(const TileDecl& t);
 /// Bytes of one local buffer (its shape must be static), rounded up to 64.
 int64_t local_bytes(const MemRef& m);
+/// True when a local buffer's size is only known at run time (a symbolic dim).
+bool local_is_dynamic(const MemRef& m);
 
 }  // namespace pypto

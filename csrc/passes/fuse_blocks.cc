@@ -286,6 +286,13 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
         m.kind = MemKind::Local;
         m.shape = block_shape;
         f.locals.push_back(mem);
+        // A local sized by a symbolic dim needs that dim inside the function.
+        for (const Expr& d : block_shape)
+          for (const auto& v : vars_of(d))
+            if (std::find(f.scalar_params.begin(), f.scalar_params.end(), v) == f.scalar_params.end()) {
+              f.scalar_params.push_back(v);
+              launch.call.scalars.push_back(Expr::var(v));
+            }
       } else {
         RegionParam p;
         p.name = m.name;

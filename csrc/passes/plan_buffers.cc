@@ -2,8 +2,9 @@
 //
 // Requires: a verified Block Graph whose local buffers have static shapes.
 // Guarantees: every InCore function's `buffer_bytes` is the sum of its tile
-// buffers and local buffers, each rounded up to 64 bytes (the alignment the
-// generated code gives them).
+// buffers and static local buffers, each rounded up to 64 bytes (the
+// alignment the generated code gives them); locals sized by a symbolic dim
+// are allocated at run time and not counted.
 #include "passes/plan_buffers.h"
 
 #include <fmt/format.h>
@@ -17,7 +18,10 @@ BlockGraph PlanBuffers(const BlockGraph& g, const PassOptions&) {
   for (InCoreFunction& f : out.functions) {
     int64_t bytes = 0;
     for (const TileDecl& t : f.tiles) bytes += tile_bytes(t);
-    for (int l : f.locals) bytes += local_bytes(out.memrefs.at(l));
+    // A local sized by a symbolic dim is allocated when the kernel runs; its
+    // bytes are not part of the static figure.
+    for (int l : f.locals)
+      if (!local_is_dynamic(out.memrefs.at(l))) bytes += local_bytes(out.memrefs.at(l));
     f.buffer_bytes = bytes;
   }
   return out;

@@ -286,3 +286,44 @@ def test_nan_and_inf_propagate():
     x = torch.tensor([[float("nan"), 1, 2, 3], [float("-inf"), float("inf"), 0, -1]])
     for got, ref in zip(f(x), (x.amax(-1, keepdim=True), torch.maximum(x, torch.tensor(0.0)), torch.relu(x), torch.exp(x))):
         torch.testing.assert_close(got, ref, equal_nan=True)
+
+
+# ---------------------------------------------------------------- output-parameter style
+
+OUT_STYLE_OPS = {
+    "exp": (lambda x, y: pypto.exp(x), lambda x, y: torch.exp(x)),
+    "sigmoid": (lambda x, y: pypto.sigmoid(x), lambda x, y: torch.sigmoid(x)),
+    "add": (lambda x, y: x + y, lambda x, y: x + y),
+    "maximum": (lambda x, y: pypto.maximum(x, y), lambda x, y: torch.maximum(x, y)),
+    "where": (lambda x, y: pypto.where(x > y, x, y), lambda x, y: torch.where(x > y, x, y)),
+    "softmax": (lambda x, y: pypto.softmax(x, -1), lambda x, y: torch.softmax(x, -1)),
+    "sum": (lambda x, y: pypto.sum(x, -1, True) + y, lambda x, y: x.sum(-1, keepdim=True) + y),
+    "amin": (lambda x, y: pypto.amin(x, 0, True) * y, lambda x, y: x.amin(0, keepdim=True) * y),
+    "matmul": (lambda x, y: pypto.matmul(x, pypto.transpose(y, 0, 1)), lambda x, y: x @ y.t()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUT_STYLE_OPS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+def test_ops_in_output_parameter_style(name, dtype, kind):
+    shape = (19, 19) if name == "matmul" else (19, 37)
+    fn, ref = OUT_STYLE_OPS[name]
+
+    @pypto.jit
+    def f(x: pypto.Tensor(shape, PT[dtype]), y: pypto.Tensor(shape, PT[dtype]), out: pypto.Tensor()):
+        pypto.set_vec_tile_shapes(8, 16)
+        pypto.set_cube_tile_shapes([8, 8], [16, 16], [8, 8])
+        out[:] = fn(x, y)
+
+    x, y = rand(shape, dtype), rand(shape, dtype)
+    expect = ref(x.double(), y.double()).to(dtype)
+    out = torch.zeros(expect.shape, dtype=dtype)
+    if kind == "numpy":
+        out_np = out.numpy()
+        assert f(x.numpy(), y.numpy(), out_np) is None
+        out = torch.from_numpy(out_np)
+    else:
+        assert f(x, y, out) is None
+    tol = dict(atol=2e-5 * 10, rtol=2e-5 * 10) if dtype == torch.float32 else dict(atol=1e-2, rtol=1e-2)
+    torch.testing.assert_close(out, expect, **tol)

@@ -101,3 +101,16 @@ def test_numpy_dynamic():
     for shape in ((3, 5), (17, 33)):
         x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
         np.testing.assert_allclose(f(x), x.max(-1, keepdims=True) - x)
+
+
+def test_dynamic_reduced_dim_uses_a_run_time_sized_local_buffer():
+    @pypto.jit
+    def f(x: pypto.Tensor([pypto.DYNAMIC, pypto.DYNAMIC], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 16)
+        return pypto.softmax(x, -1)
+
+    for shape in ((5, 7), (20, 100), (9, 300)):
+        x = torch.randn(*shape)
+        torch.testing.assert_close(f(x), torch.softmax(x, -1), atol=1e-5, rtol=0)
+    assert len(f._cache) == 1
+    assert f.compile(torch.randn(3, 3)).stats()["incore_functions"] == 1
