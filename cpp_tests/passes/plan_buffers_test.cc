@@ -62,15 +62,24 @@ TEST(PlanBuffersTest, OnlyBufferBytesChange) {
   EXPECT_EQ(print(after), print(before));
 }
 
-TEST(PlanBuffersTest, DynamicLocalBuffersAreNotSupported) {
+TEST(PlanBuffersTest, DynamicLocalBuffersAreSizedAtRunTime) {
   TensorGraphBuilder b("dyn_cols");
   b.add_dyn_dim("N");
   int x = b.add_param("x", {Expr(64), Expr::var("N")}, DataType::FP32);
   int e = b.add_unary(TensorOpKind::Exp, x, {32, 32}, testing::TestLoc());
   int s = b.add_reduce(TensorOpKind::Sum, e, 1, true, {32, 32}, testing::TestLoc());
   b.set_outputs({b.add_binary(TensorOpKind::Div, e, s, {32, 32}, testing::TestLoc())});
-  // exp's block [32, N] must outlive the sum, in a local buffer of unknown size.
-  EXPECT_THROW(run_pipeline(b.finish(), PassOptions{}), NotSupportedError);
+  // exp's block [32, N] outlives the sum in a local buffer sized when the
+  // kernel runs: it is not in the static byte count, and N becomes a scalar.
+  PipelineResult r = run_pipeline(b.finish(), PassOptions{});
+  ASSERT_EQ(r.block.functions.size(), 1u);
+  const InCoreFunction& f = r.block.functions[0];
+  ASSERT_EQ(f.locals.size(), 1u);
+  EXPECT_TRUE(local_is_dynamic(r.block.memrefs[f.locals[0]]));
+  int64_t tiles = 0;
+  for (const TileDecl& t : f.tiles) tiles += tile_bytes(t);
+  EXPECT_EQ(f.buffer_bytes, tiles);
+  EXPECT_NE(std::find(f.scalar_params.begin(), f.scalar_params.end(), "N"), f.scalar_params.end());
 }
 
 }  // namespace

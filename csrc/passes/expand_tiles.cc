@@ -237,7 +237,20 @@ class Expander {
     }
   }
 
+  /// A low-precision result rounded to its type before it is stored, so a
+  /// fused consumer that reads the tile sees what an unfused one would load.
+  int round_to_storage(int tile, DataType dt, std::vector<Stmt>& body) {
+    if (dt != DataType::FP16 && dt != DataType::BF16) return tile;
+    Instr r{Opcode::TCAST};
+    r.srcs = {tile};
+    r.dst = new_tile(out_.tiles[tile].shape, out_.tiles[tile].dtype);
+    r.round_to = dt;
+    body.push_back(instr(r));
+    return r.dst;
+  }
+
   void store(int tile, int v, const Space& s, std::vector<Stmt>& body) {
+    tile = round_to_storage(tile, g_.value(v).dtype, body);
     Instr st{Opcode::TSTORE};
     st.srcs = {tile};
     st.memref = v;
@@ -568,6 +581,7 @@ class Expander {
       stored = rs.dst;
     }
     stored = convert(stored, compute_dtype(outv.dtype), body);
+    stored = round_to_storage(stored, outv.dtype, body);
     st.srcs = {stored};
     body.push_back(instr(st));
 

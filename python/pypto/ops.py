@@ -278,6 +278,14 @@ def prod(x, dim=None, keepdim=False) -> Tensor:
     return _reduce("prod", x, dim, keepdim)
 
 
+def _require_float(op: str, x) -> None:
+    from pypto._dtypes import DT_BF16, DT_DOUBLE, DT_FP16, DT_FP32
+
+    if isinstance(x, Tensor) and x.dtype not in (DT_FP32, DT_FP16, DT_BF16, DT_DOUBLE):
+        file, line = user_location()
+        raise UserTypeError(f"pypto.{op} at {file}:{line}: expects a floating-point tensor (as torch), found {x.dtype.name}")
+
+
 def _count(x: Tensor, dims: list[int]):
     n = 1
     for d in dims:
@@ -288,6 +296,7 @@ def _count(x: Tensor, dims: list[int]):
 def mean(x, dim=None, keepdim=False) -> Tensor:
     """Mean over ``dim`` (floating-point tensors)."""
     _ctx("mean")
+    _require_float("mean", x)
     dims = _dims("mean", x, dim)
     if keepdim:
         return div(_reduce("sum", x, dims, True), _count(x, dims))
@@ -299,6 +308,7 @@ def var(x, dim=None, keepdim=False, correction=1, unbiased=None) -> Tensor:
     """Variance over ``dim`` with Bessel's ``correction`` (torch's default 1;
     ``unbiased=False`` means correction 0)."""
     _ctx("var")
+    _require_float("var", x)
     if unbiased is not None:
         correction = 1 if unbiased else 0
     dims = _dims("var", x, dim)

@@ -287,9 +287,17 @@ def arange(start, end=None, step=1, dtype: DataType | None = None) -> Tensor:
 
 
 def _materialize(src: Tensor) -> Tensor:
-    """A new tensor holding a copy of ``src`` (e.g. a view)."""
-    out = full(list(src.shape), 0, src.dtype)
-    assemble(src, [0] * len(src.shape), out)
+    """A new tensor holding a copy of ``src`` (e.g. a view), tiled by the
+    active vec tile fitted to its rank."""
+    ctx = _ctx("assemble")
+    saved = ctx.vec_tile
+    if saved is not None and len(saved) != len(src.shape):
+        ctx.vec_tile = tuple(_fit_tile(list(saved), len(src.shape)))
+    try:
+        out = full(list(src.shape), 0, src.dtype)
+        assemble(src, [0] * len(src.shape), out)
+    finally:
+        ctx.vec_tile = saved
     return out
 
 

@@ -149,3 +149,26 @@ def test_view_out_of_range_is_an_error():
 
     with pytest.raises(ValueError, match=r"pypto.view at .*test_views.py:\d+: the view reaches index 7 of dim 1"):
         f(torch.randn(4, 6))
+
+
+def test_returned_view_is_copied_with_a_tile_of_its_rank():
+    @pypto.jit
+    def f(x: pypto.Tensor((4, 8), pypto.DT_FP32), y: pypto.Tensor((2, 2, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 2, 8)
+        return x[0:2, :], y * 1
+
+    x, y = torch.randn(4, 8), torch.randn(2, 2, 8)
+    a, b = f(x, y)
+    torch.testing.assert_close(a, x[0:2])
+    torch.testing.assert_close(b, y)
+
+
+def test_fused_low_precision_intermediate_is_rounded_to_its_type():
+    @pypto.jit
+    def f(x: pypto.Tensor((8, 16), pypto.DT_FP16)):
+        pypto.set_vec_tile_shapes(8, 16)
+        z = x * 0.3
+        return z, pypto.cast(z, pypto.DT_FP32)
+
+    z, z32 = f(torch.randn(8, 16).half())
+    assert torch.equal(z32, z.float())
