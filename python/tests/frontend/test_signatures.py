@@ -114,3 +114,33 @@ def test_dynamic_reduced_dim_uses_a_run_time_sized_local_buffer():
         torch.testing.assert_close(f(x), torch.softmax(x, -1), atol=1e-5, rtol=0)
     assert len(f._cache) == 1
     assert f.compile(torch.randn(3, 3)).stats()["incore_functions"] == 1
+
+
+def test_symbolic_scalar_arithmetic_in_views():
+    @pypto.jit
+    def f(x: pypto.Tensor([pypto.DYNAMIC, 8], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        n = x.shape[0]
+        half = n // 2
+        last = (n - 1) % n          # n - 1
+        top = pypto.view(x, [4, 8], [half - 2, 0])
+        row = pypto.view(x, [1, 8], [last, 0])
+        pypto.set_vec_tile_shapes(4, 8)
+        return top * (n - half).max(1) + row
+
+    for rows in (6, 11):
+        x = torch.randn(rows, 8)
+        h = rows // 2
+        torch.testing.assert_close(f(x), x[h - 2:h + 2] * max(rows - h, 1) + x[rows - 1:rows])
+
+
+def test_numpy_strided_input_is_read_in_place():
+    @pypto.jit
+    def f(x: pypto.Tensor((5, 7), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 4)
+        return pypto.exp(x)
+
+    base = np.random.default_rng(3).standard_normal((10, 21)).astype(np.float32)
+    x = base[::2, ::3]
+    assert not x.flags["C_CONTIGUOUS"]
+    np.testing.assert_allclose(f(x), np.exp(x), rtol=1e-6)
