@@ -407,3 +407,68 @@ TEST(VerifierTest, MessagesNameTheOffender) {
 
 }  // namespace
 }  // namespace pypto
+
+namespace pypto {
+namespace {
+
+// Rules added with views, assemble, matmul, scatter and conditions.
+
+TensorGraph ViewAssembleGraph() {
+  TensorGraphBuilder b("va");
+  int x = b.add_param("x", {Expr(8), Expr(8)}, DataType::FP32);
+  int out = b.add_param("out", {Expr(8), Expr(8)}, DataType::FP32);
+  int v = b.add_view(out, {Expr(4), Expr(8)}, {Expr(0), Expr(0)}, {0, 1}, {1, 1}, {}, testing::TestLoc());
+  int y = b.add_view(x, {Expr(4), Expr(8)}, {Expr(4), Expr(0)}, {0, 1}, {1, 1}, {}, testing::TestLoc());
+  b.add_assemble(y, v, {4, 8}, testing::TestLoc());
+  return b.finish();
+}
+
+TEST(VerifierTest, TensorAssembleMustWriteItsView) {
+  TensorGraph g = ViewAssembleGraph();
+  verify(g);
+  for (TensorOp& op : g.ops)
+    if (op.kind == TensorOpKind::Assemble) op.output = op.inputs[0];
+  ExpectRule(g, "tensor.assemble");
+}
+
+TEST(VerifierTest, TensorViewNeedsItsViewMap) {
+  TensorGraph g = ViewAssembleGraph();
+  for (TensorOp& op : g.ops)
+    if (op.kind == TensorOpKind::View) {
+      g.values[op.output].view.reset();
+      break;
+    }
+  ExpectRule(g, "tensor.view");
+}
+
+TEST(VerifierTest, TensorMatmulNeedsACubeTile) {
+  TensorGraphBuilder b("mm");
+  int x = b.add_param("x", {Expr(8), Expr(8)}, DataType::FP32);
+  b.set_outputs({b.add_matmul(x, x, DataType::FP32, {8, 8, 8}, {8, 8, 8}, testing::TestLoc())});
+  TensorGraph g = b.finish();
+  g.ops[0].cube_tile.clear();
+  ExpectRule(g, "tensor.cube-tile");
+}
+
+TEST(VerifierTest, TensorScatterMustWriteItsTarget) {
+  TensorGraphBuilder b("sc");
+  int x = b.add_param("x", {Expr(4), Expr(4)}, DataType::FP32);
+  int i = b.add_param("i", {Expr(4), Expr(2)}, DataType::INT64);
+  int s = b.add_param("s", {Expr(4), Expr(2)}, DataType::FP32);
+  int o = b.add_full({Expr(4), Expr(4)}, Operand::scalar(0, true), DataType::FP32, {}, {4, 4}, testing::TestLoc());
+  b.add_scatter(o, 1, i, s, {4, 2}, testing::TestLoc());
+  b.set_outputs({o});
+  TensorGraph g = b.finish();
+  (void)x;
+  g.ops.back().output = g.ops.back().inputs[0];
+  ExpectRule(g, "tensor.scatter");
+}
+
+TEST(VerifierTest, IfIsOnlyAllowedInTheOrchestration) {
+  ExecutionGraph g = AddProgram().execution;
+  g.functions[0].body.push_back(Stmt{IfThen{Expr(1), {}, {}}});
+  ExpectRule(g, "level.no-if");
+}
+
+}  // namespace
+}  // namespace pypto

@@ -58,6 +58,7 @@ TEST(PipelineTest, OptionalPassesThatChangeNothingSayUnchanged) {
 TEST(PipelineTest, DisablingFuseLoopsSkipsIt) {
   PassOptions opts;
   opts.disabled = {"fuse_loops"};
+  opts.sram_budget_kb = 4096;  // unfused loops keep big locals; do not split here
   PipelineResult r = run_pipeline(testing::SoftmaxGraph(64, 1024), opts);
   EXPECT_EQ(RecordNames(r), pass_names());
   const PassRecord& p = Record(r, "fuse_loops");
@@ -73,6 +74,7 @@ TEST(PipelineTest, DisablingFuseLoopsSkipsIt) {
 TEST(PipelineTest, DisablingBothOptionalPassesKeepsEveryLocal) {
   PassOptions opts;
   opts.disabled = {"fuse_loops", "forward_tiles"};
+  opts.sram_budget_kb = 4096;
   PipelineResult r = run_pipeline(testing::SoftmaxGraph(64, 1024), opts);
   EXPECT_TRUE(Record(r, "forward_tiles").skipped);
   EXPECT_EQ(r.block.functions.at(0).locals.size(), 4u);
@@ -117,6 +119,36 @@ TEST(PipelineTest, VerifiesItsInput) {
   g.ops[0].dim = 7;
   g.ops[0].dims = {7};
   EXPECT_THROW(run_pipeline(g, PassOptions{}), VerifyError);
+}
+
+}  // namespace
+}  // namespace pypto
+
+namespace pypto {
+namespace {
+
+TEST(PipelineTest, OverBudgetFunctionsAreSplitAndNoted) {
+  PassOptions opts;
+  opts.sram_budget_kb = 64;  // the fused softmax over 1024 columns needs more
+  PipelineResult r = run_pipeline(testing::SoftmaxGraph(64, 1024), opts);
+  EXPECT_GT(r.block.functions.size(), 1u);
+  for (const InCoreFunction& f : r.block.functions) EXPECT_LE(f.buffer_bytes, 64 * 1024) << f.name;
+  const PassRecord& fuse = Record(r, "fuse_blocks");
+  ASSERT_FALSE(fuse.notes.empty());
+  EXPECT_NE(fuse.notes[0].find("split @"), std::string::npos) << fuse.notes[0];
+}
+
+TEST(PipelineTest, ATileBeyondTheBudgetNamesOpTileAndBudget) {
+  PassOptions opts;
+  opts.sram_budget_kb = 1;
+  try {
+    run_pipeline(testing::SoftmaxGraph(64, 1024), opts);
+    FAIL() << "a 4 KB tile fit a 1 KB budget";
+  } catch (const UserError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("tile shape [32, 32]"), std::string::npos) << m;
+    EXPECT_NE(m.find("budget of 1 KB"), std::string::npos) << m;
+  }
 }
 
 }  // namespace

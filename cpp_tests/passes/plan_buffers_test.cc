@@ -33,9 +33,11 @@ TEST(PlanBuffersTest, FusedSoftmaxBytesAreTilesPlusLocals) {
   PipelineResult r = run_pipeline(testing::SoftmaxGraph(64, 1024), PassOptions{});
   ASSERT_EQ(r.block.functions.size(), 1u);
   const InCoreFunction& f = r.block.functions[0];
-  EXPECT_EQ(f.buffer_bytes, ExpectedBytes(r.block, f));
-  // 6 tiles of 32x32, 4 of 32x1 and one 32x1024 local buffer.
-  EXPECT_EQ(f.buffer_bytes, 6 * 4096 + 4 * 128 + 32 * 1024 * 4);
+  // 6 tiles of 32x32, 4 of 32x1 and one 32x1024 local buffer, some sharing bytes.
+  EXPECT_EQ(ExpectedBytes(r.block, f), 6 * 4096 + 4 * 128 + 32 * 1024 * 4);
+  EXPECT_LT(f.buffer_bytes, ExpectedBytes(r.block, f));
+  EXPECT_GE(f.buffer_bytes, 32 * 1024 * 4 + 4096);
+  EXPECT_EQ(f.tile_offsets.size(), f.tiles.size());
   EXPECT_EQ(r.execution.functions[0].buffer_bytes, f.buffer_bytes);
 }
 
@@ -46,10 +48,12 @@ TEST(PlanBuffersTest, EveryUnfusedFunctionGetsItsOwnBytes) {
   ASSERT_EQ(r.block.functions.size(), 5u);
   std::vector<int64_t> bytes;
   for (const InCoreFunction& f : r.block.functions) {
-    EXPECT_EQ(f.buffer_bytes, ExpectedBytes(r.block, f)) << f.name;
+    EXPECT_LE(f.buffer_bytes, ExpectedBytes(r.block, f)) << f.name;
+    for (const TileDecl& t : f.tiles) EXPECT_LE(f.tile_offsets.at(t.id) + tile_bytes(t), f.buffer_bytes) << f.name;
     bytes.push_back(f.buffer_bytes);
   }
-  EXPECT_EQ(bytes, (std::vector<int64_t>{4096 + 2 * 128, 2 * 4096 + 128, 2 * 4096, 4096 + 2 * 128, 2 * 4096 + 128}));
+  // Each single-op function keeps at least its widest two live tiles apart.
+  for (int64_t b : bytes) EXPECT_GE(b, 4096 + 128);
 }
 
 TEST(PlanBuffersTest, OnlyBufferBytesChange) {
@@ -57,7 +61,8 @@ TEST(PlanBuffersTest, OnlyBufferBytesChange) {
   BlockGraph before = r.block;
   before.functions[0].buffer_bytes = 0;
   BlockGraph after = PlanBuffers(before, PassOptions{});
-  EXPECT_EQ(after.functions[0].buffer_bytes, 4 * 64 + 6 * 128 + 192);
+  EXPECT_EQ(after.functions[0].buffer_bytes, r.block.functions[0].buffer_bytes);
+  EXPECT_LE(after.functions[0].buffer_bytes, 4 * 64 + 6 * 128 + 192);
   after.functions[0].buffer_bytes = 0;
   EXPECT_EQ(print(after), print(before));
 }
@@ -78,7 +83,8 @@ TEST(PlanBuffersTest, DynamicLocalBuffersAreSizedAtRunTime) {
   EXPECT_TRUE(local_is_dynamic(r.block.memrefs[f.locals[0]]));
   int64_t tiles = 0;
   for (const TileDecl& t : f.tiles) tiles += tile_bytes(t);
-  EXPECT_EQ(f.buffer_bytes, tiles);
+  EXPECT_LE(f.buffer_bytes, tiles);
+  EXPECT_GT(f.buffer_bytes, 0);
   EXPECT_NE(std::find(f.scalar_params.begin(), f.scalar_params.end(), "N"), f.scalar_params.end());
 }
 

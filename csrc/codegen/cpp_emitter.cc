@@ -99,8 +99,8 @@ class KernelEmitter {
         n *= shape[d];
       }
       std::string ty = dtype_cpp_type(m.dtype);
-      decls += fmt::format("  {}* __restrict l{} = reinterpret_cast<{}*>(arena + {});  // local %{}\n", ty, l, ty, offset,
-                           m.name);
+      int64_t at = f_.local_offsets.count(l) ? f_.local_offsets.at(l) : offset;
+      decls += fmt::format("  {}* l{} = reinterpret_cast<{}*>(arena + {});  // local %{}\n", ty, l, ty, at, m.name);
       decls += fmt::format("  static const int64_t l{}_s[] = {{{}}};\n", l, ints(strides));
       decls += fmt::format("  static const int64_t l{}_e[] = {{{}}};\n", l, ints(shape));
       mem_ptr_[l] = fmt::format("l{}", l);
@@ -111,12 +111,17 @@ class KernelEmitter {
     for (const TileDecl& t : f_.tiles) {
       check_dtype(t.dtype, "tile " + t.name);
       std::string ty = dtype_cpp_type(t.dtype);
-      decls += fmt::format("  {}* __restrict {} = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, t.name, ty, offset,
+      int64_t at = f_.tile_offsets.count(t.id) ? f_.tile_offsets.at(t.id) : offset;
+      decls += fmt::format("  {}* {} = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, t.name, ty, at,
                            tile_type(t));
       decls += fmt::format("  static const int64_t {}_shape[] = {{{}}};\n", t.name, ints(t.shape));
       offset += tile_bytes(t);
     }
-    if (offset > 0) o += fmt::format("  alignas(64) static thread_local unsigned char arena[{}];\n", offset);
+    // Buffers with disjoint live ranges share arena bytes (plan_buffers);
+    // the pointers are not __restrict for that reason, the instructions' are.
+    bool planned = !f_.tile_offsets.empty() || !f_.local_offsets.empty();
+    int64_t arena = planned ? f_.buffer_bytes : offset;
+    if (arena > 0) o += fmt::format("  alignas(64) static thread_local unsigned char arena[{}];\n", arena);
     o += decls;
     (void)numel;
     emit_body(o, f_.body, 1);

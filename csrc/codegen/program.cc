@@ -37,6 +37,7 @@ std::string CompiledProgram::dump(const std::string& stage) const {
       for (const PassRecord& p : ir.passes) {
         std::string state = p.skipped ? "skipped (disabled)" : (p.changed ? "changed" : "unchanged");
         out += fmt::format("-- pass {} ({:.3f} ms, {})\n", p.name, p.seconds * 1e3, state);
+        for (const std::string& n : p.notes) out += fmt::format("   note: {}\n", n);
         out += p.ir;
       }
       return out;

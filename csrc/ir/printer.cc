@@ -302,7 +302,7 @@ std::string print(const TileGraph& g) {
   n.memrefs = &g.memrefs;
   n.tiles = &g.tiles;
   for (const TileNest& nest : g.nests) {
-    out += fmt::format("  nest @{}:\n", nest.name);
+    out += fmt::format("  nest @{}:{}\n", nest.name, nest.note.empty() ? "" : "  // " + nest.note);
     print_stmts(out, nest.body, n, 2);
   }
   return out + "}\n";

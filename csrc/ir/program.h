@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -146,6 +147,7 @@ struct TileNest {
   std::string name;   ///< e.g. "amax_0"
   int source_op = -1; ///< index into the Tensor Graph's ops
   int region = -1;    ///< innermost control region (TensorGraph::regions)
+  std::string note;   ///< a tiling decision worth showing (e.g. retiled to fuse with a matmul)
   std::vector<Stmt> body;  ///< the loop nest (parallel loops outermost)
 };
 
@@ -178,7 +180,10 @@ struct InCoreFunction {
   std::vector<TileDecl> tiles;
   std::vector<Stmt> body;                  ///< offsets relative to each region's origin
   std::vector<std::string> fused_ops;      ///< tile nests fused into it, in order
-  int64_t buffer_bytes = 0;                ///< tile + local buffer bytes (set by plan_buffers)
+  std::vector<int> source_ops;             ///< Tensor Graph op of each fused nest
+  int64_t buffer_bytes = 0;                ///< arena bytes after buffer reuse (set by plan_buffers)
+  std::map<int, int64_t> tile_offsets;     ///< tile id -> arena offset (set by plan_buffers)
+  std::map<int, int64_t> local_offsets;    ///< static local memref id -> arena offset
 };
 
 /// One group of the Block Graph: an InCore function and the grid it runs over.

@@ -156,12 +156,20 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
   // Greedy grouping in program order.
   std::vector<Group> groups;
   for (const Split& s : splits) {
-    if (opts.fusion && !groups.empty() && groups.back().members[0]->nest->region == s.nest->region && s.fusible &&
-        groups.back().members.back()->fusible) {
+    bool cut = opts.cut_before.count(static_cast<int>(&s - splits.data())) > 0;
+    if (opts.fusion && !cut && !groups.empty() && groups.back().members[0]->nest->region == s.nest->region &&
+        s.fusible && groups.back().members.back()->fusible) {
       Group& last = groups.back();
-      bool consumes = false;
-      for (const Split* m : last.members) consumes |= s.reads.count(m->produces) > 0;
-      if (consumes && !aliases_conflict(last, s, g.memrefs)) {
+      bool consumes = false, shares_input = false;
+      for (const Split* m : last.members) {
+        consumes |= s.reads.count(m->produces) > 0;
+        for (int r : m->reads) shares_input |= s.reads.count(r) > 0;
+      }
+      // Siblings reading the same tensor over the very same grid (two matmuls
+      // of one activation) fuse too, so their common consumer can join them.
+      bool sibling = !consumes && shares_input && s.grid.size() == last.grid_len &&
+                     common_prefix(last.members[0]->grid, s.grid) == s.grid.size() && !s.grid.empty();
+      if ((consumes || sibling) && !aliases_conflict(last, s, g.memrefs)) {
         size_t len = std::min(last.grid_len, common_prefix(last.members[0]->grid, s.grid));
         bool keeps_parallelism = len > 0 || (last.grid_len == 0 && s.grid.empty());
         std::vector<const Split*> trial = last.members;
@@ -207,6 +215,7 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
       auto b = member_body(*m, len);
       f.body.insert(f.body.end(), b.begin(), b.end());
       f.fused_ops.push_back(m->nest->name);
+      f.source_ops.push_back(m->nest->source_op);
     }
     // Scalars: the block indices, then every other variable the body reads
     // (symbolic dims, indices of enclosing pypto.loop regions).

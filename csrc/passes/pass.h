@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace pypto {
 
@@ -13,6 +14,9 @@ struct PassOptions {
   bool fusion = true;                ///< fuse tile nests into shared InCore functions
   std::set<std::string> disabled;    ///< registry names of optional passes to skip
   int64_t sram_budget_kb = 256;      ///< tile-buffer budget of one InCore function
+  /// Tile nests (by index) that start a new InCore function: the pipeline
+  /// adds cuts when a fused function exceeds the budget.
+  std::set<int> cut_before;
 };
 
 /// What the pipeline records about one pass run.
@@ -22,6 +26,7 @@ struct PassRecord {
   bool changed = true;
   bool skipped = false;
   std::string ir;  ///< the IR after the pass (empty when unchanged or skipped)
+  std::vector<std::string> notes;  ///< decisions the pass made (splits, retiling)
 };
 
 }  // namespace pypto

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <map>
 
 #include "ir/errors.h"
 #include "ir/printer.h"
@@ -75,14 +76,53 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
       throw UserError(fmt::format("set_pass_options: pass '{}' is required and cannot be disabled (optional: {})", d,
                                   fmt::join(kOptional, ", ")));
   }
+  if (opts.sram_budget_kb <= 0)
+    throw UserError(fmt::format("set_pass_options: sram_budget_kb must be positive, found {}", opts.sram_budget_kb));
   PipelineResult r;
   r.tensor = g;
   if (opts.verify) verify(g);
   r.tile = step<TileGraph>(r, "expand_tiles", g, opts, ExpandTiles);
-  BlockGraph b = step<BlockGraph>(r, "fuse_blocks", r.tile, opts, FuseBlocks);
-  b = optional_step(r, "fuse_loops", b, opts, FuseLoops);
-  b = optional_step(r, "forward_tiles", b, opts, ForwardTiles);
-  r.block = step<BlockGraph>(r, "plan_buffers", b, opts, PlanBuffers);
+  std::map<int, int> nest_of_op;
+  for (size_t i = 0; i < r.tile.nests.size(); ++i) nest_of_op[r.tile.nests[i].source_op] = static_cast<int>(i);
+
+  // Fuse, then split any InCore function whose buffers exceed the budget in
+  // the middle of its chain, until every function fits.
+  const int64_t budget = opts.sram_budget_kb * 1024;
+  PassOptions cur = opts;
+  std::vector<std::string> notes;
+  size_t mark = r.passes.size();
+  for (;;) {
+    r.passes.resize(mark);
+    BlockGraph b = step<BlockGraph>(r, "fuse_blocks", r.tile, cur, FuseBlocks);
+    size_t fuse_record = r.passes.size() - 1;
+    b = optional_step(r, "fuse_loops", b, cur, FuseLoops);
+    b = optional_step(r, "forward_tiles", b, cur, ForwardTiles);
+    r.block = step<BlockGraph>(r, "plan_buffers", b, cur, PlanBuffers);
+    bool split = false;
+    for (const InCoreFunction& f : r.block.functions) {
+      if (f.buffer_bytes <= budget) continue;
+      if (f.source_ops.size() <= 1) {
+        const TensorOp& op = g.ops.at(f.source_ops.empty() ? 0 : f.source_ops[0]);
+        std::string tile = op.kind == TensorOpKind::Matmul
+                               ? fmt::format("cube tile m={}, k={}, n={}", op.cube_tile[0], op.cube_tile[1], op.cube_tile[2])
+                               : fmt::format("tile shape {}", ints_str(op.tile_shape));
+        throw UserError(fmt::format(
+            "pypto.{}{}: with {} it needs {} bytes of tile buffers, more than the buffer budget of {} KB; use smaller "
+            "tiles or raise pypto.set_pass_options(sram_budget_kb=...)",
+            op_info(op.kind).name, op.loc.file.empty() ? "" : " at " + op.loc.str(), tile, f.buffer_bytes,
+            opts.sram_budget_kb));
+      }
+      int cut = nest_of_op.at(f.source_ops[f.source_ops.size() / 2]);
+      cur.cut_before.insert(cut);
+      notes.push_back(fmt::format("split @{} ({} bytes > budget {} KB) before {}", f.name, f.buffer_bytes,
+                                  opts.sram_budget_kb, r.tile.nests[cut].name));
+      split = true;
+    }
+    if (!split) {
+      r.passes[fuse_record].notes = notes;
+      break;
+    }
+  }
   r.execution = step<ExecutionGraph>(r, "build_orchestration", r.block, opts, BuildOrchestration);
   return r;
 }
