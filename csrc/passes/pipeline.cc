@@ -14,13 +14,14 @@
 #include "passes/fuse_blocks.h"
 #include "passes/fuse_loops.h"
 #include "passes/plan_buffers.h"
+#include "passes/rematerialize.h"
 
 namespace pypto {
 
 namespace {
 
 /// Passes that only improve a program and may be disabled by name.
-const std::set<std::string> kOptional = {"fuse_loops", "forward_tiles"};
+const std::set<std::string> kOptional = {"fuse_loops", "forward_tiles", "rematerialize"};
 
 template <typename Out, typename In, typename Fn>
 Out step(PipelineResult& r, const std::string& name, const In& in, const PassOptions& opts, Fn fn) {
@@ -63,8 +64,9 @@ BlockGraph optional_step(PipelineResult& r, const std::string& name, const Block
 }  // namespace
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names = {"expand_tiles",  "fuse_blocks",  "fuse_loops",
-                                                 "forward_tiles", "plan_buffers", "build_orchestration"};
+  static const std::vector<std::string> names = {"expand_tiles",  "fuse_blocks",   "fuse_loops",
+                                                 "forward_tiles", "rematerialize", "plan_buffers",
+                                                 "build_orchestration"};
   return names;
 }
 
@@ -97,6 +99,7 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
     size_t fuse_record = r.passes.size() - 1;
     b = optional_step(r, "fuse_loops", b, cur, FuseLoops);
     b = optional_step(r, "forward_tiles", b, cur, ForwardTiles);
+    b = optional_step(r, "rematerialize", b, cur, Rematerialize);
     r.block = step<BlockGraph>(r, "plan_buffers", b, cur, PlanBuffers);
     bool split = false;
     for (const InCoreFunction& f : r.block.functions) {
