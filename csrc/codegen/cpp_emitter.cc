@@ -41,7 +41,6 @@ int64_t numel(const std::vector<int64_t>& s) {
   return n;
 }
 
-void check_dtype(DataType, const std::string&) {}
 
 /// Emits one InCore function as a static kernel.
 class KernelEmitter {
@@ -56,7 +55,6 @@ class KernelEmitter {
     o += fmt::format("  if (nargs != {} || nscalars != {}) return 1;\n", f_.params.size(), f_.scalar_params.size());
     for (size_t i = 0; i < f_.params.size(); ++i) {
       const RegionParam& p = f_.params[i];
-      check_dtype(p.dtype, "parameter " + p.name);
       std::string ty = dtype_cpp_type(p.dtype);
       o += fmt::format("  {}* __restrict p{} = pto::region_data<{}>(args[{}]);  // %{}\n", ty, i, ty, i, p.name);
       o += fmt::format("  const int64_t* p{}_s = args[{}].stride;\n", i, i);
@@ -71,7 +69,6 @@ class KernelEmitter {
     std::string decls;
     for (int l : f_.locals) {
       const MemRef& m = memrefs_.at(l);
-      check_dtype(m.dtype, "local buffer " + m.name);
       if (local_is_dynamic(m)) {
         // Sized by a symbolic dim: a per-thread buffer that grows as needed.
         std::string ty = dtype_cpp_type(m.dtype);
@@ -109,7 +106,6 @@ class KernelEmitter {
       offset += local_bytes(m);
     }
     for (const TileDecl& t : f_.tiles) {
-      check_dtype(t.dtype, "tile " + t.name);
       std::string ty = dtype_cpp_type(t.dtype);
       int64_t at = f_.tile_offsets.count(t.id) ? f_.tile_offsets.at(t.id) : offset;
       decls += fmt::format("  {}* {} = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, t.name, ty, at,
@@ -123,7 +119,6 @@ class KernelEmitter {
     int64_t arena = planned ? f_.buffer_bytes : offset;
     if (arena > 0) o += fmt::format("  alignas(64) static thread_local unsigned char arena[{}];\n", arena);
     o += decls;
-    (void)numel;
     emit_body(o, f_.body, 1);
     o += "  return 0;\n}\n\n";
     return o;
@@ -395,7 +390,6 @@ class OrchestrationEmitter {
     for (int id : g_.outputs) o += fmt::format("  const pypto_tensor& m{} = tensors[{}];  // %{}\n", id, ti++, g_.memrefs[id].name);
     for (const MemRef& m : g_.memrefs) {
       if (m.kind != MemKind::Workspace || !used(m.id)) continue;
-      check_dtype(m.dtype, "workspace " + m.name);
       o += fmt::format("  const int64_t m{}_shape[] = {{{}}};\n", m.id, cexprs(m.shape));
       o += fmt::format("  const pypto_tensor m{} = pto::make_workspace(api, {}, m{}_shape, {});  // %{}\n", m.id,
                        m.shape.size(), m.id, dtype_size(m.dtype), m.name);

@@ -410,37 +410,34 @@ inline void for_each_valid(int rank, const int64_t* tshape, const int64_t* valid
   }
 }
 
-/// TGATHER: dst[i] = src[box position of i, with idx[i] on `axis`]; returns
-/// false when an index is outside [0, extent).
-template <typename T, typename S, typename I>
-inline bool tgather(T* __restrict dst, int rank, const int64_t* tshape, const int64_t* valid, const S* __restrict src,
-                    const int64_t* stride, const I* __restrict idx, int axis, int64_t extent) {
+/// Walks the valid part of an index tile: calls f(flat tile index, element
+/// offset of the indexed position); false when an index is outside [0, extent).
+template <typename I, typename F>
+inline bool for_each_indexed(int rank, const int64_t* tshape, const int64_t* valid, const int64_t* stride,
+                             const I* __restrict idx, int axis, int64_t extent, F f) {
   bool ok = true;
   for_each_valid(rank, tshape, valid, stride, axis, [&](int64_t i, int64_t off) {
     int64_t k = static_cast<int64_t>(idx[i]);
-    if (k < 0 || k >= extent) {
-      ok = false;
-      return;
-    }
-    dst[i] = cvt<T>(src[off + k * stride[axis]]);
+    if (k < 0 || k >= extent) ok = false;
+    else f(i, off + k * stride[axis]);
   });
   return ok;
+}
+
+/// TGATHER: dst[i] = src[box position of i, with idx[i] on `axis`].
+template <typename T, typename S, typename I>
+inline bool tgather(T* __restrict dst, int rank, const int64_t* tshape, const int64_t* valid, const S* __restrict src,
+                    const int64_t* stride, const I* __restrict idx, int axis, int64_t extent) {
+  return for_each_indexed(rank, tshape, valid, stride, idx, axis, extent,
+                          [&](int64_t i, int64_t at) { dst[i] = cvt<T>(src[at]); });
 }
 
 /// TSCATTER: dst[box position of i, with idx[i] on `axis`] = val[i].
 template <typename T, typename S, typename I>
 inline bool tscatter(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
                      const I* __restrict idx, const T* __restrict val, int axis, int64_t extent) {
-  bool ok = true;
-  for_each_valid(rank, tshape, valid, stride, axis, [&](int64_t i, int64_t off) {
-    int64_t k = static_cast<int64_t>(idx[i]);
-    if (k < 0 || k >= extent) {
-      ok = false;
-      return;
-    }
-    dst[off + k * stride[axis]] = cvt<S>(val[i]);
-  });
-  return ok;
+  return for_each_indexed(rank, tshape, valid, stride, idx, axis, extent,
+                          [&](int64_t i, int64_t at) { dst[at] = cvt<S>(val[i]); });
 }
 
 /// TEXPAND: broadcasts `src` (shape `sshape`, size-1 dims stretch) to `dshape`.

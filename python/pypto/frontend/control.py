@@ -37,7 +37,7 @@ def if_stmt(cond: Any, then_fn: Callable, else_fn: Callable, values: tuple, name
     finally:
         ctx.builder.end_if()
     out = []
-    for name, v0, a, b in zip(names, values, r_then, r_else):
+    for name, a, b in zip(names, r_then, r_else):
         if a is b:
             out.append(a)
             continue

@@ -22,10 +22,6 @@ def _shape_text(shape) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-class _Dim:
-    """How one annotated dim binds: a static size, or a named dynamic dim."""
-
-
 def dynamic(name: str) -> SymExpr:
     """A named dynamic dim for annotations: every parameter dim that uses it
     must have the same size at a call, and the kernel is compiled once for all
