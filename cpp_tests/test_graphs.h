@@ -38,6 +38,18 @@ inline TensorGraph AddGraph(std::vector<Expr> shape, std::vector<int64_t> tile =
   return b.finish();
 }
 
+/// exp(x) / sum(exp(x), -1) over (64, N) with a dynamic N: exp's [32, N]
+/// block is a local buffer sized at run time.
+inline TensorGraph DynamicColsGraph() {
+  TensorGraphBuilder b("dyn_cols");
+  b.add_dyn_dim("N");
+  int x = b.add_param("x", {Expr(64), Expr::var("N")}, DataType::FP32);
+  int e = b.add_unary(TensorOpKind::Exp, x, {32, 32}, TestLoc());
+  int s = b.add_reduce(TensorOpKind::Sum, e, 1, true, {32, 32}, TestLoc());
+  b.set_outputs({b.add_binary(TensorOpKind::Div, e, s, {32, 32}, TestLoc())});
+  return b.finish();
+}
+
 /// The loops of a statement list, in order (instructions and calls skipped).
 inline std::vector<const Loop*> LoopsOf(const std::vector<Stmt>& body) {
   std::vector<const Loop*> out;

@@ -68,15 +68,9 @@ TEST(PlanBuffersTest, OnlyBufferBytesChange) {
 }
 
 TEST(PlanBuffersTest, DynamicLocalBuffersAreSizedAtRunTime) {
-  TensorGraphBuilder b("dyn_cols");
-  b.add_dyn_dim("N");
-  int x = b.add_param("x", {Expr(64), Expr::var("N")}, DataType::FP32);
-  int e = b.add_unary(TensorOpKind::Exp, x, {32, 32}, testing::TestLoc());
-  int s = b.add_reduce(TensorOpKind::Sum, e, 1, true, {32, 32}, testing::TestLoc());
-  b.set_outputs({b.add_binary(TensorOpKind::Div, e, s, {32, 32}, testing::TestLoc())});
   // exp's block [32, N] outlives the sum in a local buffer sized when the
   // kernel runs: it is not in the static byte count, and N becomes a scalar.
-  PipelineResult r = run_pipeline(b.finish(), PassOptions{});
+  PipelineResult r = run_pipeline(testing::DynamicColsGraph(), PassOptions{});
   ASSERT_EQ(r.block.functions.size(), 1u);
   const InCoreFunction& f = r.block.functions[0];
   ASSERT_EQ(f.locals.size(), 1u);

@@ -35,7 +35,7 @@ std::string CompiledProgram::dump(const std::string& stage) const {
     if (s == "passes") {
       std::string out;
       for (const PassRecord& p : ir.passes) {
-        std::string state = p.skipped ? "skipped (disabled)" : (p.changed ? "changed" : "unchanged");
+        std::string state = p.skipped ? (p.ir.empty() ? "skipped (disabled)" : "disabled, plain mode") : (p.changed ? "changed" : "unchanged");
         out += fmt::format("-- pass {} ({:.3f} ms, {})\n", p.name, p.seconds * 1e3, state);
         for (const std::string& n : p.notes) out += fmt::format("   note: {}\n", n);
         out += p.ir;

@@ -23,52 +23,11 @@ namespace pypto {
 
 namespace {
 
-/// A nest split into its parallel grid loops and what is inside them.
-struct Split {
-  const TileNest* nest;
-  std::vector<Loop> grid;  ///< parallel loops with empty bodies, outermost first
-  std::vector<Stmt> body;
-  int produces = -1;       ///< memref stored by the nest
-  std::set<int> reads;     ///< memrefs loaded by the nest
-  bool fusible = true;     ///< data-dependent addressing keeps a nest on its own
-};
-
-Split split(const TileNest& n) {
-  Split s;
-  s.nest = &n;
-  const std::vector<Stmt>* body = &n.body;
-  while (body->size() == 1) {
-    const Loop* l = std::get_if<Loop>(&(*body)[0].node);
-    if (!l || !l->parallel) break;
-    Loop head = *l;
-    head.body.clear();
-    s.grid.push_back(head);
-    body = &l->body;
-  }
-  s.body = *body;
-  for_each_instr(s.body, [&](const Instr& in) {
-    if (writes_memory(in.op)) s.produces = in.memref;
-    if (reads_memory(in.op)) s.reads.insert(in.memref);
-    if (in.op == Opcode::TGATHER || in.op == Opcode::TSCATTER) s.fusible = false;
-  });
-  return s;
-}
-
-bool same_grid_loop(const Loop& a, const Loop& b) {
-  return a.dim == b.dim && a.tile == b.tile && a.stop.equals(b.stop) && a.start.equals(b.start) && a.step.equals(b.step);
-}
-
-size_t common_prefix(const std::vector<Loop>& a, const std::vector<Loop>& b) {
-  size_t n = 0;
-  while (n < a.size() && n < b.size() && same_grid_loop(a[n], b[n])) ++n;
-  return n;
-}
-
 std::string grid_var(size_t k) { return fmt::format("g{}", k); }
 
 /// The member's body with its first `len` grid vars renamed to g0.., its
 /// remaining grid loops turned into sequential loops around the body.
-std::vector<Stmt> member_body(const Split& m, size_t len) {
+std::vector<Stmt> member_body(const NestSplit& m, size_t len) {
   std::vector<Stmt> body = m.body;
   for (size_t k = m.grid.size(); k-- > len;) {
     Loop l = m.grid[k];
@@ -90,11 +49,43 @@ std::set<std::string> grid_vars_in(const Expr& e, size_t len) {
   return out;
 }
 
+using Ranges = std::map<std::string, std::pair<int64_t, int64_t>>;
+
+/// Where an access sits in its block of the grid.
+struct BlockSpan {
+  Expr origin;     ///< the offset with the function's inner loop variables at zero
+  int64_t extent;  ///< the block's size: the grid variable's stride
+};
+
+/// The block an access at `offset` moving `tile` elements stays inside, when
+/// its offset is one grid variable times a stride plus inner loop variables
+/// that keep it within that stride (a strip-mined loop's chunks).
+std::optional<BlockSpan> block_span(const Expr& offset, int64_t tile, size_t len, const Ranges& ranges) {
+  auto gv = grid_vars_in(offset, len);
+  if (gv.size() != 1) return std::nullopt;
+  std::map<std::string, Expr> zero;
+  for (const auto& [v, r] : ranges) zero[v] = Expr(0);
+  Expr origin = offset.substitute(zero);
+  const std::string& g = *gv.begin();
+  auto stride = (origin.substitute({{g, Expr(1)}}) - origin.substitute({{g, Expr(0)}})).as_const();
+  if (!stride || *stride <= 0) return std::nullopt;
+  auto r = linear_range(offset - origin, ranges);
+  if (!r || r->first < 0 || r->second + tile > *stride) return std::nullopt;
+  return BlockSpan{origin, *stride};
+}
+
+bool same_expr(const Expr& a, const Expr& b) { return a.equals(b) || (a - b).as_const() == 0; }
+
 /// Every tensor produced inside the group and read by a later member must be
-/// read block-aligned with its store along each grid-indexed dim.
-bool aligned(const std::vector<const Split*>& members, size_t len, const TileGraph& g) {
+/// read block-aligned with its store along each grid-indexed dim: the same
+/// offsets and tile extents, or accesses inside the same block of the grid.
+bool aligned(const std::vector<const NestSplit*>& members, size_t len, const TileGraph& g) {
   std::vector<std::vector<Stmt>> bodies;
-  for (const Split* m : members) bodies.push_back(member_body(*m, len));
+  Ranges ranges;
+  for (const NestSplit* m : members) {
+    bodies.push_back(member_body(*m, len));
+    for (const auto& kv : loop_var_ranges(bodies.back())) ranges.insert(kv);
+  }
   for (size_t p = 0; p < members.size(); ++p) {
     int mem = members[p]->produces;
     std::vector<const Instr*> stores;
@@ -109,9 +100,13 @@ bool aligned(const std::vector<const Split*>& members, size_t len, const TileGra
         for (const Instr* st : stores) {
           for (size_t e = 0; e < ld.offsets.size(); ++e) {
             auto gs = grid_vars_in(st->offsets[e], len), gl = grid_vars_in(ld.offsets[e], len);
-            if (gs != gl) ok = false;
-            else if (!gs.empty() && !st->offsets[e].equals(ld.offsets[e])) ok = false;
-            else if (!gs.empty() && g.tiles[memory_tile(*st)].shape[e] != g.tiles[memory_tile(ld)].shape[e]) ok = false;
+            int64_t ts = g.tiles[memory_tile(*st)].shape[e], tl = g.tiles[memory_tile(ld)].shape[e];
+            if (gs != gl) {
+              ok = false;
+            } else if (!gs.empty() && !(same_expr(st->offsets[e], ld.offsets[e]) && ts == tl)) {
+              auto a = block_span(st->offsets[e], ts, len, ranges), b = block_span(ld.offsets[e], tl, len, ranges);
+              if (!a || !b || !same_expr(a->origin, b->origin) || a->extent != b->extent) ok = false;
+            }
           }
         }
       });
@@ -122,7 +117,7 @@ bool aligned(const std::vector<const Split*>& members, size_t len, const TileGra
 }
 
 struct Group {
-  std::vector<const Split*> members;
+  std::vector<const NestSplit*> members;
   size_t grid_len = 0;
 };
 
@@ -134,10 +129,10 @@ int root_of(const std::vector<MemRef>& memrefs, int m) {
 
 /// Two different memrefs over the same memory, one written in the group and
 /// the other touched by `s`, would need blocks of other tasks: keep them apart.
-bool aliases_conflict(const Group& g, const Split& s, const std::vector<MemRef>& memrefs) {
+bool aliases_conflict(const Group& g, const NestSplit& s, const std::vector<MemRef>& memrefs) {
   std::set<int> touched = s.reads;
   touched.insert(s.produces);
-  for (const Split* m : g.members) {
+  for (const NestSplit* m : g.members) {
     for (int t : touched) {
       if (t != m->produces && root_of(memrefs, t) == root_of(memrefs, m->produces)) return true;
       for (int r : m->reads)
@@ -150,18 +145,18 @@ bool aliases_conflict(const Group& g, const Split& s, const std::vector<MemRef>&
 }  // namespace
 
 BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
-  std::vector<Split> splits;
-  for (const TileNest& n : g.nests) splits.push_back(split(n));
+  std::vector<NestSplit> splits;
+  for (const TileNest& n : g.nests) splits.push_back(split_nest(n));
 
   // Greedy grouping in program order.
   std::vector<Group> groups;
-  for (const Split& s : splits) {
+  for (const NestSplit& s : splits) {
     bool cut = opts.cut_before.count(static_cast<int>(&s - splits.data())) > 0;
-    if (opts.fusion && !cut && !groups.empty() && groups.back().members[0]->nest->region == s.nest->region &&
+    if (opts.fusion && !opts.disabled.count("fuse_blocks") && !cut && !groups.empty() && groups.back().members[0]->nest->region == s.nest->region &&
         s.fusible && groups.back().members.back()->fusible) {
       Group& last = groups.back();
       bool consumes = false, shares_input = false;
-      for (const Split* m : last.members) {
+      for (const NestSplit* m : last.members) {
         consumes |= s.reads.count(m->produces) > 0;
         for (int r : m->reads) shares_input |= s.reads.count(r) > 0;
       }
@@ -172,7 +167,7 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
       if ((consumes || sibling) && !aliases_conflict(last, s, g.memrefs)) {
         size_t len = std::min(last.grid_len, common_prefix(last.members[0]->grid, s.grid));
         bool keeps_parallelism = len > 0 || (last.grid_len == 0 && s.grid.empty());
-        std::vector<const Split*> trial = last.members;
+        std::vector<const NestSplit*> trial = last.members;
         trial.push_back(&s);
         if (keeps_parallelism && aligned(trial, len, g)) {
           last.members = std::move(trial);
@@ -201,7 +196,7 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
   std::map<int, size_t> producer;
   std::map<int, std::set<size_t>> readers;
   for (size_t gi = 0; gi < groups.size(); ++gi)
-    for (const Split* m : groups[gi].members) {
+    for (const NestSplit* m : groups[gi].members) {
       producer[m->produces] = gi;
       for (int r : m->reads) readers[r].insert(gi);
     }
@@ -211,7 +206,7 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
     size_t len = grp.grid_len;
     InCoreFunction f;
     f.name = grp.members.size() == 1 ? grp.members[0]->nest->name : fmt::format("{}_fused_{}", g.name, gi);
-    for (const Split* m : grp.members) {
+    for (const NestSplit* m : grp.members) {
       auto b = member_body(*m, len);
       f.body.insert(f.body.end(), b.begin(), b.end());
       f.fused_ops.push_back(m->nest->name);
@@ -250,25 +245,42 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
       MemRef& m = out.memrefs[mem];
       bool local = stored[mem] && m.kind == MemKind::Workspace && !viewed.count(mem) && readers[mem].size() <= 1 &&
                    (readers[mem].empty() || *readers[mem].begin() == gi);
-      // Per dim: the grid expression all accesses agree on, if any.
+      // Per dim: the block all accesses agree on, if any (same offset and
+      // tile extent, or else the same block of the grid).
       size_t rank = m.shape.size();
       std::vector<std::optional<Expr>> origin(rank);
       std::vector<bool> blocked(rank, true);
       std::vector<int64_t> tile_extent(rank, 0);
+      std::vector<std::vector<std::pair<Expr, int64_t>>> accesses(rank);
       for_each_instr(f.body, [&](const Instr& in) {
         if ((!reads_memory(in.op) && !writes_memory(in.op)) || in.memref != mem) return;
         const TileDecl& t = g.tiles[memory_tile(in)];
         for (size_t e = 0; e < rank; ++e) {
-          if (grid_vars_in(in.offsets[e], len).empty()) {
-            blocked[e] = false;
-          } else if (!origin[e]) {
-            origin[e] = in.offsets[e];
-            tile_extent[e] = t.shape[e];
-          } else if (!origin[e]->equals(in.offsets[e])) {
-            blocked[e] = false;
-          }
+          if (grid_vars_in(in.offsets[e], len).empty()) blocked[e] = false;
+          else accesses[e].emplace_back(in.offsets[e], t.shape[e]);
         }
       });
+      Ranges ranges = loop_var_ranges(f.body);
+      std::set<std::string> outer_vars = free_vars(f.body);
+      for (size_t e = 0; e < rank; ++e) {
+        if (!blocked[e] || accesses[e].empty()) continue;
+        origin[e] = accesses[e][0].first;
+        tile_extent[e] = accesses[e][0].second;
+        bool same = true;
+        for (const auto& [off, ext] : accesses[e]) same &= same_expr(off, *origin[e]) && ext == tile_extent[e];
+        for (const auto& v : vars_of(*origin[e])) same &= outer_vars.count(v) > 0;  // no inner loop variable
+        if (same) continue;
+        origin[e].reset();
+        for (const auto& [off, ext] : accesses[e]) {
+          auto span = block_span(off, ext, len, ranges);
+          if (!span || (origin[e] && (!same_expr(span->origin, *origin[e]) || span->extent != tile_extent[e]))) {
+            blocked[e] = false;
+            break;
+          }
+          origin[e] = span->origin;
+          tile_extent[e] = span->extent;
+        }
+      }
       std::map<int, Expr> rebase;  // dim -> origin subtracted inside the function
       CallArg arg;
       arg.memref = mem;

@@ -15,13 +15,18 @@
 #include "passes/fuse_loops.h"
 #include "passes/plan_buffers.h"
 #include "passes/rematerialize.h"
+#include "passes/reorder_loops.h"
 
 namespace pypto {
 
 namespace {
 
-/// Passes that only improve a program and may be disabled by name.
-const std::set<std::string> kOptional = {"fuse_loops", "forward_tiles", "rematerialize"};
+/// Passes that only improve a program and are skipped when disabled by name.
+const std::set<std::string> kOptional = {"reorder_loops", "fuse_loops", "forward_tiles", "rematerialize"};
+/// Passes that produce the next level: disabled, they run in a plain mode.
+const std::map<std::string, std::string> kPlainMode = {
+    {"fuse_blocks", "disabled: one InCore function per tile nest"},
+    {"plan_buffers", "disabled: buffers laid out one after another, no reuse"}};
 
 template <typename Out, typename In, typename Fn>
 Out step(PipelineResult& r, const std::string& name, const In& in, const PassOptions& opts, Fn fn) {
@@ -42,8 +47,9 @@ Out step(PipelineResult& r, const std::string& name, const In& in, const PassOpt
   return out;
 }
 
-BlockGraph optional_step(PipelineResult& r, const std::string& name, const BlockGraph& in, const PassOptions& opts,
-                         BlockGraph (*fn)(const BlockGraph&, const PassOptions&)) {
+template <typename G>
+G optional_step(PipelineResult& r, const std::string& name, const G& in, const PassOptions& opts,
+                G (*fn)(const G&, const PassOptions&)) {
   if (opts.disabled.count(name)) {
     PassRecord rec;
     rec.name = name;
@@ -52,7 +58,7 @@ BlockGraph optional_step(PipelineResult& r, const std::string& name, const Block
     r.passes.push_back(rec);
     return in;
   }
-  BlockGraph out = step<BlockGraph>(r, name, in, opts, fn);
+  G out = step<G>(r, name, in, opts, fn);
   std::string before = print(in);
   if (r.passes.back().ir == before) {
     r.passes.back().changed = false;
@@ -61,12 +67,44 @@ BlockGraph optional_step(PipelineResult& r, const std::string& name, const Block
   return out;
 }
 
+std::string cube_str(const TensorOp& op) {
+  return fmt::format("m={}, k={}, n={}", op.cube_tile[0], op.cube_tile[1], op.cube_tile[2]);
+}
+
+/// Halves the largest effective cube tile size of a matmul (k first on ties,
+/// then n, then m; none below 8). False when no size can shrink.
+bool shrink_cube_tile(const TensorGraph& g, TensorOp& op) {
+  const auto& a = g.value(op.inputs[0]).shape;
+  const auto& o = g.value(op.output).shape;
+  const Expr* dims[3] = {&o[o.size() - 2], &a.back(), &o.back()};
+  constexpr int64_t kMin = 8;
+  int best = -1;
+  int64_t best_size = kMin;
+  for (int i : {1, 2, 0}) {
+    auto c = dims[i]->as_const();
+    int64_t eff = c ? std::min(*c, op.cube_tile[i]) : op.cube_tile[i];
+    if (eff > best_size) best = i, best_size = eff;
+  }
+  if (best < 0) return false;
+  op.cube_tile[best] = std::max(kMin, best_size / 2);
+  if (best < static_cast<int>(op.cube_tile_l0.size()))
+    op.cube_tile_l0[best] = std::min(op.cube_tile_l0[best], op.cube_tile[best]);
+  return true;
+}
+
+/// Marks the record of a pass that ran in its plain mode because it was disabled.
+void plain_mode(PassRecord& rec, const PassOptions& opts) {
+  if (!opts.disabled.count(rec.name)) return;
+  rec.skipped = true;
+  rec.notes.push_back(kPlainMode.at(rec.name));
+}
+
 }  // namespace
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names = {"expand_tiles",  "fuse_blocks",   "fuse_loops",
-                                                 "forward_tiles", "rematerialize", "plan_buffers",
-                                                 "build_orchestration"};
+  static const std::vector<std::string> names = {"expand_tiles",  "reorder_loops", "fuse_blocks",
+                                                 "fuse_loops",    "forward_tiles", "rematerialize",
+                                                 "plan_buffers",  "build_orchestration"};
   return names;
 }
 
@@ -74,41 +112,63 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
   for (const auto& d : opts.disabled) {
     if (std::find(pass_names().begin(), pass_names().end(), d) == pass_names().end())
       throw UserError(fmt::format("set_pass_options: unknown pass '{}' (passes: {})", d, fmt::join(pass_names(), ", ")));
-    if (!kOptional.count(d))
-      throw UserError(fmt::format("set_pass_options: pass '{}' is required and cannot be disabled (optional: {})", d,
-                                  fmt::join(kOptional, ", ")));
+    if (!kOptional.count(d) && !kPlainMode.count(d))
+      throw UserError(fmt::format(
+          "set_pass_options: pass '{}' builds the next graph level and cannot be disabled (expand_tiles and "
+          "build_orchestration are required)",
+          d));
   }
   if (opts.sram_budget_kb <= 0)
     throw UserError(fmt::format("set_pass_options: sram_budget_kb must be positive, found {}", opts.sram_budget_kb));
   PipelineResult r;
   r.tensor = g;
   if (opts.verify) verify(g);
-  r.tile = step<TileGraph>(r, "expand_tiles", g, opts, ExpandTiles);
-  std::map<int, int> nest_of_op;
-  for (size_t i = 0; i < r.tile.nests.size(); ++i) nest_of_op[r.tile.nests[i].source_op] = static_cast<int>(i);
-
-  // Fuse, then split any InCore function whose buffers exceed the budget in
-  // the middle of its chain, until every function fits.
+  // Tile, fuse and plan; then, until every InCore function fits the budget,
+  // split a fused chain over budget at its midpoint, or shrink the cube tile
+  // of a matmul that is over budget on its own.
   const int64_t budget = opts.sram_budget_kb * 1024;
+  TensorGraph work = g;
   PassOptions cur = opts;
-  std::vector<std::string> notes;
-  size_t mark = r.passes.size();
+  std::vector<std::string> split_notes;
+  std::map<int, std::string> shrunk;  // matmul op -> its cube tile before shrinking
   for (;;) {
-    r.passes.resize(mark);
+    r.passes.clear();
+    r.tile = step<TileGraph>(r, "expand_tiles", work, opts, ExpandTiles);
+    for (const auto& [i, from] : shrunk)
+      r.passes.back().notes.push_back(fmt::format("shrank the cube tile of {}_{} from {} to {} to fit the budget of {} KB",
+                                                  op_info(work.ops[i].kind).name, i, from, cube_str(work.ops[i]),
+                                                  opts.sram_budget_kb));
+    TileGraph before = r.tile;
+    r.tile = optional_step<TileGraph>(r, "reorder_loops", r.tile, opts, ReorderLoops);
+    for (size_t i = 0; i < r.tile.nests.size(); ++i)
+      if (r.tile.nests[i].note != before.nests[i].note)
+        r.passes.back().notes.push_back(fmt::format("@{}: {}", r.tile.nests[i].name, r.tile.nests[i].note));
+    std::map<int, int> nest_of_op;
+    for (size_t i = 0; i < r.tile.nests.size(); ++i) nest_of_op[r.tile.nests[i].source_op] = static_cast<int>(i);
+
     BlockGraph b = step<BlockGraph>(r, "fuse_blocks", r.tile, cur, FuseBlocks);
     size_t fuse_record = r.passes.size() - 1;
+    plain_mode(r.passes.back(), cur);
     b = optional_step(r, "fuse_loops", b, cur, FuseLoops);
     b = optional_step(r, "forward_tiles", b, cur, ForwardTiles);
     b = optional_step(r, "rematerialize", b, cur, Rematerialize);
     r.block = step<BlockGraph>(r, "plan_buffers", b, cur, PlanBuffers);
-    bool split = false;
+    plain_mode(r.passes.back(), cur);
+    bool again = false;
     for (const InCoreFunction& f : r.block.functions) {
       if (f.buffer_bytes <= budget) continue;
+      again = true;
       if (f.source_ops.size() <= 1) {
-        const TensorOp& op = g.ops.at(f.source_ops.empty() ? 0 : f.source_ops[0]);
-        std::string tile = op.kind == TensorOpKind::Matmul
-                               ? fmt::format("cube tile m={}, k={}, n={}", op.cube_tile[0], op.cube_tile[1], op.cube_tile[2])
-                               : fmt::format("tile shape {}", ints_str(op.tile_shape));
+        TensorOp& op = work.ops.at(f.source_ops.empty() ? 0 : f.source_ops[0]);
+        if (op.kind == TensorOpKind::Matmul) {
+          std::string from = cube_str(op);
+          if (shrink_cube_tile(work, op)) {
+            shrunk.emplace(f.source_ops[0], from);
+            continue;
+          }
+        }
+        std::string tile = op.kind == TensorOpKind::Matmul ? "cube tile " + cube_str(op)
+                                                           : fmt::format("tile shape {}", ints_str(op.tile_shape));
         throw UserError(fmt::format(
             "pypto.{}{}: with {} it needs {} bytes of tile buffers, more than the buffer budget of {} KB; use smaller "
             "tiles or raise pypto.set_pass_options(sram_budget_kb=...)",
@@ -117,12 +177,12 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
       }
       int cut = nest_of_op.at(f.source_ops[f.source_ops.size() / 2]);
       cur.cut_before.insert(cut);
-      notes.push_back(fmt::format("split @{} ({} bytes > budget {} KB) before {}", f.name, f.buffer_bytes,
-                                  opts.sram_budget_kb, r.tile.nests[cut].name));
-      split = true;
+      split_notes.push_back(fmt::format("split @{} ({} bytes > budget {} KB) before {}", f.name, f.buffer_bytes,
+                                        opts.sram_budget_kb, r.tile.nests[cut].name));
     }
-    if (!split) {
-      r.passes[fuse_record].notes = notes;
+    if (!again) {
+      auto& rec_notes = r.passes[fuse_record].notes;
+      rec_notes.insert(rec_notes.end(), split_notes.begin(), split_notes.end());
       break;
     }
   }

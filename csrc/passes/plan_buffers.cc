@@ -9,6 +9,7 @@
 // by a symbolic dim are allocated at run time and not counted.
 #include "passes/plan_buffers.h"
 
+
 #include <fmt/format.h>
 
 #include "ir/errors.h"
@@ -106,7 +107,9 @@ int64_t place(std::map<int, Buf>& bufs) {
 
 }  // namespace
 
-BlockGraph PlanBuffers(const BlockGraph& g, const PassOptions&) {
+BlockGraph PlanBuffers(const BlockGraph& g, const PassOptions& opts) {
+  // Disabled by name: every buffer lives throughout, so none shares bytes.
+  const bool reuse = !opts.disabled.count("plan_buffers");
   BlockGraph out = g;
   for (InCoreFunction& f : out.functions) {
     Liveness live;
@@ -117,6 +120,8 @@ BlockGraph PlanBuffers(const BlockGraph& g, const PassOptions&) {
     live.extend_over_loops();
     for (auto& [k, b] : live.bufs)
       if (b.last < 0) b.first = b.last = 0;  // declared, never touched: still gets a slot
+    if (!reuse)
+      for (auto& [k, b] : live.bufs) b.first = 0, b.last = INT64_MAX;
     f.buffer_bytes = place(live.bufs);
     f.tile_offsets.clear();
     f.local_offsets.clear();

@@ -117,3 +117,107 @@ std::set<int> tiles_of(const std::vector<Stmt>& body) {
 }
 
 }  // namespace pypto
+
+namespace pypto {
+
+NestSplit split_nest(const TileNest& n) {
+  NestSplit s;
+  s.nest = &n;
+  const std::vector<Stmt>* body = &n.body;
+  while (body->size() == 1) {
+    const Loop* l = std::get_if<Loop>(&(*body)[0].node);
+    if (!l || !l->parallel) break;
+    Loop head = *l;
+    head.body.clear();
+    s.grid.push_back(head);
+    body = &l->body;
+  }
+  s.body = *body;
+  for_each_instr(s.body, [&](const Instr& in) {
+    if (writes_memory(in.op)) s.produces = in.memref;
+    if (reads_memory(in.op)) s.reads.insert(in.memref);
+    if (in.op == Opcode::TGATHER || in.op == Opcode::TSCATTER) s.fusible = false;
+  });
+  return s;
+}
+
+std::vector<Stmt> wrap_in_grid(const std::vector<Loop>& grid, std::vector<Stmt> body) {
+  for (size_t k = grid.size(); k-- > 0;) {
+    Loop l = grid[k];
+    l.body = std::move(body);
+    body = {Stmt{std::move(l)}};
+  }
+  return body;
+}
+
+bool same_grid_loop(const Loop& a, const Loop& b) {
+  return a.dim == b.dim && a.tile == b.tile && a.stop.equals(b.stop) && a.start.equals(b.start) && a.step.equals(b.step);
+}
+
+size_t common_prefix(const std::vector<Loop>& a, const std::vector<Loop>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && same_grid_loop(a[n], b[n])) ++n;
+  return n;
+}
+
+std::map<std::string, std::pair<int64_t, int64_t>> loop_var_ranges(const std::vector<Stmt>& body) {
+  std::map<std::string, std::pair<int64_t, int64_t>> out;
+  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& b) {
+    for (const Stmt& s : b) {
+      if (auto* l = std::get_if<Loop>(&s.node)) {
+        auto start = l->start.as_const(), step = l->step.as_const();
+        std::optional<int64_t> stop = l->stop.as_const();
+        if (!stop && l->stop.kind() == Expr::Kind::Min) {
+          stop = l->stop.lhs().as_const();
+          if (!stop) stop = l->stop.rhs().as_const();
+        }
+        if (start && stop && step && *step > 0 && *stop > *start)
+          out[l->var] = {*start, *start + (*stop - 1 - *start) / *step * *step};
+        walk(l->body);
+      } else if (auto* i = std::get_if<IfThen>(&s.node)) {
+        walk(i->then_body);
+        walk(i->else_body);
+      }
+    }
+  };
+  walk(body);
+  return out;
+}
+
+std::optional<std::pair<int64_t, int64_t>> linear_range(
+    const Expr& e, const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) {
+  using K = Expr::Kind;
+  switch (e.kind()) {
+    case K::Const:
+      return std::make_pair(e.value(), e.value());
+    case K::Var: {
+      auto it = ranges.find(e.name());
+      if (it == ranges.end()) return std::nullopt;
+      return it->second;
+    }
+    case K::Add:
+    case K::Sub: {
+      auto a = linear_range(e.lhs(), ranges), b = linear_range(e.rhs(), ranges);
+      if (!a || !b) return std::nullopt;
+      if (e.kind() == K::Add) return std::make_pair(a->first + b->first, a->second + b->second);
+      return std::make_pair(a->first - b->second, a->second - b->first);
+    }
+    case K::Mul: {
+      auto c = e.rhs().as_const();
+      Expr x = e.lhs();
+      if (!c) {
+        c = e.lhs().as_const();
+        x = e.rhs();
+      }
+      if (!c) return std::nullopt;
+      auto r = linear_range(x, ranges);
+      if (!r) return std::nullopt;
+      int64_t lo = r->first * *c, hi = r->second * *c;
+      return std::make_pair(std::min(lo, hi), std::max(lo, hi));
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace pypto

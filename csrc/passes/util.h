@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,5 +25,30 @@ std::set<std::string> vars_of(const Expr& e);
 std::set<std::string> free_vars(const std::vector<Stmt>& body);
 /// Tile ids read or written in `body`.
 std::set<int> tiles_of(const std::vector<Stmt>& body);
+
+/// A Tile Graph nest split into its leading parallel grid loops and the rest.
+struct NestSplit {
+  const TileNest* nest = nullptr;
+  std::vector<Loop> grid;  ///< parallel loops with empty bodies, outermost first
+  std::vector<Stmt> body;  ///< what the innermost grid loop contains
+  int produces = -1;       ///< memref stored by the nest
+  std::set<int> reads;     ///< memrefs loaded by the nest
+  bool fusible = true;     ///< data-dependent addressing (gather/scatter) keeps a nest on its own
+};
+NestSplit split_nest(const TileNest& n);
+/// Rebuilds a nest body from grid loops (their bodies ignored) around `body`.
+std::vector<Stmt> wrap_in_grid(const std::vector<Loop>& grid, std::vector<Stmt> body);
+/// Same dim, tile, start, stop and step (the variable may differ).
+bool same_grid_loop(const Loop& a, const Loop& b);
+/// Number of leading loops on which two grids agree.
+size_t common_prefix(const std::vector<Loop>& a, const std::vector<Loop>& b);
+
+/// The constant [min, max] each loop variable bound inside `body` takes, where
+/// its bounds allow one (a stop of the form min(c, ...) counts as c).
+std::map<std::string, std::pair<int64_t, int64_t>> loop_var_ranges(const std::vector<Stmt>& body);
+/// The constant range of `e` when it is linear in the variables of `ranges`
+/// and mentions no other variable; nullopt otherwise.
+std::optional<std::pair<int64_t, int64_t>> linear_range(const Expr& e,
+                                                        const std::map<std::string, std::pair<int64_t, int64_t>>& ranges);
 
 }  // namespace pypto

@@ -64,16 +64,18 @@ def test_fuses_into_one_incore_function(name):
     torch.testing.assert_close(c(*args), ref, atol=1e-4, rtol=1e-4)
 
 
-# matmul + bias + GELU needs no more bytes fused than its matmul alone (the
-# epilogue reuses the operand tiles), so no budget splits it without shrinking
-# the cube tile; that case is covered by the too-large error below.
-@pytest.mark.parametrize("name", ["layer_norm", "rms_norm", "softmax", "swiglu"])
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_small_budget_splits_with_identical_results(name):
     fn, args, ref = CASES[name]
     full = pypto.compile(pypto.jit(fn), *args)
-    # The smallest budget every single op fits in; the fused function does not.
-    single = pypto.compile(pypto.jit(fn, pass_options={"fusion": False}), *args)
-    budget_kb = -(-max(single.stats()["buffer_bytes"].values()) // 1024)
+    if name == "matmul_bias_gelu":
+        # The matmul alone needs as much as the fused chain (the epilogue
+        # reuses its operand tiles); below that its cube tile shrinks.
+        budget_kb = 16
+    else:
+        # The smallest budget every single op fits in; the fused function does not.
+        single = pypto.compile(pypto.jit(fn, pass_options={"fusion": False}), *args)
+        budget_kb = -(-max(single.stats()["buffer_bytes"].values()) // 1024)
     assert max(full.stats()["buffer_bytes"].values()) > budget_kb * 1024
     # Recomputing kept tiles would also fit the budget; exercise splitting here.
     f = pypto.jit(fn, pass_options={"sram_budget_kb": budget_kb, "disable_passes": ["rematerialize"]})
@@ -128,3 +130,77 @@ def test_over_budget_row_block_is_recomputed_not_split():
     passes = c.dump("passes")
     assert "-- pass rematerialize" in passes and "changed" in passes.split("-- pass rematerialize")[1].splitlines()[0]
     torch.testing.assert_close(c(x), torch.softmax(x, -1), atol=1e-5, rtol=0)
+
+
+def test_matmul_over_budget_shrinks_its_cube_tile():
+    def mm(x: pypto.Tensor((100, 200), pypto.DT_FP32), w: pypto.Tensor((200, 72), pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes([32, 64], [64, 128], [64, 64])
+        return x @ w
+
+    x, w = torch.randn(100, 200), torch.randn(200, 72)
+    c = pypto.compile(pypto.jit(mm, pass_options={"sram_budget_kb": 8}), x, w)
+    assert c.stats()["incore_functions"] == 1
+    assert c.stats()["buffer_bytes"]["matmul_0"] <= 8 * 1024
+    assert ("note: shrank the cube tile of matmul_0 from m=64, k=128, n=64 to m=32, k=16, n=32 to fit the budget "
+            "of 8 KB") in c.dump("passes")
+    torch.testing.assert_close(c(x, w), x @ w, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("rows,cols", [(96, 64), (100, 70), (33, 129)])
+def test_column_reduction_interchanges_its_producer_to_fuse(rows, cols):
+    def f(x: pypto.Tensor((rows, cols), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(32, 32)
+        return pypto.sum(pypto.exp(x) * 2.0, 0, True)
+
+    x = torch.randn(rows, cols)
+    c = pypto.compile(pypto.jit(f), x)
+    assert c.stats()["incore_functions"] == 1, c.dump("tile")
+    assert "interchanged grid loops to (dim 1 tile 32), (dim 0 tile 32) to fuse with" in c.dump("tile")
+    assert "-- pass reorder_loops" in c.dump("passes")
+    torch.testing.assert_close(c(x), (torch.exp(x) * 2).sum(0, keepdim=True), atol=1e-4, rtol=1e-5)
+    unfused = pypto.compile(pypto.jit(f, pass_options={"disable_passes": ["reorder_loops"]}), x)
+    assert unfused.stats()["incore_functions"] > 1
+    torch.testing.assert_close(unfused(x), c(x), atol=1e-5, rtol=1e-6)
+
+
+@pytest.mark.parametrize("rows", [96, 100, 40])
+def test_finer_producer_tiles_are_chunked_to_fuse(rows):
+    def f(x: pypto.Tensor((rows, 64), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(16, 64)
+        y = pypto.exp(x)
+        pypto.set_vec_tile_shapes(32, 64)
+        return pypto.sum(y, -1, True)
+
+    x = torch.randn(rows, 64)
+    c = pypto.compile(pypto.jit(f), x)
+    assert c.stats()["incore_functions"] == 1, c.dump("tile")
+    assert "chunked dim 0 tile 16 into 2 chunks of dim 0 tile 32 to fuse with sum_1" in c.dump("passes")
+    torch.testing.assert_close(c(x), torch.exp(x).sum(-1, keepdim=True), atol=1e-4, rtol=1e-5)
+    off = pypto.compile(pypto.jit(f, pass_options={"disable_passes": ["reorder_loops"]}), x)
+    assert off.stats()["incore_functions"] == 2
+    assert "-- pass reorder_loops (0.000 ms, skipped (disabled))" in off.dump("passes")
+
+
+def test_disabling_fuse_blocks_and_plan_buffers_by_name():
+    fn, args, ref = CASES["layer_norm"]
+    full = pypto.compile(pypto.jit(fn), *args)
+    c = pypto.compile(pypto.jit(fn, pass_options={"disable_passes": ["fuse_blocks", "plan_buffers"]}), *args)
+    unfused = pypto.compile(pypto.jit(fn, pass_options={"fusion": False}), *args)
+    assert c.stats()["incore_functions"] == unfused.stats()["incore_functions"] > 1
+    # Without reuse the fused function's bytes are the sum of its buffers.
+    no_reuse = pypto.compile(pypto.jit(fn, pass_options={"disable_passes": ["plan_buffers"]}), *args)
+    assert no_reuse.stats()["incore_functions"] == 1
+    assert max(no_reuse.stats()["buffer_bytes"].values()) > max(full.stats()["buffer_bytes"].values())
+    torch.testing.assert_close(no_reuse(*args), ref, atol=1e-4, rtol=1e-4)
+    passes = c.dump("passes")
+    assert "note: disabled: one InCore function per tile nest" in passes
+    assert "note: disabled: buffers laid out one after another, no reuse" in passes
+    torch.testing.assert_close(c(*args), full(*args), atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(c(*args), ref, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["expand_tiles", "build_orchestration"])
+def test_passes_that_build_a_level_cannot_be_disabled(name):
+    fn, args, _ = CASES["softmax"]
+    with pytest.raises(ValueError, match=f"pass '{name}' builds the next graph level and cannot be disabled"):
+        pypto.compile(pypto.jit(fn, pass_options={"disable_passes": [name]}), *args)

@@ -8,23 +8,31 @@ import torch
 
 import pypto
 
+F = torch.nn.functional
+
 
 def _softmax(x: pypto.Tensor((64, 128), pypto.DT_FP32)):
     pypto.set_vec_tile_shapes(32, 32)
     return pypto.softmax(x, -1)
 
 
-def _passes(fn, *args, **opts):
-    text = pypto.compile(pypto.jit(fn, pass_options=opts or None), *args).dump("passes")
+def _parse(text):
+    """{pass: {"state", "ir", "notes"}} from compiled.dump("passes")."""
     out, name = {}, None
     for line in text.splitlines():
         m = re.match(r"-- pass (\w+) \(([\d.]+) ms, (\w+)", line)
         if m:
             name = m.group(1)
-            out[name] = {"state": m.group(3), "ir": []}
+            out[name] = {"state": m.group(3), "ir": [], "notes": []}
+        elif name and line.startswith("   note: "):
+            out[name]["notes"].append(line[len("   note: "):])
         elif name:
             out[name]["ir"].append(line)
-    return {k: {"state": v["state"], "ir": "\n".join(v["ir"])} for k, v in out.items()}
+    return {k: {"state": v["state"], "ir": "\n".join(v["ir"]), "notes": v["notes"]} for k, v in out.items()}
+
+
+def _passes(fn, *args, **opts):
+    return _parse(pypto.compile(pypto.jit(fn, pass_options=opts or None), *args).dump("passes"))
 
 
 @pytest.fixture(scope="module")
@@ -88,3 +96,419 @@ def test_build_orchestration_wraps_the_call_in_the_grid_loop(softmax_passes):
 def test_disabled_pass_is_marked_skipped():
     p = _passes(_softmax, torch.randn(64, 128), disable_passes=["fuse_loops"])
     assert p["fuse_loops"]["state"] == "skipped"
+
+
+# ---------------------------------------------------------------------------
+# More programs: layer norm, matmul + bias + GELU and an elementwise chain.
+# Each test compares the IR after one pass with the IR the pass received.
+
+class _Program:
+    """One compiled program, its per-pass IR and its torch reference."""
+
+    def __init__(self, fn, args, ref, **opts):
+        self.compiled = pypto.compile(pypto.jit(fn, pass_options=opts or None), *args)
+        self.passes = _parse(self.compiled.dump("passes"))
+        self.args, self.ref = args, ref
+
+    def before(self, name):
+        """The IR `name` received: the last IR printed by an earlier pass (the Tensor Graph for the first)."""
+        ir = self.compiled.dump("tensor")
+        for p, rec in self.passes.items():
+            if p == name:
+                return ir
+            ir = rec["ir"] or ir
+        raise KeyError(name)
+
+    def after(self, name):
+        """The IR after `name` (the same as before it when the pass changed nothing)."""
+        return self.passes[name]["ir"] or self.before(name)
+
+
+def _ops(text):
+    """Instruction opcodes in program order (loops flattened), from IR text or a function's body lines."""
+    if isinstance(text, list):
+        text = "\n".join(text)
+    return [m.group(1) for m in re.finditer(r"^\s*(?:%\w+ = )?(t[a-z_]+) [^@]", text, re.M)]
+
+
+def _nests(tile_ir):
+    """{nest name: its text} of a Tile Graph, in order."""
+    parts = re.split(r"^  nest @(\w+):.*$", tile_ir, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def _functions(block_ir):
+    """The InCore functions of a Block Graph: name, fused nests, buffer bytes and body lines."""
+    funcs, fused, nbytes, cur = [], None, None, None
+    for line in block_ir.splitlines():
+        if line.startswith("// Buffer bytes: "):
+            nbytes = int(line.split(": ")[1])
+        elif line.startswith("// Fused: "):
+            fused = line[len("// Fused: "):].split(", ")
+        elif line.startswith("func @"):
+            cur = {"name": re.match(r"func @(\w+)\(", line).group(1), "fused": fused, "bytes": nbytes, "body": []}
+            funcs.append(cur)
+        elif cur is not None and line == "}":
+            cur = None
+        elif cur is not None:
+            cur["body"].append(line)
+    return funcs
+
+
+def _top_level(body):
+    """Top-level statements of a function body: opcodes, and FOR for a loop."""
+    out = []
+    for line in body:
+        if re.match(r"^  FOR ", line):
+            out.append("FOR")
+        elif re.match(r"^  \S", line):
+            out += _ops(line)
+    return " ".join(out)
+
+
+def _loops(body):
+    """Opcodes of each top-level loop of a function body, in order."""
+    loops, cur = [], None
+    for line in body:
+        if re.match(r"^  FOR ", line):
+            cur = []
+        elif re.match(r"^  ENDFOR", line):
+            loops.append(" ".join(cur))
+            cur = None
+        elif cur is not None:
+            cur += _ops(line)
+    return loops
+
+
+def _tile_operands(body, opcode):
+    """(dst, [srcs]) of every `opcode` instruction in a function body."""
+    out = []
+    for line in body:
+        m = re.match(rf"^\s*%(\w+) = {opcode} ([^:]*?)(?:\s+valid.*)?\s*:", line)
+        if m:
+            out.append((m.group(1), re.findall(r"%(\w+)", m.group(2))))
+    return out
+
+
+def _declared_bytes(body):
+    """Bytes of every (f32) tile and local buffer a function declares, each rounded to 64."""
+    total = 0
+    for line in body:
+        m = re.search(r"alloc_(?:tile : !pto\.tile<([\dx]+)xf32>|local : !pto\.memref<local,([\dx]+),f32>)", line)
+        if m:
+            n = 4
+            for d in (m.group(1) or m.group(2)).split("x"):
+                n *= int(d)
+            total += -(-n // 64) * 64
+    return total
+
+
+def _without_bytes(ir):
+    return re.sub(r"// Buffer bytes: \d+", "// Buffer bytes: -", ir)
+
+
+def _calls(ir):
+    return [l.strip() for l in ir.splitlines() if l.strip().startswith("CALL @")]
+
+
+# -- layer norm ----------------------------------------------------------------
+
+def _layer_norm(x: pypto.Tensor((64, 128), pypto.DT_FP32), w: pypto.Tensor((128,), pypto.DT_FP32),
+                b: pypto.Tensor((128,), pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(32, 32)
+    return pypto.layer_norm(x, w, b)
+
+
+def _layer_norm_args():
+    torch.manual_seed(0)
+    x, w, b = torch.randn(64, 128), torch.randn(128), torch.randn(128)
+    return (x, w, b), F.layer_norm(x, (128,), w, b)
+
+
+LN_OPS = ["sum", "div", "sub", "mul", "sum", "div", "add", "rsqrt", "mul", "mul", "add"]
+LN_NESTS = [f"{op}_{i}" for i, op in enumerate(LN_OPS)]
+
+
+@pytest.fixture(scope="module")
+def ln():
+    return _Program(_layer_norm, *_layer_norm_args())
+
+
+def test_layer_norm_expand_tiles_one_nest_per_op(ln):
+    before, after = ln.before("expand_tiles"), ln.after("expand_tiles")
+    assert re.findall(r"^  %\w+ = (\w+)\(", before, re.M) == LN_OPS
+    nests = _nests(after)
+    assert list(nests) == LN_NESTS
+    assert after.count("// parallel dim=0 tile=32") == len(LN_OPS)  # every op walks the row blocks
+    assert after.count("// workspace") == 10                      # every intermediate in global memory
+    for red in ("sum_0", "sum_4"):                                # accumulated over the column tiles
+        assert _ops(nests[red]) == ["tfill", "tload", "trowsum", "tadd", "tstore"]
+    assert _ops(nests["sub_2"]) == ["tload", "tload", "trowexpandsub", "tstore"]       # x - mean[:, None]
+    assert _ops(nests["mul_8"]) == ["tload", "tload", "trowexpandmul", "tstore"]       # * rstd[:, None]
+    assert _ops(nests["mul_9"]) == ["tload", "tload", "treshape", "tcolexpandmul", "tstore"]  # * w[None, :]
+    assert _ops(nests["add_10"]) == ["tload", "tload", "treshape", "tcolexpandadd", "tstore"]
+
+
+def test_layer_norm_fuse_blocks_makes_one_function_with_local_buffers(ln):
+    before, after = ln.before("fuse_blocks"), ln.after("fuse_blocks")
+    funcs = _functions(after)
+    assert len(funcs) == 1 and funcs[0]["fused"] == list(_nests(before)) == LN_NESTS
+    assert re.findall(r"^launch @(\w+) over (.*):$", after, re.M) == [
+        (funcs[0]["name"], "[%g0 < 2 (dim 0, tile 32)]")]
+    # Each nest's row loop became the launch grid; the other loops run inside.
+    assert before.count("FOR %") == 22 and after.count("FOR %") == 22 - len(LN_NESTS)
+    # The ten intermediates are one row block each, kept in the function.
+    assert before.count("// workspace") == 10 and after.count("// workspace") == 0
+    assert after.count("alloc_local") == 10
+    assert _ops(before) == _ops(after)  # same instructions, same order
+
+
+def test_layer_norm_fuse_loops_merges_the_variance_and_the_epilogue(ln):
+    assert ln.passes["fuse_loops"]["state"] == "changed"
+    (fb,), (fa,) = _functions(ln.before("fuse_loops")), _functions(ln.after("fuse_loops"))
+    assert _top_level(fb["body"]) == "tfill FOR tstore FOR FOR FOR tfill FOR tstore FOR FOR FOR FOR FOR FOR"
+    assert _top_level(fa["body"]) == "tfill FOR tstore FOR tfill FOR tstore FOR FOR FOR FOR"
+    loops = _loops(fa["body"])
+    # sub, square and sum in one pass over the columns; likewise normalise, scale and shift.
+    assert loops[2] == "tload tload trowexpandsub tstore tload tload tmul tstore tload trowsum tadd"
+    assert loops[6] == ("tload tload trowexpandmul tstore tload tload treshape tcolexpandmul tstore "
+                        "tload tload treshape tcolexpandadd tstore")
+    assert sorted(_ops(fb["body"])) == sorted(_ops(fa["body"]))  # nothing added or dropped
+
+
+def test_layer_norm_forward_tiles_drops_the_row_blocks_read_in_the_same_loop(ln):
+    before, after = ln.before("forward_tiles"), ln.after("forward_tiles")
+    locals_before = set(re.findall(r"%(\w+) = alloc_local", before))
+    locals_after = set(re.findall(r"%(\w+) = alloc_local", after))
+    # square's and the two epilogue products' blocks go; x - mean stays for the
+    # normalisation in a later loop, and the per-row scalars cross loops too.
+    assert locals_before - locals_after == {"v6", "v11", "v12"} and locals_after < locals_before
+    (f,) = _functions(after)
+    loops = _loops(f["body"])
+    assert loops[2] == "tload tload trowexpandsub tstore tmul trowsum tadd"
+    assert loops[6] == "tload tload trowexpandmul tload treshape tcolexpandmul tload treshape tcolexpandadd tstore"
+    ((sub_dst, _),) = _tile_operands(f["body"], "trowexpandsub")
+    ((_, mul_srcs),) = _tile_operands(f["body"], "tmul")
+    assert mul_srcs == [sub_dst, sub_dst]  # (x - mean)^2 straight from the subtraction's tile
+    assert _ops(before).count("tload") - _ops(after).count("tload") == 5
+
+
+def test_layer_norm_rematerialize_cannot_recompute_and_the_function_is_split(ln):
+    assert ln.passes["rematerialize"]["state"] == "unchanged"  # 28 KB fits 256 KB
+    (f,) = _functions(ln.after("plan_buffers"))
+    budget_kb = f["bytes"] // 1024 - 4
+    args, ref = _layer_norm_args()
+    tight = _Program(_layer_norm, args, ref, sram_budget_kb=budget_kb)
+    # x - mean is computed from the mean's local buffer, not from read-only
+    # memory, so it is not recomputed: the function, as big as before, is cut.
+    assert tight.passes["rematerialize"]["state"] == "unchanged"
+    assert tight.passes["fuse_blocks"]["notes"] == [
+        f"split @{f['name']} ({f['bytes']} bytes > budget {budget_kb} KB) before div_5"]
+    funcs = _functions(tight.after("plan_buffers"))
+    assert [g["fused"] for g in funcs] == [LN_NESTS[:5], LN_NESTS[5:]]
+    assert all(g["bytes"] <= budget_kb * 1024 for g in funcs)
+    assert len(_calls(tight.after("build_orchestration"))) == 2
+    torch.testing.assert_close(tight.compiled(*args), ref, atol=1e-4, rtol=1e-4)
+
+
+def test_layer_norm_plan_buffers_only_sets_the_bytes(ln):
+    before, after = ln.before("plan_buffers"), ln.after("plan_buffers")
+    (fb,), (fa,) = _functions(before), _functions(after)
+    assert fb["bytes"] == 0
+    # At least the 32x128 block of x - mean and a tile live beside it; less than every buffer apart.
+    assert 32 * 128 * 4 + 32 * 32 * 4 <= fa["bytes"] < _declared_bytes(fa["body"])
+    assert _without_bytes(after) == _without_bytes(before)
+    assert ln.compiled.stats()["buffer_bytes"] == {fa["name"]: fa["bytes"]}
+
+
+def test_layer_norm_build_orchestration_calls_once_per_row_block(ln):
+    before, after = ln.before("build_orchestration"), ln.after("build_orchestration")
+    assert after.startswith("execution_graph @_layer_norm") and "func @" not in after
+    assert _calls(after) == _calls(before) and len(_calls(after)) == 1
+    assert re.search(r"^  FOR %g0:idx, 0:idx, 2:idx, 1:idx  // parallel dim=0 tile=32\n    CALL @", after, re.M)
+    assert ln.compiled.stats()["tasks"] == 2
+
+
+def test_layer_norm_matches_torch(ln):
+    torch.testing.assert_close(ln.compiled(*ln.args), ln.ref, atol=1e-4, rtol=1e-4)
+
+
+# -- matmul + bias + GELU -----------------------------------------------------
+
+def _mm_bias_gelu(x: pypto.Tensor((64, 128), pypto.DT_FP32), w: pypto.Tensor((128, 96), pypto.DT_FP32),
+                  b: pypto.Tensor((96,), pypto.DT_FP32)):
+    pypto.set_cube_tile_shapes([16, 32], [32, 64], [32, 32])
+    pypto.set_vec_tile_shapes(16, 32)
+    return pypto.gelu(x @ w + b)
+
+
+@pytest.fixture(scope="module")
+def mm():
+    torch.manual_seed(1)
+    x, w, b = torch.randn(64, 128), torch.randn(128, 96) / 8, torch.randn(96)
+    return _Program(_mm_bias_gelu, (x, w, b), F.gelu(x @ w + b))
+
+
+def test_mm_bias_gelu_expand_tiles_walks_k_and_retiles_the_epilogue(mm):
+    after = mm.after("expand_tiles")
+    nests = _nests(after)
+    assert list(nests) == ["matmul_0", "add_1", "gelu_2"]
+    # The first k tile starts the accumulator, the loop over the other one accumulates into it.
+    assert _ops(nests["matmul_0"]) == ["tload", "tload", "tmatmul", "tload", "tload", "tmatmul_acc", "tstore"]
+    assert "FOR %k0:idx, 1:idx, 2:idx, 1:idx" in nests["matmul_0"]
+    assert re.search(r"%(\w+) = tmatmul_acc %\1, ", nests["matmul_0"])
+    # bias and GELU take the matmul's 32x32 output tile instead of the vec tile [16, 32].
+    for n in ("add_1", "gelu_2"):
+        assert f"nest @{n}:  // retiled to [32, 32] (the output tile of @matmul_0) to fuse with it" in after
+    assert after.count("// parallel dim=0 tile=32") == 3 and after.count("// parallel dim=1 tile=32") == 3
+    assert _ops(nests["add_1"]) == ["tload", "tload", "treshape", "tcolexpandadd", "tstore"]
+    assert _ops(nests["gelu_2"]) == ["tload", "tgelu", "tstore"]
+
+
+def test_mm_bias_gelu_fuse_blocks_over_the_output_tile_grid(mm):
+    before, after = mm.before("fuse_blocks"), mm.after("fuse_blocks")
+    funcs = _functions(after)
+    assert len(funcs) == 1 and funcs[0]["fused"] == ["matmul_0", "add_1", "gelu_2"]
+    assert re.findall(r"^launch @\w+ over (.*):$", after, re.M) == [
+        "[%g0 < 2 (dim 0, tile 32), %g1 < 3 (dim 1, tile 32)]"]
+    # Both grid loops of every nest are the launch grid; only the k loop is left.
+    assert before.count("FOR %") == 7 and after.count("FOR %") == 1
+    assert after.count("alloc_local") == 2
+    (call,) = _calls(after)
+    assert "%x -> %x[(g0 * 32), 0; 32, 128]" in call and "%w -> %w[0, (g1 * 32); 128, 32]" in call
+    assert _ops(before) == _ops(after)
+
+
+def test_mm_bias_gelu_fuse_loops_has_nothing_to_merge(mm):
+    assert mm.passes["fuse_loops"]["state"] == "unchanged"
+    assert mm.after("fuse_loops") == mm.before("fuse_loops")
+
+
+def test_mm_bias_gelu_forward_tiles_feeds_the_accumulator_to_the_epilogue(mm):
+    before, after = mm.before("forward_tiles"), mm.after("forward_tiles")
+    assert before.count("alloc_local") == 2 and after.count("alloc_local") == 0
+    (f,) = _functions(after)
+    assert " ".join(_ops(f["body"])) == (
+        "tload tload tmatmul tload tload tmatmul_acc tload treshape tcolexpandadd tgelu tstore")
+    ((acc, _),) = _tile_operands(f["body"], "tmatmul")
+    ((add, add_srcs),) = _tile_operands(f["body"], "tcolexpandadd")
+    ((_, gelu_srcs),) = _tile_operands(f["body"], "tgelu")
+    assert add_srcs[0] == acc and gelu_srcs == [add]
+    assert re.findall(r"tstore %\w+, %(\w+)\[", after) == ["out"]
+
+
+def test_mm_bias_gelu_rematerialize_and_plan_buffers(mm):
+    assert mm.passes["rematerialize"]["state"] == "unchanged"  # no local buffer left
+    before, after = mm.before("plan_buffers"), mm.after("plan_buffers")
+    (f,) = _functions(after)
+    # Operand tiles are dead once the product is done: the epilogue reuses their bytes.
+    assert _functions(before)[0]["bytes"] == 0 < f["bytes"] < _declared_bytes(f["body"])
+    assert _without_bytes(after) == _without_bytes(before)
+
+
+def test_mm_bias_gelu_build_orchestration_nests_both_grid_dims(mm):
+    before, after = mm.before("build_orchestration"), mm.after("build_orchestration")
+    assert re.search(r"^  FOR %g0:idx, 0:idx, 2:idx, 1:idx  // parallel dim=0 tile=32\n"
+                     r"    FOR %g1:idx, 0:idx, 3:idx, 1:idx  // parallel dim=1 tile=32\n"
+                     r"      CALL @", after, re.M)
+    assert _calls(after) == _calls(before) and len(_calls(after)) == 1
+    assert mm.compiled.stats()["tasks"] == 6
+
+
+def test_mm_bias_gelu_matches_torch(mm):
+    torch.testing.assert_close(mm.compiled(*mm.args), mm.ref, atol=1e-4, rtol=1e-4)
+
+
+# -- elementwise chain: exp, mul, add ------------------------------------------
+
+def _chain(a: pypto.Tensor((64, 128), pypto.DT_FP32), b: pypto.Tensor((64, 128), pypto.DT_FP32),
+           c: pypto.Tensor((64, 128), pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(32, 64)
+    return pypto.exp(a) * b + c
+
+
+def _chain_args():
+    torch.manual_seed(2)
+    a, b, c = torch.randn(64, 128), torch.randn(64, 128), torch.randn(64, 128)
+    return (a, b, c), torch.exp(a) * b + c
+
+
+@pytest.fixture(scope="module")
+def chain():
+    return _Program(_chain, *_chain_args())
+
+
+@pytest.fixture(scope="module")
+def chain_unfused():
+    return _Program(_chain, *_chain_args(), fusion=False)
+
+
+def test_chain_expand_tiles(chain):
+    assert re.findall(r"^  %\w+ = (\w+)\(", chain.before("expand_tiles"), re.M) == ["exp", "mul", "add"]
+    after = chain.after("expand_tiles")
+    nests = _nests(after)
+    assert list(nests) == ["exp_0", "mul_1", "add_2"]
+    assert [_ops(t) for t in nests.values()] == [
+        ["tload", "texp", "tstore"], ["tload", "tload", "tmul", "tstore"], ["tload", "tload", "tadd", "tstore"]]
+    assert after.count("// parallel dim=0 tile=32") == 3 and after.count("// parallel dim=1 tile=64") == 3
+
+
+def test_chain_fuse_blocks_puts_every_loop_in_the_grid(chain, chain_unfused):
+    before, after = chain.before("fuse_blocks"), chain.after("fuse_blocks")
+    (f,) = _functions(after)
+    assert f["fused"] == ["exp_0", "mul_1", "add_2"]
+    assert re.findall(r"^launch @\w+ over (.*):$", after, re.M) == [
+        "[%g0 < 2 (dim 0, tile 32), %g1 < 2 (dim 1, tile 64)]"]
+    assert before.count("FOR %") == 6 and after.count("FOR %") == 0
+    assert after.count("alloc_local") == 2 and _ops(before) == _ops(after)
+    # Without fusion every nest is a function of its own and the intermediates stay in global memory.
+    un = chain_unfused.after("fuse_blocks")
+    assert [g["fused"] for g in _functions(un)] == [["exp_0"], ["mul_1"], ["add_2"]]
+    assert re.findall(r"^launch @(\w+)", un, re.M) == ["exp_0", "mul_1", "add_2"]
+    assert un.count("alloc_local") == 0 and un.count("// workspace") == 2
+
+
+def test_chain_fuse_loops_is_unchanged(chain):
+    assert chain.passes["fuse_loops"]["state"] == "unchanged"
+
+
+def test_chain_forward_tiles_keeps_values_in_tiles(chain, chain_unfused):
+    before, after = chain.before("forward_tiles"), chain.after("forward_tiles")
+    assert " ".join(_ops(before)) == "tload texp tstore tload tload tmul tstore tload tload tadd tstore"
+    assert " ".join(_ops(after)) == "tload texp tload tmul tload tadd tstore"
+    assert after.count("alloc_local") == 0
+    (f,) = _functions(after)
+    ((e, _),) = _tile_operands(f["body"], "texp")
+    ((m, m_srcs),) = _tile_operands(f["body"], "tmul")
+    ((_, a_srcs),) = _tile_operands(f["body"], "tadd")
+    assert m_srcs[0] == e and a_srcs[0] == m
+    # Workspaces are read by other tasks: nothing to forward without fusion.
+    assert chain_unfused.passes["forward_tiles"]["state"] == "unchanged"
+
+
+def test_chain_rematerialize_and_plan_buffers(chain):
+    assert chain.passes["rematerialize"]["state"] == "unchanged"
+    before, after = chain.before("plan_buffers"), chain.after("plan_buffers")
+    (f,) = _functions(after)
+    tile = 32 * 64 * 4
+    # Six tiles declared; at most three are live at once (a product, an operand, the result).
+    assert _declared_bytes(f["body"]) == 6 * tile
+    assert 2 * tile <= f["bytes"] <= 3 * tile
+    assert _without_bytes(after) == _without_bytes(before)
+
+
+def test_chain_build_orchestration(chain, chain_unfused):
+    after = chain.after("build_orchestration")
+    assert len(_calls(after)) == 1 and after.count("FOR %") == 2
+    assert chain.compiled.stats()["tasks"] == 4
+    un = chain_unfused.after("build_orchestration")
+    # One grid nest per launch, in program order.
+    assert [c.split("(")[0] for c in _calls(un)] == ["CALL @exp_0", "CALL @mul_1", "CALL @add_2"]
+    assert un.count("FOR %g0") == 3 and un.count("FOR %g1") == 3
+    assert _calls(un) == _calls(chain_unfused.before("build_orchestration"))
+    assert chain_unfused.compiled.stats()["tasks"] == 12
+
+
+def test_chain_matches_torch(chain, chain_unfused):
+    torch.testing.assert_close(chain.compiled(*chain.args), chain.ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(chain_unfused.compiled(*chain.args), chain.ref, atol=1e-5, rtol=1e-5)
