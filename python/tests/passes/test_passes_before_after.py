@@ -512,3 +512,24 @@ def test_chain_build_orchestration(chain, chain_unfused):
 def test_chain_matches_torch(chain, chain_unfused):
     torch.testing.assert_close(chain.compiled(*chain.args), chain.ref, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(chain_unfused.compiled(*chain.args), chain.ref, atol=1e-5, rtol=1e-5)
+
+
+def _colsum(x: pypto.Tensor((96, 64), pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(32, 32)
+    return pypto.sum(pypto.exp(x), 0, True)
+
+
+def test_reorder_loops_interchanges_the_producer_for_a_column_reduction():
+    p = _passes(_colsum, torch.randn(96, 64))
+    before, after = p["expand_tiles"]["ir"], p["reorder_loops"]["ir"]
+    assert p["reorder_loops"]["state"] == "changed"
+    grid = lambda ir, nest: re.findall(r"parallel dim=(\d) tile=(\d+)", ir.split(f"nest @{nest}:")[1].split("nest @")[0])
+    assert grid(before, "exp_0") == [("0", "32"), ("1", "32")]
+    assert grid(after, "exp_0") == [("1", "32"), ("0", "32")]
+    assert grid(after, "sum_1") == grid(before, "sum_1") == [("1", "32")]
+    assert _ops(before) == _ops(after)  # the same instructions, only the loops move
+    assert "// Fused: exp_0, sum_1" in p["fuse_blocks"]["ir"]
+
+
+def test_reorder_loops_is_unchanged_on_an_aligned_chain(softmax_passes):
+    assert softmax_passes["reorder_loops"]["state"] == "unchanged"
