@@ -34,6 +34,18 @@ void bind_errors(py::module_& m) {
   py::register_exception<pypto::NotSupportedError>(m, "NotSupportedError", PyExc_NotImplementedError);
   py::register_exception<pypto::InternalError>(m, "PyptoInternalError", internal_any.ptr());
   py::register_exception<runtime::TaskError>(m, "TaskError", PyExc_RuntimeError);
+  // A SyntaxError with the position as `line` and `column` attributes.
+  static py::exception<PtoSyntaxError> pto_syntax(m, "PtoSyntaxError", PyExc_SyntaxError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const PtoSyntaxError& e) {
+      py::object err = py::reinterpret_borrow<py::object>(pto_syntax.ptr())(e.what());
+      err.attr("line") = e.line();
+      err.attr("column") = e.column();
+      PyErr_SetObject(pto_syntax.ptr(), err.ptr());
+    }
+  });
 }
 
 }  // namespace pypto::bindings

@@ -72,7 +72,7 @@ std::vector<std::vector<int64_t>> CompiledProgram::output_shapes(const std::vect
 }
 
 int64_t CompiledProgram::count_tasks(const std::vector<int64_t>& dyn) const {
-  const auto& names = ir.tensor.dyn_dims;
+  const auto& names = ir.execution.dyn_dims;
   std::map<std::string, int64_t> env;
   for (size_t i = 0; i < names.size() && i < dyn.size(); ++i) env[names[i]] = dyn[i];
   auto lookup = [&](const std::string& n) -> int64_t {

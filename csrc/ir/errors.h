@@ -43,6 +43,18 @@ class NotSupportedError : public Error {
   using Error::Error;
 };
 
+/// Malformed .pto text: Python pypto.PtoSyntaxError (a SyntaxError) with
+/// `line` and `column` (1-based) attributes.
+class PtoSyntaxError : public Error {
+ public:
+  PtoSyntaxError(int line, int column, const std::string& msg);
+  int line() const { return line_; }
+  int column() const { return column_; }
+
+ private:
+  int line_, column_;
+};
+
 /// A broken internal assumption.
 class InternalError : public Error {
  public:

@@ -128,8 +128,18 @@ void print_call(std::string& out, const Call& c, const Names& n, const std::stri
 void print_loop(std::string& out, const Loop& l, const Names& n, int indent) {
   std::string pad(indent * 2, ' ');
   std::string note = l.parallel ? fmt::format("  // parallel dim={} tile={}", l.dim, l.tile) : "";
-  out += fmt::format("{}FOR %{}:idx, {}:idx, {}:idx, {}:idx{}\n", pad, l.var, l.start.str(), l.stop.str(),
-                     l.step.str(), note);
+  std::string range;
+  if (l.range) {
+    range = fmt::format(" max_range={} min_range={}", l.range->max_range, l.range->min_range);
+    if (!l.range->tile_levels.empty()) {
+      std::string levels;
+      for (auto it = l.range->tile_levels.rbegin(); it != l.range->tile_levels.rend(); ++it)
+        levels += fmt::format("{}{}:{}", levels.empty() ? "" : ",", it->first, it->second);
+      range += fmt::format(" tile_levels={{{}}}", levels);
+    }
+  }
+  out += fmt::format("{}FOR %{}:idx, {}:idx, {}:idx, {}:idx{}{}\n", pad, l.var, l.start.str(), l.stop.str(),
+                     l.step.str(), range, note);
   print_stmts(out, l.body, n, indent + 1);
   out += pad + "ENDFOR\n";
 }
@@ -338,7 +348,7 @@ std::string print(const ExecutionGraph& g) {
 }
 
 std::string print_pto(const ExecutionGraph& g) {
-  std::string out = fmt::format("// PTO Module: {}\n// Entry: @{}\n\n", g.name, g.name);
+  std::string out = fmt::format("// PTO Module: {}\n// Entry: @{}\n\n", g.module.empty() ? g.name : g.module, g.name);
   for (const InCoreFunction& f : g.functions) {
     print_function(out, f, g.memrefs);
     out += "\n";
@@ -350,7 +360,10 @@ std::string print_pto(const ExecutionGraph& g) {
   for (int id : g.outputs) params += fmt::format("{}%{}: {} out", params.empty() ? "" : ", ", g.memrefs[id].name,
                                                  memref_type(g.memrefs[id]));
   out += fmt::format("func @{}({}) {{\n", g.name, params);
-  for (const std::string& d : g.dyn_dims) out += fmt::format("  %{} = alloc_scalar : i64\n", d);
+  for (const std::string& d : g.dyn_dims) {
+    auto it = g.scalar_dtypes.find(d);
+    out += fmt::format("  %{} = alloc_scalar : {}\n", d, dtype_pto_name(it == g.scalar_dtypes.end() ? DataType::INT64 : it->second));
+  }
   for (const MemRef& m : g.memrefs)
     if (m.kind == MemKind::Workspace) out += fmt::format("  %{} = alloc_workspace : {}\n", m.name, memref_type(m));
   Names n;

@@ -150,3 +150,10 @@ int64_t local_bytes(const MemRef& m) {
 }
 
 }  // namespace pypto
+
+namespace pypto {
+
+PtoSyntaxError::PtoSyntaxError(int line, int column, const std::string& msg)
+    : Error(fmt::format("line {}, column {}: {}", line, column, msg)), line_(line), column_(column) {}
+
+}  // namespace pypto

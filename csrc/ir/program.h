@@ -107,6 +107,17 @@ int memory_tile(const Instr& in);
 
 struct Stmt;
 
+/// Binary expansion of a dynamic orchestration loop (see the binary_expand
+/// pass): power-of-two blocks from `max_range` down to `min_range` plus a
+/// residual loop; `tile_levels` maps a block size to the tile rows its calls
+/// use (key 0: the residual's, the base), picking function variants
+/// `<callee>_<rows>` and scaling the iteration count and offsets.
+struct LoopRange {
+  int64_t max_range = 0;
+  int64_t min_range = 0;
+  std::map<int64_t, int64_t> tile_levels;
+};
+
 /// A counted loop. Parallel loops iterate the outer tile grid of an op.
 struct Loop {
   std::string var;
@@ -115,6 +126,7 @@ struct Loop {
   bool parallel = false;
   int dim = -1;        ///< iteration-space dim the loop walks (-1 if none)
   int64_t tile = 0;    ///< elements per iteration along `dim`
+  std::optional<LoopRange> range;  ///< orchestration loops only: binary expansion
 };
 
 /// A region argument of a CALL: `memref[offsets; extents]`.
@@ -208,11 +220,13 @@ struct BlockGraph {
 /// Level 4: the orchestration program.
 struct ExecutionGraph {
   std::string name;
+  std::string module;  ///< the PTO module's name (empty: the same as `name`)
   std::vector<MemRef> memrefs;
   std::vector<InCoreFunction> functions;
   std::vector<Stmt> orchestration;  ///< loops and calls only
   std::vector<int> params, outputs;
-  std::vector<std::string> dyn_dims;
+  std::vector<std::string> dyn_dims;  ///< scalar parameters of the orchestration, in order
+  std::map<std::string, DataType> scalar_dtypes;  ///< declared type of a scalar (absent: i64)
 };
 
 /// Bytes of one tile buffer, rounded up to the 64-byte alignment codegen gives it.

@@ -25,6 +25,7 @@ from pypto.errors import (
     NotSupportedError,
     PyptoError,
     TaskError,
+    PtoSyntaxError,
     UserError,
     UserTypeError,
     VerifyError,
@@ -66,5 +67,5 @@ __all__ = [
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",
     "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "set_cube_tile_shapes", "get_cube_tile_shapes",
     "PyptoError",
-    "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError",
+    "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "PtoSyntaxError",
 ]

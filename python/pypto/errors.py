@@ -18,5 +18,8 @@ NotSupportedError = _C.NotSupportedError
 InternalError = _C.InternalError
 #: A task of the runtime failed.
 TaskError = _C.TaskError
+#: Malformed .pto text (a SyntaxError); ``line`` and ``column`` give the position, from 1.
+PtoSyntaxError = _C.PtoSyntaxError
 
-PyptoError = (UserError, UserTypeError, VerifyError, CompileError, NotSupportedError, InternalError, TaskError)
+PyptoError = (UserError, UserTypeError, VerifyError, CompileError, NotSupportedError, InternalError, TaskError,
+              PtoSyntaxError)
