@@ -61,6 +61,7 @@ int64_t run(const CompiledProgram& p, const std::vector<TensorSpec>& specs, cons
   }
   if (rc == 3)
     throw UserError(fmt::format("'{}': pypto.reshape of a tensor that is not contiguous in memory", p.ir.tensor.name));
+  if (rc == 4) throw UserError(fmt::format("'{}': {}", p.ir.execution.name, p.error_message()));
   if (rc != 0) throw runtime::TaskError(fmt::format("orchestration of '{}' failed with status {}", p.ir.tensor.name, rc));
   return st.tasks;
 }
@@ -83,10 +84,37 @@ void bind_compile(py::module_& m) {
       .def("output_shapes", &CompiledProgram::output_shapes)
       .def("count_tasks", &CompiledProgram::count_tasks)
       .def_property_readonly("dyn_dims", [](const CompiledProgram& p) { return p.ir.tensor.dyn_dims; })
-      .def("run", &run, py::arg("tensors"), py::arg("scalars"));
+      .def("run", &run, py::arg("tensors"), py::arg("scalars"))
+      .def("entry_memrefs",
+           [](const CompiledProgram& p) {
+             // (name, dtype, dims as text, is_output) of the tensors the entry takes, in order.
+             const ExecutionGraph& g = p.ir.execution;
+             py::list out;
+             auto add = [&](int id, bool is_out) {
+               const MemRef& m = g.memrefs.at(id);
+               std::vector<std::string> dims;
+               for (const Expr& d : m.shape) dims.push_back(d.str());
+               out.append(py::make_tuple(m.name, m.dtype, dims, is_out));
+             };
+             for (int id : g.params) add(id, false);
+             for (int id : g.outputs) add(id, true);
+             return out;
+           })
+      .def("entry_scalars", [](const CompiledProgram& p) {
+        // (name, dtype) of the scalars the entry takes, in order.
+        const ExecutionGraph& g = p.ir.execution;
+        py::list out;
+        for (const std::string& d : g.dyn_dims) {
+          auto it = g.scalar_dtypes.find(d);
+          out.append(py::make_tuple(d, it == g.scalar_dtypes.end() ? DataType::INT64 : it->second));
+        }
+        return out;
+      });
 
   m.def("compile", &codegen::compile_program, py::arg("graph"), py::arg("options"),
         "Lowers, generates and builds a Tensor Graph.");
+  m.def("compile_pto", &codegen::compile_pto, py::arg("text"), py::arg("options"),
+        "Parses, plans, expands, generates and builds a .pto module.");
   m.def("pass_names", &pass_names, "Registry names of the passes, in pipeline order.");
   m.def("dump_stages", &codegen::dump_stages);
   m.def("cache_dir", &codegen::cache_dir);

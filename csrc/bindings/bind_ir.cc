@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "ir/errors.h"
+#include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/tensor_graph.h"
 
@@ -101,6 +102,12 @@ void bind_ir(py::module_& m) {
       .value("DT_UINT8", DataType::UINT8)
       .value("DT_BOOL", DataType::BOOL);
   m.def("dtype_size", &dtype_size, "Bytes per element.");
+  m.def(
+      "parse_pto_roundtrip", [](const std::string& text) { return print_pto(parse_pto(text)); }, py::arg("text"),
+      "Parses .pto text and prints it again (raises pypto.PtoSyntaxError on malformed text).");
+  m.def(
+      "check_pto", [](const std::string& text) { parse_pto(text); }, py::arg("text"),
+      "Parses .pto text; raises pypto.PtoSyntaxError with .line and .column if it is malformed.");
 
   py::class_<TensorGraph>(m, "TensorGraph", "A traced function (level 1).")
       .def_readonly("name", &TensorGraph::name)

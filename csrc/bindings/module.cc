@@ -8,6 +8,7 @@ void bind_errors(py::module_& m);
 void bind_ir(py::module_& m);
 void bind_compile(py::module_& m);
 void bind_runtime(py::module_& m);
+void bind_pto(py::module_& m);
 }  // namespace pypto::bindings
 
 PYBIND11_MODULE(_C, m) {
@@ -16,4 +17,5 @@ PYBIND11_MODULE(_C, m) {
   pypto::bindings::bind_ir(m);
   pypto::bindings::bind_compile(m);
   pypto::bindings::bind_runtime(m);
+  pypto::bindings::bind_pto(m);
 }

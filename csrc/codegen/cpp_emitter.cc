@@ -397,6 +397,7 @@ class OrchestrationEmitter {
     emit_body(o, g_.orchestration, 1);
     o += "  return api->failed(rt) ? 1 : 0;\n}\n\n";
     o += fmt::format("extern \"C\" int32_t {}(void) {{ return PYPTO_ABI_VERSION; }}\n", kAbiSymbol);
+    o += fmt::format("extern \"C\" const char* {}(void) {{ return pto::region_error_text(); }}\n", kErrorSymbol);
     return o;
   }
 
@@ -484,6 +485,8 @@ class OrchestrationEmitter {
       const CallArg& a = c.args[i];
       o += fmt::format("{}  {{ const int64_t off[] = {{{}}}; const int64_t ext[] = {{{}}};\n", pad, cexprs(a.offsets),
                        cexprs(a.extents));
+      o += fmt::format("{}    if (int32_t bad = pto::check_region(m{}, off, ext, \"CALL @{} argument %{} -> %{}\")) return bad;\n",
+                       pad, a.memref, f.name, f.params[i].name, g_.memrefs[a.memref].name);
       o += fmt::format("{}    const pypto_region r = pto::make_region(m{}, off, ext); api->task_add_{}(rt, task, &r); }}\n",
                        pad, a.memref, f.params[i].is_output ? "output" : "input");
     }

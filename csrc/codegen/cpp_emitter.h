@@ -12,6 +12,9 @@ namespace pypto::codegen {
 std::string emit_cpp(const ExecutionGraph& g);
 /// Name of the orchestration symbol every generated library exports.
 inline constexpr const char* kEntrySymbol = "pypto_orchestrate";
+/// Name of the symbol that returns the message of a failed region check
+/// (the orchestration returned 4).
+inline constexpr const char* kErrorSymbol = "pypto_error_message";
 /// Name of the ABI-version symbol every generated library exports.
 inline constexpr const char* kAbiSymbol = "pypto_abi_version";
 /// Text of csrc/runtime/pypto_abi.h and csrc/codegen/tile_ops.h (embedded at build time).

@@ -8,7 +8,9 @@
 
 #include "codegen/cpp_emitter.h"
 #include "ir/errors.h"
+#include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/verifier.h"
 
 namespace pypto::codegen {
 
@@ -101,16 +103,49 @@ int64_t CompiledProgram::count_tasks(const std::vector<int64_t>& dyn) const {
   return walk(ir.execution.orchestration);
 }
 
+namespace {
+
+/// The .pto text must parse back into a program that prints the same text.
+void check_round_trip(const std::string& text, const std::string& name) {
+  std::string again = print_pto(parse_pto(text));
+  if (again == text) return;
+  size_t at = 0, line = 1;
+  while (at < text.size() && at < again.size() && text[at] == again[at]) line += text[at++] == '\n';
+  throw InternalError(fmt::format("the .pto text of '{}' prints differently after parsing, from line {}", name, line));
+}
+
+/// C++ for the Execution Graph, built (or loaded from the cache) and bound.
+void generate_and_build(CompiledProgram& p, std::chrono::steady_clock::time_point t0) {
+  auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  p.cpp = emit_cpp(p.ir.execution);
+  p.pass_seconds = since();
+  p.build = build_library(p.cpp, p.ir.execution.name);
+  p.entry = reinterpret_cast<pypto_orchestration_fn>(library_symbol(p.build.handle, kEntrySymbol, p.build.library));
+  p.error_message = reinterpret_cast<const char* (*)()>(library_symbol(p.build.handle, kErrorSymbol, p.build.library));
+  p.compile_seconds = since();
+}
+
+}  // namespace
+
 std::shared_ptr<CompiledProgram> compile_program(const TensorGraph& g, const PassOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
   auto p = std::make_shared<CompiledProgram>();
   p->ir = run_pipeline(g, opts);
   p->pto = print_pto(p->ir.execution);
-  p->cpp = emit_cpp(p->ir.execution);
-  p->pass_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  p->build = build_library(p->cpp, g.name);
-  p->entry = reinterpret_cast<pypto_orchestration_fn>(library_symbol(p->build.handle, kEntrySymbol, p->build.library));
-  p->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (opts.verify) check_round_trip(p->pto, g.name);
+  generate_and_build(*p, t0);
+  return p;
+}
+
+std::shared_ptr<CompiledProgram> compile_pto(const std::string& text, const PassOptions& opts) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto p = std::make_shared<CompiledProgram>();
+  ExecutionGraph g = parse_pto(text);
+  if (opts.verify) verify(g);
+  p->ir.tensor.name = g.name;
+  p->ir.execution = run_pto_pipeline(g, opts, p->ir.passes);
+  p->pto = print_pto(plan_execution_buffers(g, opts));
+  generate_and_build(*p, t0);
   return p;
 }
 

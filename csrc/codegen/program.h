@@ -18,6 +18,7 @@ struct CompiledProgram {
   std::string cpp;
   BuildResult build;
   pypto_orchestration_fn entry = nullptr;
+  const char* (*error_message)() = nullptr;  ///< why the orchestration returned 4
   double pass_seconds = 0.0;     ///< passes + codegen
   double compile_seconds = 0.0;  ///< passes + codegen + host compiler
 
@@ -34,6 +35,10 @@ struct CompiledProgram {
 
 /// Lowers, generates and builds (or loads from the disk cache) a Tensor Graph.
 std::shared_ptr<CompiledProgram> compile_program(const TensorGraph& g, const PassOptions& opts);
+/// Compiles .pto text: parses it, verifies it, plans each InCore function's
+/// buffers, expands dynamic loops (binary_expand), generates and builds.
+/// `pto` keeps the planned module before expansion, so it prints back the same.
+std::shared_ptr<CompiledProgram> compile_pto(const std::string& text, const PassOptions& opts);
 /// The stages `dump` accepts.
 const std::vector<std::string>& dump_stages();
 

@@ -9,6 +9,7 @@
 #define PYPTO_TILE_OPS_H_
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,27 @@ inline T* region_data(const pypto_region& r) {
   int64_t off = 0;
   for (int d = 0; d < r.ndim; ++d) off += r.offset[d] * r.stride[d];
   return static_cast<T*>(r.base) + off;
+}
+
+/// The message of the last failed region check on this thread.
+inline char* region_error_text() {
+  static thread_local char text[512];
+  return text;
+}
+
+/// 0 when the box `off`/`ext` lies inside tensor `t`; otherwise writes what is
+/// wrong to region_error_text() and returns 4 (the orchestration's status).
+inline int32_t check_region(const pypto_tensor& t, const int64_t* off, const int64_t* ext, const char* where) {
+  for (int d = 0; d < t.ndim; ++d) {
+    if (off[d] < 0 || ext[d] < 0 || off[d] + ext[d] > t.shape[d]) {
+      snprintf(region_error_text(), 512,
+                    "%s: dim %d of the region is [%lld, %lld), outside the tensor's extent %lld", where, d,
+                    static_cast<long long>(off[d]), static_cast<long long>(off[d] + ext[d]),
+                    static_cast<long long>(t.shape[d]));
+      return 4;
+    }
+  }
+  return 0;
 }
 
 /// A region of a whole tensor: `off`/`ext` give the box.

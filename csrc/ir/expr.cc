@@ -197,6 +197,11 @@ Expr Expr::raw(Kind kind, const Expr& a, const Expr& b) {
   return Expr(std::shared_ptr<const Node>(std::move(n)));
 }
 
+Expr Expr::node(Kind kind, const Expr& a, const Expr& b) {
+  if (kind == Kind::Const || kind == Kind::Var) throw InternalError("Expr::node needs a binary kind");
+  return raw(kind, a, b);
+}
+
 Expr operator+(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Add, a, b); }
 Expr operator-(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Sub, a, b); }
 Expr operator*(const Expr& a, const Expr& b) { return Expr::make(Expr::Kind::Mul, a, b); }

@@ -20,6 +20,10 @@ class Expr {
   Expr(int64_t value = 0);  // NOLINT(google-explicit-constructor): constants read naturally.
   /// A named variable (loop index, block index or symbolic dim).
   static Expr var(const std::string& name);
+  /// A binary node (any kind but Const and Var) exactly as given, without the
+  /// simplifications the operators apply; for parsers that must keep the
+  /// printed form. Throws InternalError for Const and Var.
+  static Expr node(Kind kind, const Expr& a, const Expr& b);
 
   Kind kind() const;
   bool is_const() const { return kind() == Kind::Const; }

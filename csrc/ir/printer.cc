@@ -19,17 +19,18 @@ std::string exprs(const std::vector<Expr>& v) {
   return s;
 }
 
+/// Dims joined by "x"; a symbolic dim is parenthesized (unless its text
+/// already is) so that "(M)x64" cannot be read as one name.
 std::string dims_x(const std::vector<Expr>& shape) {
   std::string s;
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + shape[i].str();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    std::string d = shape[i].str();
+    if (!shape[i].is_const() && (d.empty() || d[0] != '(')) d = "(" + d + ")";
+    s += (i ? "x" : "") + d;
+  }
   return s;
 }
 
-std::string scalar_str(double v) {
-  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  if (std::isnan(v)) return "nan";
-  return fmt::format("{}", v);
-}
 
 /// Resolves ids to names while printing statements.
 struct Names {
@@ -73,7 +74,7 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
       return;
     case Opcode::TFILL:
       out += fmt::format("{}%{} = tfill {} : {}\n", pad, n.tile_name(in.dst),
-                         in.scalar_expr ? in.scalar_expr->str() : scalar_str(in.scalar), type);
+                         in.scalar_expr ? in.scalar_expr->str() : scalar_text(in.scalar), type);
       return;
     case Opcode::TGATHER:
       out += fmt::format("{}%{} = tgather %{}[{}], %{} axis={}{} : {}\n", pad, n.tile_name(in.dst), n.memref(in.memref),
@@ -84,7 +85,7 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
                          exprs(in.offsets), n.tile_name(in.srcs.at(0)), in.axis, valid);
       return;
     case Opcode::TARANGE:
-      out += fmt::format("{}%{} = tarange {}, {}, {} : {}\n", pad, n.tile_name(in.dst), scalar_str(in.scalar),
+      out += fmt::format("{}%{} = tarange {}, {}, {} : {}\n", pad, n.tile_name(in.dst), scalar_text(in.scalar),
                          in.step, in.offsets.empty() ? std::string("0") : in.offsets[0].str(), type);
       return;
     default: {
@@ -95,7 +96,7 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
       int total = opcode_num_srcs(in.op);
       for (int pos = 0; pos < total; ++pos) {
         std::string item;
-        if (pos == in.scalar_pos) item = in.scalar_expr ? in.scalar_expr->str() : scalar_str(in.scalar);
+        if (pos == in.scalar_pos) item = in.scalar_expr ? in.scalar_expr->str() : scalar_text(in.scalar);
         else if (next < in.srcs.size()) item = "%" + n.tile_name(in.srcs[next++]);
         srcs += (pos ? ", " : "") + item;
       }
@@ -220,6 +221,12 @@ void print_function(std::string& out, const InCoreFunction& f, const std::vector
 
 }  // namespace
 
+std::string scalar_text(double v) {
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  if (std::isnan(v)) return "nan";
+  return fmt::format("{}", v);
+}
+
 const char* memkind_name(MemKind k) {
   switch (k) {
     case MemKind::Input: return "input";
@@ -285,7 +292,7 @@ std::string print(const TensorGraph& g) {
       attrs = fmt::format(", dim={}{}", dims, op.keepdim ? ", keepdim" : "");
     }
     for (const Operand& o : op.operands)
-      if (!o.is_tensor()) attrs += ", " + (o.sym ? o.sym->str() : scalar_str(o.constant));
+      if (!o.is_tensor()) attrs += ", " + (o.sym ? o.sym->str() : scalar_text(o.constant));
     std::string loc = op.loc.file.empty() ? "" : fmt::format("  @ {}", op.loc.str());
     std::string valid;
     for (size_t d = 0; d < o.shape.size(); ++d)
@@ -369,6 +376,18 @@ std::string print_pto(const ExecutionGraph& g) {
   Names n;
   n.memrefs = &g.memrefs;
   n.functions = &g.functions;
+  // Views alias another memref: a strided view (offsets per base dim, then
+  // the base dim and step of each view dim, -1 for a new or broadcast dim)
+  // or a reshape of a contiguous base.
+  for (const MemRef& m : g.memrefs) {
+    if (m.kind != MemKind::View || !m.view) continue;
+    const ViewMap& v = *m.view;
+    if (v.reshape)
+      out += fmt::format("  %{} = reshape %{} : {}\n", m.name, n.memref(v.base), memref_type(m));
+    else
+      out += fmt::format("  %{} = view %{}[{}] dims [{}] steps [{}] : {}\n", m.name, n.memref(v.base),
+                         exprs(v.offsets), fmt::join(v.map, ", "), fmt::join(v.steps, ", "), memref_type(m));
+  }
   print_stmts(out, g.orchestration, n, 1);
   return out + "  return\n}\n";
 }

@@ -18,6 +18,8 @@ std::string print(const BlockGraph& g);
 std::string print(const ExecutionGraph& g);
 /// The .pto assembly of a program: its InCore functions and its orchestration.
 std::string print_pto(const ExecutionGraph& g);
+/// A constant operand as .pto writes it: "-inf", "nan", "0.5", "1e-06".
+std::string scalar_text(double v);
 /// The .pto type of a tile, e.g. "!pto.tile<32x32xf32>".
 std::string tile_type(const TileDecl& t);
 /// The .pto type of a memref, e.g. "!pto.memref<gm,64x1024,f32>".

@@ -8,6 +8,7 @@
 #include "ir/errors.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "passes/binary_expand.h"
 #include "passes/build_orchestration.h"
 #include "passes/expand_tiles.h"
 #include "passes/forward_tiles.h"
@@ -22,7 +23,8 @@ namespace pypto {
 namespace {
 
 /// Passes that only improve a program and are skipped when disabled by name.
-const std::set<std::string> kOptional = {"reorder_loops", "fuse_loops", "forward_tiles", "rematerialize"};
+const std::set<std::string> kOptional = {"reorder_loops", "fuse_loops", "forward_tiles", "rematerialize",
+                                         "binary_expand"};
 /// Passes that produce the next level: disabled, they run in a plain mode.
 const std::map<std::string, std::string> kPlainMode = {
     {"fuse_blocks", "disabled: one InCore function per tile nest"},
@@ -104,7 +106,7 @@ void plain_mode(PassRecord& rec, const PassOptions& opts) {
 const std::vector<std::string>& pass_names() {
   static const std::vector<std::string> names = {"expand_tiles",  "reorder_loops", "fuse_blocks",
                                                  "fuse_loops",    "forward_tiles", "rematerialize",
-                                                 "plan_buffers",  "build_orchestration"};
+                                                 "plan_buffers",  "build_orchestration", "binary_expand"};
   return names;
 }
 
@@ -187,7 +189,28 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
     }
   }
   r.execution = step<ExecutionGraph>(r, "build_orchestration", r.block, opts, BuildOrchestration);
+  r.execution = optional_step<ExecutionGraph>(r, "binary_expand", r.execution, opts, BinaryExpand);
   return r;
+}
+
+ExecutionGraph plan_execution_buffers(const ExecutionGraph& g, const PassOptions& opts) {
+  BlockGraph b;
+  b.name = g.name;
+  b.memrefs = g.memrefs;
+  b.functions = g.functions;
+  b.dyn_dims = g.dyn_dims;
+  ExecutionGraph out = g;
+  out.functions = PlanBuffers(b, opts).functions;
+  return out;
+}
+
+ExecutionGraph run_pto_pipeline(const ExecutionGraph& g, const PassOptions& opts, std::vector<PassRecord>& records) {
+  PipelineResult r;
+  ExecutionGraph planned = step<ExecutionGraph>(r, "plan_buffers", g, opts, plan_execution_buffers);
+  plain_mode(r.passes.back(), opts);
+  ExecutionGraph out = optional_step<ExecutionGraph>(r, "binary_expand", planned, opts, BinaryExpand);
+  records = r.passes;
+  return out;
 }
 
 }  // namespace pypto

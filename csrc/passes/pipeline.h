@@ -23,5 +23,10 @@ struct PipelineResult {
 const std::vector<std::string>& pass_names();
 /// Runs every pass in order, verifying after each when `opts.verify`.
 PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts);
+/// plan_buffers over the InCore functions of an Execution Graph.
+ExecutionGraph plan_execution_buffers(const ExecutionGraph& g, const PassOptions& opts);
+/// The passes of a .pto module (an Execution Graph written with the tile-level
+/// API or parsed from text): plan_buffers, then binary_expand; records each.
+ExecutionGraph run_pto_pipeline(const ExecutionGraph& g, const PassOptions& opts, std::vector<PassRecord>& records);
 
 }  // namespace pypto

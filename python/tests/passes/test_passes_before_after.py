@@ -533,3 +533,34 @@ def test_reorder_loops_interchanges_the_producer_for_a_column_reduction():
 
 def test_reorder_loops_is_unchanged_on_an_aligned_chain(softmax_passes):
     assert softmax_passes["reorder_loops"]["state"] == "unchanged"
+
+
+def test_binary_expand_is_unchanged_without_ranged_loops(softmax_passes):
+    assert softmax_passes["binary_expand"]["state"] == "unchanged"
+
+
+def test_binary_expand_turns_a_ranged_loop_into_blocks_and_a_residual():
+    from pypto.pto import ElementType, MemorySpace, PTOFunctionBuilder, PTOModule
+
+    m = PTOModule("be")
+    (PTOFunctionBuilder("neg", module=m).in_core().memref("a", MemorySpace.GLOBAL, ElementType.F32)
+        .memref("b", MemorySpace.GLOBAL, ElementType.F32).tile("t", 4, 8).tile("u", 4, 8)
+        .load("t", "a").neg("u", "t").store("u", "b").build())
+    (PTOFunctionBuilder("main", module=m).not_in_core().memref("x", MemorySpace.GLOBAL, ElementType.F32)
+        .memref("y", MemorySpace.GLOBAL, ElementType.F32).scalar("n")
+        .for_loop("i", 0, "n", 1, max_range=64, min_range=16)
+        .call("neg", {"a": ("x", "i", 0), "b": ("y", "i", 0)}).end_for().build())
+    prog = pypto.pto.compile(m)
+    before = prog.pto()
+    passes = _parse(prog.dump("passes"))
+    after = passes["binary_expand"]["ir"]
+    assert passes["binary_expand"]["state"] == "changed"
+    assert "max_range=64 min_range=16" in before and "max_range" not in after
+    # 64-blocks repeated n // 64 times, IFs for the 32 and 16 bits, a residual loop.
+    loops = re.findall(r"FOR %(\w+):idx, 0:idx, ", after)
+    assert loops == ["i_blk", "i_64", "i_32", "i_16", "i_r"]
+    assert after.count("IF ") == 3 and after.count("CALL @neg") == 4
+    x, y = torch.randn(100 * 4, 8), torch.zeros(100 * 4, 8)
+    prog(x, y, 100)
+    torch.testing.assert_close(y, -x)
+    assert prog.count_tasks(x, y, 100) == 100

@@ -1,0 +1,1308 @@
+// Parser of .pto assembly (see parser.h): a line-oriented recursive-descent
+// reader of the text print_pto writes. Every statement is one line; a Line
+// scanner reads its tokens and reports errors with 1-based line and column.
+#include "ir/parser.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <new>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ir/errors.h"
+
+namespace pypto {
+
+namespace {
+
+/// Deepest expression and block (FOR / IF) nesting accepted, so that hostile
+/// input cannot overflow the stack of the parser, the printer or destructors.
+constexpr int kMaxDepth = 200;
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool name_start(char c) {
+  unsigned char u = static_cast<unsigned char>(c);
+  return (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || u == '_' || u >= 0x80;
+}
+bool name_char(char c) { return name_start(c) || is_digit(c); }
+
+/// Dtype by its .pto name (f32, bf16, i32, ...).
+std::optional<DataType> dtype_by_name(std::string_view s) {
+  static const DataType all[] = {DataType::FP32,  DataType::FP16,  DataType::BF16,  DataType::DOUBLE, DataType::INT8,
+                                 DataType::INT16, DataType::INT32, DataType::INT64, DataType::UINT8,  DataType::BOOL};
+  for (DataType d : all)
+    if (dtype_pto_name(d) == s) return d;
+  return std::nullopt;
+}
+
+/// Opcode by its mnemonic, over every Opcode value.
+std::optional<Opcode> opcode_by_name(std::string_view s) {
+  static const std::map<std::string, Opcode, std::less<>> table = [] {
+    std::map<std::string, Opcode, std::less<>> t;
+    // Opcode values are contiguous from 0; opcode_name throws past the last one.
+    for (int i = 0; i < 1024; ++i) {
+      try {
+        t.emplace(opcode_name(static_cast<Opcode>(i)), static_cast<Opcode>(i));
+      } catch (const InternalError&) {
+        break;
+      }
+    }
+    return t;
+  }();
+  auto it = table.find(s);
+  if (it == table.end()) return std::nullopt;
+  return it->second;
+}
+
+/// Opcodes printed in a form of their own (not `%d = op a, b : T`).
+bool has_own_form(Opcode op) {
+  return op == Opcode::TLOAD || op == Opcode::TSTORE || op == Opcode::TFILL || op == Opcode::TGATHER ||
+         op == Opcode::TSCATTER || op == Opcode::TARANGE;
+}
+
+Instr make_instr(Opcode op) {
+  Instr in;
+  in.op = op;
+  return in;
+}
+
+struct TileType {
+  std::vector<int64_t> shape;
+  DataType dtype = DataType::FP32;
+};
+
+struct MemrefType {
+  bool bare = false;   ///< `!pto.memref` without parameters (seed signatures only)
+  bool local = false;  ///< memory space `local` (else `gm`)
+  std::vector<Expr> shape;
+  DataType dtype = DataType::FP32;
+};
+
+std::string tile_type_str(const std::vector<int64_t>& shape, DataType dt) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? "x" : "", shape[i]);
+  return fmt::format("!pto.tile<{}x{}>", s, dtype_pto_name(dt));
+}
+
+/// Token scanner over one line of text.
+class Line {
+ public:
+  Line(std::string_view text, int line) : t_(text), line_(line) {}
+
+  int number() const { return line_; }
+  size_t pos() const { return pos_; }
+  size_t size() const { return t_.size(); }
+  std::string_view text() const { return t_; }
+  void advance(size_t n) { pos_ = std::min(t_.size(), pos_ + n); }
+
+  [[noreturn]] void fail(size_t at, const std::string& msg) const {
+    throw PtoSyntaxError(line_, static_cast<int>(std::min(at, t_.size())) + 1, msg);
+  }
+  [[noreturn]] void fail(const std::string& msg) const { fail(pos_, msg); }
+
+  void skip_ws() {
+    while (pos_ < t_.size() && (t_[pos_] == ' ' || t_[pos_] == '\t' || t_[pos_] == '\r')) ++pos_;
+  }
+  bool at_end() const { return pos_ >= t_.size(); }
+  char peek(size_t k = 0) const { return pos_ + k < t_.size() ? t_[pos_ + k] : '\0'; }
+  bool starts_with(std::string_view s) const { return t_.substr(pos_).substr(0, s.size()) == s; }
+  /// `word` at the cursor, not followed by a name character.
+  bool starts_with_word(std::string_view word) const { return starts_with(word) && !name_char(peek(word.size())); }
+
+  /// The token at the cursor, for messages: "'abc'" or "end of line".
+  std::string found() const {
+    if (at_end()) return "end of line";
+    size_t e = pos_;
+    if (name_char(t_[e])) {
+      while (e < t_.size() && name_char(t_[e]) && e - pos_ < 40) ++e;
+    } else {
+      ++e;
+    }
+    std::string tok;
+    for (size_t i = pos_; i < e; ++i) {
+      unsigned char c = static_cast<unsigned char>(t_[i]);
+      if (c < 0x20 || c == 0x7f) tok += fmt::format("\\x{:02x}", c);
+      else tok += static_cast<char>(c);
+    }
+    return "'" + tok + "'";
+  }
+
+  bool accept(std::string_view s) {
+    skip_ws();
+    if (!starts_with(s)) return false;
+    pos_ += s.size();
+    return true;
+  }
+  bool accept_word(std::string_view word) {
+    skip_ws();
+    if (!starts_with_word(word)) return false;
+    pos_ += word.size();
+    return true;
+  }
+  void expect(std::string_view s, std::string_view context = "") {
+    skip_ws();
+    if (!starts_with(s))
+      fail(fmt::format("expected '{}'{}{}, found {}", s, context.empty() ? "" : " ", context, found()));
+    pos_ += s.size();
+  }
+  /// Nothing but blanks or a comment may follow.
+  void expect_end() {
+    skip_ws();
+    if (at_end() || starts_with("//")) return;
+    fail("unexpected " + found() + " at the end of the statement");
+  }
+
+  /// [A-Za-z_][A-Za-z0-9_]* (bytes >= 0x80 count as letters); empty if none.
+  std::string ident() {
+    skip_ws();
+    size_t s = pos_;
+    if (!name_start(peek())) return "";
+    while (name_char(peek())) ++pos_;
+    return std::string(t_.substr(s, pos_ - s));
+  }
+  /// The name after a sigil ('%' or '@'): one or more name characters.
+  std::string sigil_name(char sigil, const char* what) {
+    skip_ws();
+    if (peek() != sigil) fail(fmt::format("expected {} ({}name), found {}", what, sigil, found()));
+    ++pos_;
+    if (!name_char(peek())) fail(fmt::format("expected the name of {} after '{}', found {}", what, sigil, found()));
+    size_t s = pos_;
+    while (name_char(peek())) ++pos_;
+    return std::string(t_.substr(s, pos_ - s));
+  }
+
+  /// An integer literal, optionally negative.
+  int64_t integer(const char* what) {
+    skip_ws();
+    size_t s = pos_;
+    if (peek() == '-') ++pos_;
+    if (!is_digit(peek())) {
+      pos_ = s;
+      fail(fmt::format("expected {}, found {}", what, found()));
+    }
+    while (is_digit(peek())) ++pos_;
+    int64_t v = 0;
+    auto r = std::from_chars(t_.data() + s, t_.data() + pos_, v);
+    if (r.ec != std::errc() || r.ptr != t_.data() + pos_)
+      fail(s, fmt::format("integer {} is out of range", t_.substr(s, pos_ - s)));
+    return v;
+  }
+  /// An integer literal that must end at a non-name character.
+  int64_t whole_integer(const char* what) {
+    skip_ws();
+    size_t s = pos_;
+    int64_t v = integer(what);
+    if (name_char(peek()) || peek() == '.') fail(s, fmt::format("malformed {}", what));
+    return v;
+  }
+
+  /// A symbolic integer expression as Expr::str prints it: an integer, a name
+  /// (optionally `%name`), `(a op b)`, `min(a, b)`, `max(a, b)`; redundant
+  /// parentheses around one operand are accepted.
+  Expr expr(int depth = 0) {
+    skip_ws();
+    if (depth > kMaxDepth) fail("expression nested too deeply");
+    size_t s = pos_;
+    char c = peek();
+    if (c == '(') {
+      ++pos_;
+      Expr a = expr(depth + 1);
+      skip_ws();
+      if (peek() == ')') {
+        ++pos_;
+        return a;
+      }
+      Expr::Kind k = binop();
+      Expr b = expr(depth + 1);
+      skip_ws();
+      if (peek() != ')') fail(fmt::format("expected ')' to close the '(' at column {}, found {}", s + 1, found()));
+      ++pos_;
+      return Expr::node(k, a, b);
+    }
+    if (c == '-' || is_digit(c)) {
+      int64_t v = integer("an expression");
+      if (name_char(peek()) || peek() == '.') fail(s, "malformed integer in an expression");
+      return Expr(v);
+    }
+    if (c == '%' && name_start(peek(1))) {
+      ++pos_;
+      return Expr::var(ident());
+    }
+    if (name_start(c)) {
+      std::string n = ident();
+      if (n == "min" || n == "max") {
+        skip_ws();
+        if (peek() == '(') {
+          ++pos_;
+          Expr a = expr(depth + 1);
+          expect(",", fmt::format("between the operands of {}", n));
+          Expr b = expr(depth + 1);
+          skip_ws();
+          if (peek() != ')') fail(fmt::format("expected ')' to close {}( at column {}, found {}", n, s + 1, found()));
+          ++pos_;
+          return Expr::node(n == "min" ? Expr::Kind::Min : Expr::Kind::Max, a, b);
+        }
+      }
+      return Expr::var(n);
+    }
+    fail("expected an expression, found " + found());
+  }
+
+  /// Expressions separated by commas, up to (not including) one of `stops`.
+  std::vector<Expr> exprs(std::string_view stops) {
+    std::vector<Expr> out;
+    skip_ws();
+    if (at_end() || stops.find(peek()) != std::string_view::npos) return out;
+    for (;;) {
+      out.push_back(expr());
+      skip_ws();
+      if (peek() != ',') return out;
+      ++pos_;
+    }
+  }
+
+  /// `[e, e, ...]`.
+  std::vector<Expr> bracket_exprs() {
+    expect("[");
+    std::vector<Expr> v = exprs("]");
+    expect("]");
+    return v;
+  }
+
+  /// `[i, i, ...]` of integers.
+  std::vector<int64_t> bracket_ints(const char* what) {
+    expect("[");
+    std::vector<int64_t> v;
+    skip_ws();
+    if (peek() != ']') {
+      for (;;) {
+        v.push_back(whole_integer(what));
+        if (!accept(",")) break;
+      }
+    }
+    expect("]");
+    return v;
+  }
+
+  DataType dtype() {
+    skip_ws();
+    size_t s = pos_;
+    while (name_char(peek())) ++pos_;
+    std::string_view n = t_.substr(s, pos_ - s);
+    if (n.empty()) fail(fmt::format("expected a dtype (f32, f16, bf16, i32, ...), found {}", found()));
+    auto d = dtype_by_name(n);
+    if (!d) fail(s, fmt::format("unknown dtype '{}'", n));
+    return *d;
+  }
+
+  /// `!pto.tile<AxBxf32>`.
+  TileType tile_type() {
+    expect("!pto.tile<");
+    TileType t;
+    if (peek() == 'x' && !is_digit(peek(1))) {
+      ++pos_;  // rank 0
+    } else {
+      for (;;) {
+        size_t s = pos_;
+        if (!is_digit(peek())) fail(fmt::format("expected a tile dim, found {}", found()));
+        while (is_digit(peek())) ++pos_;
+        int64_t v = 0;
+        auto r = std::from_chars(t_.data() + s, t_.data() + pos_, v);
+        if (r.ec != std::errc()) fail(s, "tile dim is out of range");
+        t.shape.push_back(v);
+        if (peek() != 'x') fail(fmt::format("expected 'x' after a tile dim, found {}", found()));
+        ++pos_;
+        if (!is_digit(peek())) break;
+      }
+    }
+    t.dtype = dtype();
+    expect(">", "to close the tile type");
+    return t;
+  }
+
+  /// `!pto.memref<gm,Ax(M),f32>` (also `<gm,AxBxf32>`); `!pto.memref` alone when `allow_bare`.
+  MemrefType memref_type(bool allow_bare) {
+    expect("!pto.memref");
+    MemrefType m;
+    if (peek() != '<') {
+      if (!allow_bare) fail(fmt::format("expected '<' after !pto.memref, found {}", found()));
+      m.bare = true;
+      return m;
+    }
+    ++pos_;
+    skip_ws();
+    size_t s = pos_;
+    std::string space = ident();
+    if (space != "gm" && space != "local") {
+      pos_ = s;
+      fail(fmt::format("expected the memory space gm or local, found {}", found()));
+    }
+    m.local = space == "local";
+    expect(",");
+    skip_ws();
+    if (peek() == ',') {
+      ++pos_;  // rank 0
+      m.dtype = dtype();
+    } else {
+      for (;;) {
+        skip_ws();
+        char c = peek();
+        if (c == '(') m.shape.push_back(expr());
+        else if (c == '-' || is_digit(c)) m.shape.emplace_back(integer("a memref dim"));
+        else fail(fmt::format("expected a memref dim (an integer or a parenthesized expression), found {}", found()));
+        skip_ws();
+        if (peek() == ',') {
+          ++pos_;
+          m.dtype = dtype();
+          break;
+        }
+        if (peek() != 'x') fail(fmt::format("expected 'x' or ',' after a memref dim, found {}", found()));
+        ++pos_;
+        char n = peek();
+        if (!(n == '(' || n == '-' || is_digit(n))) {
+          m.dtype = dtype();  // seed form AxBxf32
+          break;
+        }
+      }
+    }
+    expect(">", "to close the memref type");
+    return m;
+  }
+
+ private:
+  Expr::Kind binop() {
+    skip_ws();
+    static const std::pair<std::string_view, Expr::Kind> ops[] = {
+        {"//", Expr::Kind::FloorDiv}, {"<=", Expr::Kind::Le}, {"==", Expr::Kind::Eq}, {"!=", Expr::Kind::Ne},
+        {"&&", Expr::Kind::And},      {"||", Expr::Kind::Or}, {"+", Expr::Kind::Add},  {"-", Expr::Kind::Sub},
+        {"*", Expr::Kind::Mul},       {"%", Expr::Kind::Mod}, {"<", Expr::Kind::Lt}};
+    for (const auto& [text, kind] : ops) {
+      if (starts_with(text)) {
+        pos_ += text.size();
+        return kind;
+      }
+    }
+    fail("expected an operator (+ - * // % < <= == != && ||) or ')', found " + found());
+  }
+
+  std::string_view t_;
+  int line_;
+  size_t pos_ = 0;
+};
+
+enum class FnKind { None, InCore, Orchestration };
+
+/// An open FOR or IF block.
+struct Block {
+  bool is_loop = true;
+  Loop loop;
+  IfThen cond;
+  bool in_else = false;
+  int line = 0;
+};
+
+class Parser {
+ public:
+  explicit Parser(const std::string& text) {
+    size_t start = 0;
+    for (;;) {
+      size_t nl = text.find('\n', start);
+      if (nl == std::string::npos) {
+        lines_.emplace_back(text.data() + start, text.size() - start);
+        break;
+      }
+      lines_.emplace_back(text.data() + start, nl - start);
+      start = nl + 1;
+    }
+  }
+
+  ExecutionGraph run() {
+    for (size_t i = 0; i < lines_.size(); ++i) {
+      Line L(lines_[i], static_cast<int>(i) + 1);
+      line(L);
+    }
+    Line eof(lines_.back(), static_cast<int>(lines_.size()));
+    eof.advance(lines_.back().size());
+    if (in_func_) {
+      if (!blocks_.empty()) unclosed_at(eof, eof.pos(), "the end of the text");
+      eof.fail(fmt::format("missing '}}' at the end of func @{}", fn_name_));
+    }
+    if (!have_orch_) eof.fail("no orchestration function (a func after '// Function Type: Orchestration')");
+    g_.name = entry_ ? *entry_ : orch_name_;
+    if (module_ && *module_ != g_.name) g_.module = *module_;
+    return std::move(g_);
+  }
+
+ private:
+  void line(Line& L) {
+    L.skip_ws();
+    if (L.at_end()) return;
+    if (L.starts_with("//")) return comment(L);
+    if (!in_func_) return func_header(L);
+    statement(L);
+  }
+
+  // ---- top level -------------------------------------------------------------
+
+  void comment(Line& L) {
+    if (in_func_) return;  // comments inside functions carry nothing
+    const size_t start = L.pos();
+    L.advance(2);
+    L.skip_ws();
+    auto rest = [&] {
+      L.skip_ws();
+      std::string_view r = L.text().substr(L.pos());
+      while (!r.empty() && (r.back() == ' ' || r.back() == '\t' || r.back() == '\r')) r.remove_suffix(1);
+      return std::string(r);
+    };
+    if (L.accept("PTO Module:")) {
+      if (module_) L.fail(start, "a second '// PTO Module:' line");
+      module_ = rest();
+    } else if (L.accept("Entry:")) {
+      if (entry_) L.fail(start, "a second '// Entry:' line");
+      L.skip_ws();
+      size_t at = L.pos();
+      std::string name = L.sigil_name('@', "the entry function");
+      L.expect_end();
+      if (have_orch_ && name != orch_name_)
+        L.fail(at, fmt::format("entry @{} is not the orchestration function @{}", name, orch_name_));
+      entry_ = name;
+    } else if (L.accept("Function Type:")) {
+      L.skip_ws();
+      size_t at = L.pos();
+      std::string kind = L.ident();
+      if (kind == "InCore") pending_kind_ = FnKind::InCore;
+      else if (kind == "Orchestration") pending_kind_ = FnKind::Orchestration;
+      else L.fail(at, fmt::format("unknown function type '{}' (expected InCore or Orchestration)", kind));
+      L.expect_end();
+    } else if (L.accept("Buffer bytes:")) {
+      int64_t n = L.whole_integer("a byte count");
+      if (n < 0) L.fail("negative buffer bytes");
+      L.expect_end();
+      pending_bytes_ = n;
+    } else if (L.accept("Fused:")) {
+      std::string r = rest();
+      std::vector<std::string> ops;
+      size_t s = 0;
+      while (s <= r.size() && !r.empty()) {
+        size_t c = r.find(',', s);
+        std::string item = r.substr(s, c == std::string::npos ? std::string::npos : c - s);
+        size_t b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+        ops.push_back(b == std::string::npos ? "" : item.substr(b, e - b + 1));
+        if (c == std::string::npos) break;
+        s = c + 1;
+      }
+      pending_fused_ = std::move(ops);
+    }
+    // Other comments are ignored.
+  }
+
+  void func_header(Line& L) {
+    size_t at = L.pos();
+    if (!L.accept_word("func")) L.fail(at, "expected 'func' or a comment, found " + L.found());
+    L.skip_ws();
+    size_t name_at = L.pos();
+    std::string name = L.sigil_name('@', "the function");
+    FnKind kind = pending_kind_;
+    if (kind == FnKind::None) kind = entry_ && *entry_ == name ? FnKind::Orchestration : FnKind::InCore;
+    if (kind == FnKind::Orchestration) {
+      if (have_orch_)
+        L.fail(name_at, fmt::format("a second orchestration function @{} (the first is @{})", name, orch_name_));
+      if (entry_ && *entry_ != name)
+        L.fail(name_at, fmt::format("orchestration function @{} is not the entry @{}", name, *entry_));
+    } else if (functions_.count(name)) {
+      L.fail(name_at, fmt::format("function @{} is defined twice", name));
+    }
+    in_func_ = true;
+    is_orch_ = kind == FnKind::Orchestration;
+    returned_ = false;
+    fn_name_ = name;
+    fn_ = InCoreFunction{};
+    fn_.name = name;
+    fn_.buffer_bytes = pending_bytes_.value_or(0);
+    fn_.fused_ops = pending_fused_;
+    pending_kind_ = FnKind::None;
+    pending_bytes_.reset();
+    pending_fused_.clear();
+    memref_names_.clear();
+    tile_names_.clear();
+    scalar_names_.clear();
+    top_.clear();
+    blocks_.clear();
+    if (is_orch_) {
+      have_orch_ = true;
+      orch_name_ = name;
+    }
+
+    L.expect("(", "after the function name");
+    L.skip_ws();
+    if (L.peek() != ')') {
+      for (;;) {
+        L.skip_ws();
+        size_t p_at = L.pos();
+        std::string p = L.sigil_name('%', "a parameter");
+        L.expect(":", "after the parameter name");
+        L.skip_ws();
+        size_t type_at = L.pos();
+        if (L.starts_with("!pto.memref")) {
+          MemrefType t = L.memref_type(false);
+          if (t.local) L.fail(type_at, fmt::format("parameter %{} must be in gm, not local memory", p));
+          bool out = L.accept_word("out");
+          if (memref_names_.count(p)) L.fail(p_at, fmt::format("parameter %{} is declared twice", p));
+          int id = add_memref(p, t, out ? MemKind::Output : MemKind::Input);
+          memref_names_[p] = id;
+          if (is_orch_) {
+            (out ? g_.outputs : g_.params).push_back(id);
+          } else {
+            RegionParam rp;
+            rp.name = p;
+            rp.memref = id;
+            rp.dtype = t.dtype;
+            rp.max_extents = t.shape;
+            rp.is_output = out;
+            fn_.params.push_back(std::move(rp));
+          }
+        } else {
+          std::string ty = L.ident();
+          if (ty != "index" && ty != "idx")
+            L.fail(type_at, fmt::format("expected a memref type or 'index' for parameter %{}", p));
+          if (scalar_names_.count(p)) L.fail(p_at, fmt::format("scalar parameter %{} is declared twice", p));
+          scalar_names_.insert(p);
+          if (is_orch_) g_.dyn_dims.push_back(p);
+          else fn_.scalar_params.push_back(p);
+        }
+        L.skip_ws();
+        if (L.peek() == ',') {
+          L.advance(1);
+          continue;
+        }
+        break;
+      }
+    }
+    L.expect(")", "to close the parameter list");
+    L.expect("{", "to open the function body");
+    L.expect_end();
+  }
+
+  int add_memref(const std::string& name, const MemrefType& t, MemKind kind) {
+    MemRef m;
+    m.id = static_cast<int>(g_.memrefs.size());
+    m.name = name;
+    m.dtype = t.dtype;
+    m.shape = t.shape;
+    m.kind = kind;
+    g_.memrefs.push_back(std::move(m));
+    return g_.memrefs.back().id;
+  }
+
+  // ---- statements ------------------------------------------------------------
+
+  std::vector<Stmt>& body() {
+    if (blocks_.empty()) return top_;
+    Block& b = blocks_.back();
+    if (b.is_loop) return b.loop.body;
+    return b.in_else ? b.cond.else_body : b.cond.then_body;
+  }
+
+  /// The innermost open block is still open at `before`.
+  [[noreturn]] void unclosed_at(const Line& L, size_t at, const std::string& before) const {
+    const Block& b = blocks_.back();
+    L.fail(at, fmt::format("expected {} for the {} at line {} before {}", b.is_loop ? "ENDFOR" : "ENDIF",
+                           b.is_loop ? "FOR" : "IF", b.line, before));
+  }
+
+  void push_block(Line& L, size_t at, Block b) {
+    if (static_cast<int>(blocks_.size()) >= kMaxDepth) L.fail(at, "FOR/IF blocks nested too deeply");
+    b.line = L.number();
+    blocks_.push_back(std::move(b));
+  }
+
+  void statement(Line& L) {
+    L.skip_ws();
+    size_t at = L.pos();
+    if (returned_ && L.peek() != '}') L.fail(fmt::format("expected '}}' after 'return', found {}", L.found()));
+    if (L.peek() == '}') {
+      if (!blocks_.empty()) unclosed_at(L, at, "'}'");
+      L.advance(1);
+      L.expect_end();
+      return close_function();
+    }
+    if (L.peek() == '%') return assignment(L);
+    std::string w = L.ident();
+    if (w.empty()) L.fail(at, "expected a statement, found " + L.found());
+    if (w == "return") {
+      if (!blocks_.empty()) unclosed_at(L, at, "'return'");
+      L.expect_end();
+      returned_ = true;
+      return;
+    }
+    if (w == "FOR") return for_stmt(L, at);
+    if (w == "ENDFOR" || w == "ENDIF") {
+      bool loop = w == "ENDFOR";
+      if (blocks_.empty()) L.fail(at, fmt::format("{} without a matching {}", w, loop ? "FOR" : "IF"));
+      if (blocks_.back().is_loop != loop)
+        L.fail(at, fmt::format("{} closes the {} at line {}; expected {}", w, loop ? "IF" : "FOR", blocks_.back().line,
+                               loop ? "ENDIF" : "ENDFOR"));
+      L.expect_end();
+      Block b = std::move(blocks_.back());
+      blocks_.pop_back();
+      if (b.is_loop) body().push_back(Stmt{std::move(b.loop)});
+      else body().push_back(Stmt{std::move(b.cond)});
+      return;
+    }
+    if (w == "IF") {
+      Block b;
+      b.is_loop = false;
+      b.cond.cond = L.expr();
+      L.expect_end();
+      return push_block(L, at, std::move(b));
+    }
+    if (w == "ELSE") {
+      if (blocks_.empty()) L.fail(at, "ELSE without IF");
+      if (blocks_.back().is_loop)
+        L.fail(at, fmt::format("ELSE inside the FOR at line {}; expected ENDFOR first", blocks_.back().line));
+      if (blocks_.back().in_else) L.fail(at, fmt::format("a second ELSE for the IF at line {}", blocks_.back().line));
+      L.expect_end();
+      blocks_.back().in_else = true;
+      return;
+    }
+    if (w == "CALL") return call_stmt(L, at);
+    if (w == "tstore" || w == "tscatter") {
+      require_incore(L, at, w);
+      return w == "tstore" ? tstore(L) : tscatter(L);
+    }
+    bool op = opcode_by_name(w) ||
+              (w.size() > 1 && w.back() == 's' && opcode_by_name(std::string_view(w).substr(0, w.size() - 1)));
+    if (op || w.rfind("alloc_", 0) == 0 || w == "view" || w == "reshape")
+      L.fail(at, fmt::format("'{}' needs a destination: %name = {} ...", w, w));
+    L.fail(at, fmt::format("unknown instruction '{}'", w));
+  }
+
+  void close_function() {
+    if (is_orch_) {
+      g_.orchestration = std::move(top_);
+    } else {
+      fn_.body = std::move(top_);
+      functions_[fn_.name] = static_cast<int>(g_.functions.size());
+      g_.functions.push_back(std::move(fn_));
+    }
+    top_.clear();
+    fn_ = InCoreFunction{};
+    in_func_ = false;
+  }
+
+  void require_incore(Line& L, size_t at, const std::string& what) {
+    if (is_orch_) L.fail(at, fmt::format("instruction '{}' in the orchestration (only in InCore functions)", what));
+  }
+  void require_orch(Line& L, size_t at, const std::string& what) {
+    if (!is_orch_) L.fail(at, fmt::format("'{}' in InCore function @{} (only in the orchestration)", what, fn_name_));
+  }
+
+  /// `:idx` after a FOR operand (optional).
+  void opt_idx(Line& L) {
+    L.skip_ws();
+    if (L.peek() == ':') {
+      L.advance(1);
+      L.skip_ws();
+      size_t at = L.pos();
+      if (!L.accept_word("idx")) L.fail(at, "expected 'idx' after ':', found " + L.found());
+    }
+  }
+
+  void for_stmt(Line& L, size_t at) {
+    Block b;
+    b.is_loop = true;
+    Loop& l = b.loop;
+    l.var = L.sigil_name('%', "the loop variable");
+    opt_idx(L);
+    L.expect(",", "after the loop variable");
+    l.start = L.expr();
+    opt_idx(L);
+    L.expect(",", "after the loop start");
+    l.stop = L.expr();
+    opt_idx(L);
+    L.expect(",", "after the loop stop");
+    l.step = L.expr();
+    opt_idx(L);
+    // Binary-expansion attributes.
+    std::set<std::string> seen;
+    for (;;) {
+      L.skip_ws();
+      size_t a = L.pos();
+      std::string key;
+      for (const char* k : {"max_range", "min_range", "tile_levels"})
+        if (L.starts_with(k) && L.peek(std::string_view(k).size()) == '=') key = k;
+      if (key.empty()) break;
+      if (!seen.insert(key).second) L.fail(a, fmt::format("{} given twice", key));
+      L.advance(key.size() + 1);
+      if (!l.range) l.range = LoopRange{};
+      if (key == "max_range") {
+        l.range->max_range = L.whole_integer("an integer for max_range");
+      } else if (key == "min_range") {
+        l.range->min_range = L.whole_integer("an integer for min_range");
+      } else {
+        L.expect("{", "to open tile_levels");
+        L.skip_ws();
+        if (L.peek() != '}') {
+          for (;;) {
+            L.skip_ws();
+            size_t k_at = L.pos();
+            int64_t k = L.whole_integer("a block size");
+            L.expect(":", "between a block size and its tile rows");
+            int64_t v = L.whole_integer("tile rows");
+            if (!l.range->tile_levels.emplace(k, v).second) L.fail(k_at, fmt::format("tile level {} given twice", k));
+            if (!L.accept(",")) break;
+          }
+        }
+        L.expect("}", "to close tile_levels");
+      }
+    }
+    L.skip_ws();
+    if (L.starts_with("//")) {
+      L.advance(2);
+      L.skip_ws();
+      if (L.accept_word("parallel")) {
+        l.parallel = true;
+        L.skip_ws();
+        if (!L.starts_with("dim=")) L.fail("expected 'dim=' in the parallel note, found " + L.found());
+        L.advance(4);
+        int64_t d = L.whole_integer("the loop's dim");
+        if (d < std::numeric_limits<int>::min() || d > std::numeric_limits<int>::max()) L.fail("dim is out of range");
+        l.dim = static_cast<int>(d);
+        L.skip_ws();
+        if (!L.starts_with("tile=")) L.fail("expected 'tile=' in the parallel note, found " + L.found());
+        L.advance(5);
+        l.tile = L.whole_integer("the loop's tile");
+        L.skip_ws();
+        if (!L.at_end()) L.fail("unexpected " + L.found() + " after the parallel note");
+      }
+    } else {
+      L.expect_end();
+    }
+    push_block(L, at, std::move(b));
+  }
+
+  void call_stmt(Line& L, size_t at) {
+    require_orch(L, at, "CALL");
+    L.skip_ws();
+    size_t name_at = L.pos();
+    std::string name = L.sigil_name('@', "the callee");
+    auto it = functions_.find(name);
+    if (it == functions_.end())
+      L.fail(name_at, fmt::format("call to unknown function @{} (InCore functions are defined before the orchestration)",
+                                  name));
+    const InCoreFunction& f = g_.functions[it->second];
+    Call c;
+    c.callee = it->second;
+    size_t np = f.params.size(), total = np + f.scalar_params.size();
+    size_t n = 0;
+    L.expect("(", "after the callee");
+    L.skip_ws();
+    if (L.peek() != ')') {
+      for (;;) {
+        L.skip_ws();
+        size_t a_at = L.pos();
+        std::string p = L.sigil_name('%', "a parameter of the callee");
+        if (n >= total) L.fail(a_at, fmt::format("too many arguments: @{} takes {}", name, total));
+        const std::string& want = n < np ? f.params[n].name : f.scalar_params[n - np];
+        if (p != want) L.fail(a_at, fmt::format("argument {} of @{} is %{}, found %{}", n + 1, name, want, p));
+        L.expect("->", fmt::format("after the argument name %{}", p));
+        if (n < np) {
+          L.skip_ws();
+          size_t m_at = L.pos();
+          std::string mname = L.sigil_name('%', "a memref");
+          auto m = memref_names_.find(mname);
+          if (m == memref_names_.end()) L.fail(m_at, fmt::format("unknown memref %{}", mname));
+          const MemRef& mem = g_.memrefs[m->second];
+          CallArg arg;
+          arg.memref = m->second;
+          L.skip_ws();
+          if (L.peek() == '[') {
+            size_t r_at = L.pos();
+            L.advance(1);
+            arg.offsets = L.exprs(";]");
+            L.expect(";", "between a region's offsets and extents");
+            arg.extents = L.exprs("]");
+            L.expect("]", "to close the region");
+            if (arg.offsets.size() != mem.shape.size() || arg.extents.size() != mem.shape.size())
+              L.fail(r_at, fmt::format("region of %{} has {} offsets and {} extents; %{} has rank {}", mname,
+                                       arg.offsets.size(), arg.extents.size(), mname, mem.shape.size()));
+          } else {
+            arg.offsets.assign(mem.shape.size(), Expr(0));
+            arg.extents = mem.shape;
+          }
+          c.args.push_back(std::move(arg));
+        } else {
+          c.scalars.push_back(L.expr());
+        }
+        ++n;
+        L.skip_ws();
+        if (L.peek() != ',') break;
+        L.advance(1);
+      }
+    }
+    L.skip_ws();
+    if (L.peek() != ')') L.fail(fmt::format("expected ',' or ')' in the CALL, found {}", L.found()));
+    if (n < total) L.fail(fmt::format("@{} takes {} arguments, {} given", name, total, n));
+    L.advance(1);
+    L.expect_end();
+    body().push_back(Stmt{std::move(c)});
+  }
+
+  // ---- assignments: declarations and instructions ----------------------------
+
+  void assignment(Line& L) {
+    size_t name_at = L.pos();
+    std::string name = L.sigil_name('%', "a destination");
+    L.expect("=", fmt::format("after %{}", name));
+    L.skip_ws();
+    size_t op_at = L.pos();
+    std::string w = L.ident();
+    if (w.empty()) L.fail("expected an instruction, found " + L.found());
+    if (w == "alloc_tile") {
+      require_incore(L, op_at, w);
+      L.expect(":", "before the tile type");
+      L.skip_ws();
+      TileType t = L.tile_type();
+      L.expect_end();
+      if (tile_names_.count(name)) L.fail(name_at, fmt::format("tile %{} is declared twice", name));
+      declare_tile(name, t);
+      return;
+    }
+    if (w == "alloc_local") {
+      require_incore(L, op_at, w);
+      L.expect(":", "before the memref type");
+      L.skip_ws();
+      size_t type_at = L.pos();
+      MemrefType t = L.memref_type(false);
+      if (!t.local) L.fail(type_at, fmt::format("local buffer %{} must have a local memref type", name));
+      L.expect_end();
+      if (memref_names_.count(name)) L.fail(name_at, fmt::format("memref %{} is declared twice", name));
+      int id = add_memref(name, t, MemKind::Local);
+      memref_names_[name] = id;
+      fn_.locals.push_back(id);
+      return;
+    }
+    if (w == "alloc_scalar") {
+      require_orch(L, op_at, w);
+      check_top_level(L, op_at, w);
+      L.expect(":", "before the scalar type");
+      DataType dt = L.dtype();
+      L.expect_end();
+      if (scalar_names_.count(name)) L.fail(name_at, fmt::format("scalar %{} is declared twice", name));
+      scalar_names_.insert(name);
+      g_.dyn_dims.push_back(name);
+      if (dt != DataType::INT64) g_.scalar_dtypes[name] = dt;
+      return;
+    }
+    if (w == "alloc_workspace") {
+      require_orch(L, op_at, w);
+      check_top_level(L, op_at, w);
+      L.expect(":", "before the memref type");
+      L.skip_ws();
+      size_t type_at = L.pos();
+      MemrefType t = L.memref_type(false);
+      if (t.local) L.fail(type_at, fmt::format("workspace %{} must be in gm, not local memory", name));
+      L.expect_end();
+      if (memref_names_.count(name)) L.fail(name_at, fmt::format("memref %{} is declared twice", name));
+      memref_names_[name] = add_memref(name, t, MemKind::Workspace);
+      return;
+    }
+    if (w == "view" || w == "reshape") {
+      require_orch(L, op_at, w);
+      check_top_level(L, op_at, w);
+      return view_decl(L, name, name_at, w == "reshape");
+    }
+    require_incore(L, op_at, w);
+    if (w == "tload") return tload(L, name, name_at);
+    if (w == "tfill") {
+      Instr in = make_instr(Opcode::TFILL);
+      constant(L, in);
+      finish_def(L, in, name, name_at);
+      return;
+    }
+    if (w == "tgather") return tgather(L, name, name_at);
+    if (w == "tarange") {
+      Instr in = make_instr(Opcode::TARANGE);
+      in.scalar = number(L, "the start of tarange");
+      L.expect(",", "after the start of tarange");
+      in.step = number(L, "the step of tarange");
+      L.expect(",", "after the step of tarange");
+      in.offsets = {L.expr()};
+      finish_def(L, in, name, name_at);
+      return;
+    }
+    if (w == "tstore" || w == "tscatter") L.fail(op_at, fmt::format("'{}' has no destination", w));
+    // Generic instruction; a trailing "s" marks a constant operand.
+    std::optional<Opcode> op = opcode_by_name(w);
+    bool with_scalar = false;
+    if (!op && w.size() > 1 && w.back() == 's') {
+      op = opcode_by_name(std::string_view(w).substr(0, w.size() - 1));
+      with_scalar = true;
+    }
+    if (!op || has_own_form(*op))
+      L.fail(op_at, fmt::format("unknown instruction '{}'", w));
+    Instr in = make_instr(*op);
+    int total = opcode_num_srcs(*op);
+    for (int p = 0; p < total; ++p) {
+      if (p) L.expect(",", fmt::format("between the operands of {}", w));
+      L.skip_ws();
+      size_t o_at = L.pos();
+      if (L.peek() == '%') {
+        in.srcs.push_back(src_tile(L));
+        continue;
+      }
+      if (!with_scalar)
+        L.fail(o_at, fmt::format("expected a tile operand %name of {} (constant operands need '{}s'), found {}", w, w,
+                                 L.found()));
+      if (in.scalar_pos >= 0) L.fail(o_at, fmt::format("{} has a second constant operand", w));
+      in.scalar_pos = p;
+      constant(L, in);
+    }
+    L.skip_ws();
+    if (L.peek() == ',') L.fail(fmt::format("too many operands: {} takes {}", w, total));
+    if (with_scalar && in.scalar_pos < 0) L.fail(op_at, fmt::format("'{}' needs a constant operand", w));
+    attributes(L, in, true);
+    finish_def(L, in, name, name_at);
+  }
+
+  /// Declarations of the orchestration stay outside loops and conditions.
+  void check_top_level(Line& L, size_t at, const std::string& what) {
+    if (!blocks_.empty()) L.fail(at, fmt::format("'{}' inside a FOR or IF block", what));
+  }
+
+  void view_decl(Line& L, const std::string& name, size_t name_at, bool reshape) {
+    L.skip_ws();
+    size_t b_at = L.pos();
+    std::string base = L.sigil_name('%', "the viewed memref");
+    auto it = memref_names_.find(base);
+    if (it == memref_names_.end()) L.fail(b_at, fmt::format("unknown memref %{}", base));
+    const int base_id = it->second;
+    const size_t base_rank = g_.memrefs[base_id].shape.size();
+    const DataType base_dt = g_.memrefs[base_id].dtype;
+    ViewMap v;
+    v.base = base_id;
+    v.reshape = reshape;
+    size_t map_at = 0;
+    if (!reshape) {
+      L.skip_ws();
+      size_t off_at = L.pos();
+      v.offsets = L.bracket_exprs();
+      if (v.offsets.size() != base_rank)
+        L.fail(off_at, fmt::format("{} offsets for %{} of rank {}", v.offsets.size(), base, base_rank));
+      L.skip_ws();
+      if (!L.accept_word("dims")) L.fail("expected 'dims', found " + L.found());
+      L.skip_ws();
+      map_at = L.pos();
+      for (int64_t d : L.bracket_ints("a base dim")) {
+        if (d < -1 || d >= static_cast<int64_t>(base_rank))
+          L.fail(map_at, fmt::format("base dim {} is not a dim of %{} (rank {}) or -1", d, base, base_rank));
+        v.map.push_back(static_cast<int>(d));
+      }
+      L.skip_ws();
+      if (!L.accept_word("steps")) L.fail("expected 'steps', found " + L.found());
+      L.skip_ws();
+      size_t steps_at = L.pos();
+      v.steps = L.bracket_ints("a step");
+      if (v.steps.size() != v.map.size())
+        L.fail(steps_at, fmt::format("{} steps for {} dims", v.steps.size(), v.map.size()));
+    }
+    L.expect(":", "before the memref type");
+    L.skip_ws();
+    size_t type_at = L.pos();
+    MemrefType t = L.memref_type(false);
+    if (t.local) L.fail(type_at, fmt::format("view %{} must be in gm, not local memory", name));
+    if (t.dtype != base_dt)
+      L.fail(type_at, fmt::format("view %{} is {}, its base %{} is {}", name, dtype_pto_name(t.dtype), base,
+                                  dtype_pto_name(base_dt)));
+    if (!reshape && t.shape.size() != v.map.size())
+      L.fail(type_at, fmt::format("view %{} has rank {} but {} dims", name, t.shape.size(), v.map.size()));
+    L.expect_end();
+    if (memref_names_.count(name)) L.fail(name_at, fmt::format("memref %{} is declared twice", name));
+    int id = add_memref(name, t, MemKind::View);
+    g_.memrefs[id].view = std::move(v);
+    memref_names_[name] = id;
+  }
+
+  int declare_tile(const std::string& name, const TileType& t) {
+    TileDecl d;
+    d.id = static_cast<int>(fn_.tiles.size());
+    d.name = name;
+    d.shape = t.shape;
+    d.dtype = t.dtype;
+    fn_.tiles.push_back(std::move(d));
+    tile_names_[name] = fn_.tiles.back().id;
+    return fn_.tiles.back().id;
+  }
+
+  int src_tile(Line& L) {
+    L.skip_ws();
+    size_t at = L.pos();
+    std::string n = L.sigil_name('%', "a tile");
+    auto it = tile_names_.find(n);
+    if (it == tile_names_.end()) L.fail(at, fmt::format("unknown tile %{}", n));
+    return it->second;
+  }
+
+  /// `%m[offsets]` of a parameter or local buffer of the current function.
+  void memref_box(Line& L, Instr& in) {
+    L.skip_ws();
+    size_t at = L.pos();
+    std::string n = L.sigil_name('%', "a memref");
+    auto it = memref_names_.find(n);
+    if (it == memref_names_.end()) L.fail(at, fmt::format("unknown memref %{} in @{}", n, fn_name_));
+    in.memref = it->second;
+    L.skip_ws();
+    size_t b_at = L.pos();
+    in.offsets = L.bracket_exprs();
+    size_t rank = g_.memrefs[in.memref].shape.size();
+    if (in.offsets.size() != rank)
+      L.fail(b_at, fmt::format("{} offsets for %{} of rank {}", in.offsets.size(), n, rank));
+  }
+
+  /// ` axis=N`, ` to=dtype`, ` valid [...]` in any order, each at most once.
+  void attributes(Line& L, Instr& in, bool allow_to) {
+    bool axis = false, to = false, valid = false;
+    for (;;) {
+      L.skip_ws();
+      size_t at = L.pos();
+      if (L.starts_with("axis=")) {
+        if (axis) L.fail(at, "axis= given twice");
+        axis = true;
+        L.advance(5);
+        int64_t a = L.whole_integer("an axis");
+        if (a < 0 || a > std::numeric_limits<int>::max()) L.fail(at + 5, fmt::format("axis {} is out of range", a));
+        in.axis = static_cast<int>(a);
+      } else if (allow_to && L.starts_with("to=")) {
+        if (to) L.fail(at, "to= given twice");
+        to = true;
+        L.advance(3);
+        in.round_to = L.dtype();
+      } else if (L.starts_with_word("valid")) {
+        if (valid) L.fail(at, "valid given twice");
+        valid = true;
+        L.advance(5);
+        in.valid = L.bracket_exprs();
+      } else {
+        return;
+      }
+    }
+  }
+
+  /// `: type` (or a seed signature) and the destination tile of a definition.
+  void finish_def(Line& L, Instr& in, const std::string& name, size_t name_at) {
+    L.skip_ws();
+    if (L.peek() != ':') L.fail(fmt::format("expected ':' and the result type, found {}", L.found()));
+    L.advance(1);
+    size_t type_at = 0;
+    TileType t = signature(L, type_at);
+    L.expect_end();
+    auto it = tile_names_.find(name);
+    if (it == tile_names_.end()) {
+      in.dst = declare_tile(name, t);  // seed form: the definition declares the tile
+    } else {
+      const TileDecl& d = fn_.tiles[it->second];
+      if (d.shape != t.shape || d.dtype != t.dtype)
+        L.fail(type_at, fmt::format("type {} does not match tile %{} declared as {}", tile_type_str(t.shape, t.dtype),
+                                    name, tile_type_str(d.shape, d.dtype)));
+      in.dst = d.id;
+    }
+    body().push_back(Stmt{std::move(in)});
+  }
+
+  /// `T`, `T -> T` or `(T, ...) -> T`; returns the result (last) type, a tile type.
+  TileType signature(Line& L, size_t& type_at) {
+    std::optional<TileType> last;
+    for (;;) {
+      L.skip_ws();
+      type_at = L.pos();
+      if (L.peek() == '(') {
+        L.advance(1);
+        for (;;) {
+          any_type(L);
+          if (!L.accept(",")) break;
+        }
+        L.expect(")", "to close the operand types");
+        last.reset();
+      } else if (L.starts_with("!pto.tile")) {
+        last = L.tile_type();
+      } else if (L.starts_with("!pto.memref")) {
+        L.memref_type(true);
+        last.reset();
+      } else {
+        L.fail("expected a type (!pto.tile<...>), found " + L.found());
+      }
+      L.skip_ws();
+      if (!L.starts_with("->")) break;
+      L.advance(2);
+    }
+    if (!last) L.fail(type_at, "the result type must be a tile type");
+    return *last;
+  }
+
+  void any_type(Line& L) {
+    L.skip_ws();
+    if (L.starts_with("!pto.tile")) L.tile_type();
+    else if (L.starts_with("!pto.memref")) L.memref_type(true);
+    else L.fail("expected a type, found " + L.found());
+  }
+
+  /// A numeric literal: [-]digits[.digits][e[+-]digits], inf, -inf or nan.
+  /// Returns false (consuming nothing) when the cursor is not at one.
+  bool literal(Line& L, double& value, bool& integral, std::string_view& text) {
+    L.skip_ws();
+    size_t s = L.pos();
+    std::string_view t = L.text();
+    for (std::string_view special : {"-inf", "inf", "nan"}) {
+      if (L.starts_with_word(special)) {
+        L.advance(special.size());
+        value = special == "nan" ? std::numeric_limits<double>::quiet_NaN()
+                                 : (special[0] == '-' ? -1.0 : 1.0) * std::numeric_limits<double>::infinity();
+        integral = false;
+        text = t.substr(s, special.size());
+        return true;
+      }
+    }
+    size_t e = s;
+    if (e < t.size() && t[e] == '-') ++e;
+    if (e >= t.size() || !is_digit(t[e])) return false;
+    integral = true;
+    while (e < t.size() && is_digit(t[e])) ++e;
+    if (e < t.size() && t[e] == '.') {
+      integral = false;
+      ++e;
+      if (e >= t.size() || !is_digit(t[e])) L.fail(s, "malformed number");
+      while (e < t.size() && is_digit(t[e])) ++e;
+    }
+    if (e < t.size() && (t[e] == 'e' || t[e] == 'E')) {
+      integral = false;
+      ++e;
+      if (e < t.size() && (t[e] == '+' || t[e] == '-')) ++e;
+      if (e >= t.size() || !is_digit(t[e])) L.fail(s, "malformed number");
+      while (e < t.size() && is_digit(t[e])) ++e;
+    }
+    if (e < t.size() && (name_char(t[e]) || t[e] == '.')) L.fail(s, "malformed number");
+    text = t.substr(s, e - s);
+    auto r = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (r.ec == std::errc::result_out_of_range) L.fail(s, fmt::format("number {} is out of range", text));
+    if (r.ec != std::errc() || r.ptr != text.data() + text.size()) L.fail(s, "malformed number");
+    L.advance(e - s);
+    return true;
+  }
+
+  double number(Line& L, const char* what) {
+    double v = 0;
+    bool integral = false;
+    std::string_view text;
+    if (!literal(L, v, integral, text)) L.fail(fmt::format("expected a number for {}, found {}", what, L.found()));
+    return v;
+  }
+
+  /// A constant operand: a number (Instr::scalar) or a symbolic expression
+  /// (Instr::scalar_expr; also an integer a double would not print back).
+  void constant(Line& L, Instr& in) {
+    double v = 0;
+    bool integral = false;
+    std::string_view text;
+    if (literal(L, v, integral, text)) {
+      if (integral && fmt::format("{}", v) != text) {
+        int64_t i = 0;
+        auto r = std::from_chars(text.data(), text.data() + text.size(), i);
+        if (r.ec == std::errc() && r.ptr == text.data() + text.size()) {
+          in.scalar_expr = Expr(i);
+          return;
+        }
+      }
+      in.scalar = v;
+      return;
+    }
+    in.scalar_expr = L.expr();
+  }
+
+  void tload(Line& L, const std::string& name, size_t name_at) {
+    Instr in = make_instr(Opcode::TLOAD);
+    memref_box(L, in);
+    attributes(L, in, false);
+    if (in.axis >= 0) L.fail("tload takes no axis=");
+    finish_def(L, in, name, name_at);
+  }
+
+  void tgather(Line& L, const std::string& name, size_t name_at) {
+    Instr in = make_instr(Opcode::TGATHER);
+    memref_box(L, in);
+    L.expect(",", "before the index tile of tgather");
+    in.srcs = {src_tile(L)};
+    attributes(L, in, false);
+    if (in.axis < 0) L.fail("expected axis= in tgather, found " + L.found());
+    finish_def(L, in, name, name_at);
+  }
+
+  void tstore(Line& L) {
+    Instr in = make_instr(Opcode::TSTORE);
+    in.srcs = {src_tile(L)};
+    L.expect(",", "after the stored tile");
+    memref_box(L, in);
+    attributes(L, in, false);
+    if (in.axis >= 0) L.fail("tstore takes no axis=");
+    L.expect_end();
+    body().push_back(Stmt{std::move(in)});
+  }
+
+  void tscatter(Line& L) {
+    Instr in = make_instr(Opcode::TSCATTER);
+    int src = src_tile(L);
+    L.expect(",", "after the scattered tile");
+    memref_box(L, in);
+    L.expect(",", "before the index tile of tscatter");
+    int index = src_tile(L);
+    in.srcs = {index, src};
+    attributes(L, in, false);
+    if (in.axis < 0) L.fail("expected axis= in tscatter, found " + L.found());
+    L.expect_end();
+    body().push_back(Stmt{std::move(in)});
+  }
+
+  std::vector<std::string_view> lines_;
+  ExecutionGraph g_;
+  std::optional<std::string> module_, entry_;
+  FnKind pending_kind_ = FnKind::None;
+  std::optional<int64_t> pending_bytes_;
+  std::vector<std::string> pending_fused_;
+  bool have_orch_ = false;
+  std::string orch_name_;
+  std::map<std::string, int> functions_;  ///< InCore function name -> index
+
+  // The function being parsed.
+  bool in_func_ = false, is_orch_ = false, returned_ = false;
+  std::string fn_name_;
+  InCoreFunction fn_;
+  std::map<std::string, int> memref_names_;  ///< params, locals (InCore) or params, workspaces, views
+  std::map<std::string, int> tile_names_;
+  std::set<std::string> scalar_names_;
+  std::vector<Stmt> top_;
+  std::vector<Block> blocks_;
+};
+
+}  // namespace
+
+ExecutionGraph parse_pto(const std::string& text) {
+  try {
+    return Parser(text).run();
+  } catch (const PtoSyntaxError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw PtoSyntaxError(1, 1, "internal parser error: out of memory");
+  } catch (const std::exception& e) {
+    // A safety net: the parser reports every malformed input itself.
+    throw PtoSyntaxError(1, 1, fmt::format("internal parser error: {}", e.what()));
+  }
+}
+
+}  // namespace pypto

@@ -1,0 +1,204 @@
+"""The .pto parser through the binding: the .pto text of compiled kernels
+parses and prints back unchanged, and malformed text raises
+pypto.PtoSyntaxError with its line and column."""
+
+import numpy as np
+import pytest
+
+import pypto
+from pypto import _C
+
+
+def _pto(fn, *args) -> str:
+    return pypto.compile(pypto.jit(fn), *args).pto()
+
+
+def softmax_fn(x: pypto.Tensor((64, 200), pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(32, 64)
+    return pypto.softmax(x, -1)
+
+
+def layer_norm_fn(x: pypto.Tensor((40, 96), pypto.DT_FP32), w: pypto.Tensor((96,), pypto.DT_FP32),
+                  b: pypto.Tensor((96,), pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(8, 32)
+    return pypto.layer_norm(x, w, b)
+
+
+def matmul_fn(a: pypto.Tensor((100, 72), pypto.DT_FP32), b: pypto.Tensor((72, 40), pypto.DT_FP32)):
+    pypto.set_cube_tile_shapes([16, 32], [32, 64], [16, 32])
+    pypto.set_vec_tile_shapes(16, 32)
+    return pypto.relu(pypto.matmul(a, b) + 1.0)
+
+
+M = pypto.frontend.dynamic("M")
+
+
+def dynamic_fn(x: pypto.Tensor([M, 48], pypto.DT_FP32), y: pypto.Tensor([M, 48], pypto.DT_FP32),
+               z: pypto.Tensor([pypto.DYNAMIC, 16], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 16)
+    return pypto.exp(x) * y - 0.5, pypto.softmax(z, -1)
+
+
+def views_fn(x: pypto.Tensor((12, 40), pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(4, 16)
+    a = x[2:10, 5:37] * 2
+    b = x[::3, 1:2] + 0
+    c = pypto.transpose(x, 0, 1) + 1
+    d = pypto.reshape(x, (24, 20)) * 3
+    e = x[:, 1:] - 1
+    return a, b, c, d, e
+
+
+def loop_fn(x: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(8, 32)
+    rows = x.shape[0]
+    for i in pypto.loop(0, pypto.ceildiv(rows, 8), 1, idx_name="blk"):
+        valid = (rows - i * 8).min(8)
+        xb = pypto.view(x, [8, 32], [i * 8, 0], valid_shape=[valid, 32])
+        pypto.assemble(pypto.rms_norm(xb), [i * 8, 0], out)
+
+
+def branch_fn(x: pypto.Tensor((4, 3, 16), pypto.DT_FP32), out: pypto.Tensor((4, 3, 16), pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(1, 1, 16)
+    for i in pypto.loop(4):
+        for j in pypto.loop(3):
+            v = x[i:i + 1, j:j + 1, :]
+            if i == 0:
+                out[i:i + 1, j:j + 1, :] = v * 10
+            else:
+                out[i:i + 1, j:j + 1, :] = pypto.exp(v)
+
+
+KERNELS = {
+    "softmax": (softmax_fn, lambda: (np.zeros((64, 200), np.float32),)),
+    "layer_norm": (layer_norm_fn, lambda: (np.zeros((40, 96), np.float32), np.ones(96, np.float32),
+                                           np.zeros(96, np.float32))),
+    "matmul": (matmul_fn, lambda: (np.zeros((100, 72), np.float32), np.zeros((72, 40), np.float32))),
+    "dynamic": (dynamic_fn, lambda: (np.zeros((37, 48), np.float32), np.zeros((37, 48), np.float32),
+                                     np.zeros((21, 16), np.float32))),
+    "views": (views_fn, lambda: (np.zeros((12, 40), np.float32),)),
+    "loop": (loop_fn, lambda: (np.zeros((13, 32), np.float32), np.zeros((13, 32), np.float32))),
+    "branch": (branch_fn, lambda: (np.zeros((4, 3, 16), np.float32), np.zeros((4, 3, 16), np.float32))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_compiled_kernels_round_trip(name):
+    fn, args = KERNELS[name]
+    text = _pto(fn, *args())
+    assert _C.parse_pto_roundtrip(text) == text
+    assert _C.check_pto(text) is None
+
+
+def test_dynamic_dims_are_parenthesized_and_views_declared():
+    text = _pto(dynamic_fn, *KERNELS["dynamic"][1]())
+    assert "%x: !pto.memref<gm,(M)x48,f32>" in text
+    assert "%z: !pto.memref<gm,(z_0)x16,f32>" in text
+    views = _pto(views_fn, *KERNELS["views"][1]())
+    assert " = view %x[2, 5] dims [0, 1] steps [1, 1] : !pto.memref<gm,8x32,f32>" in views
+    assert " = view %x[0, 1] dims [0, 1] steps [3, 1] : !pto.memref<gm,4x1,f32>" in views
+    assert " = reshape %x : !pto.memref<gm,24x20,f32>" in views
+    loop = _pto(loop_fn, *KERNELS["loop"][1]())
+    assert "FOR %blk:idx" in loop
+
+
+SMALL = """\
+// PTO Module: m
+// Entry: @main
+
+// Function Type: InCore
+// Buffer bytes: 256
+func @k(%a: !pto.memref<gm,8x8,f32>, %o: !pto.memref<gm,8x8,f32> out, %g0: index) {
+  %t0 = alloc_tile : !pto.tile<8x8xf32>
+  %t1 = alloc_tile : !pto.tile<8x8xf32>
+  %t0 = tload %a[0, 0] valid [8, 8] : !pto.tile<8x8xf32>
+  %t1 = tadds %t0, 1 : !pto.tile<8x8xf32>
+  tstore %t1, %o[0, 0] valid [8, 8]
+  return
+}
+
+// Function Type: Orchestration
+func @main(%x: !pto.memref<gm,16x8,f32>, %y: !pto.memref<gm,16x8,f32> out) {
+  FOR %g0:idx, 0:idx, 2:idx, 1:idx  // parallel dim=0 tile=8
+    CALL @k(%a -> %x[(g0 * 8), 0; 8, 8], %o -> %y[(g0 * 8), 0; 8, 8], %g0 -> g0)
+  ENDFOR
+  return
+}
+"""
+
+
+def test_small_program_round_trips():
+    assert _C.parse_pto_roundtrip(SMALL) == SMALL
+
+
+def test_seed_forms_are_accepted():
+    seed = """\
+// Function Type: InCore
+func @rowmax(%input: !pto.memref<gm,8x8xf32>, %output: !pto.memref<gm,8x1xf32> out) {
+  %x = tload %input[0, 0] : (!pto.memref) -> !pto.tile<8x8xf32>
+  %result = trowmax %x : !pto.tile<8x8xf32> -> !pto.tile<8x1xf32>
+  tstore %result, %output[0, 0]
+  return
+}
+
+// Function Type: Orchestration
+func @main(%input: !pto.memref<gm,8x8,f32>, %output: !pto.memref<gm,8x1,f32> out, %n: index) {
+  %temp_max = alloc_workspace : !pto.memref<gm,8x1,f32>
+  FOR %i:idx, 0:idx, %n:idx, 1:idx
+    CALL @rowmax(%input -> %input, %output -> %temp_max)
+  ENDFOR
+  return
+}
+"""
+    text = _C.parse_pto_roundtrip(seed)
+    assert "  %x = alloc_tile : !pto.tile<8x8xf32>\n" in text
+    assert "CALL @rowmax(%input -> %input[0, 0; 8, 8], %output -> %temp_max[0, 0; 8, 1])" in text
+    assert _C.parse_pto_roundtrip(text) == text
+
+
+# (replaced text, replacement with '$' at the expected error position, part of the message)
+BAD = [
+    ("tadds %t0, 1", "$tfoo %t0, 1", "unknown instruction 'tfoo'"),
+    ("tadds %t0, 1", "tadds $%t7, 1", "unknown tile %t7"),
+    ("tload %a[0, 0]", "tload $%b[0, 0]", "unknown memref %b"),
+    ("  ENDFOR\n  return", "  $return", "expected ENDFOR for the FOR at line 17"),
+    ("!pto.tile<8x8xf32>\n  %t1", "!pto.tile<8x8x$f31>\n  %t1", "unknown dtype 'f31'"),
+    ("tadds %t0, 1", "tadds %t0, $1e999", "out of range"),
+    ("tadds %t0, 1", "tadds %t0, $1.2.3", "malformed number"),
+    ("%x[(g0 * 8), 0;", "%x[(g0 * 8$, 0;", "expected ')'"),
+    ("  %t1 = alloc_tile", "  $%t0 = alloc_tile", "tile %t0 is declared twice"),
+    ("CALL @k(", "CALL $@q(", "call to unknown function @q"),
+    (", %g0 -> g0)", "$)", "@k takes 3 arguments, 2 given"),
+    ("func @main(", "func $@other(", "not the entry @main"),
+]
+
+
+def _marked(replace_from, marked_to):
+    at = marked_to.index("$")
+    text = SMALL.replace(replace_from, marked_to.replace("$", ""), 1)
+    prefix = SMALL[:SMALL.index(replace_from)] + marked_to[:at]
+    line = prefix.count("\n") + 1
+    column = len(prefix) - (prefix.rfind("\n") + 1) + 1
+    return text, line, column
+
+
+@pytest.mark.parametrize("replace_from,marked_to,message", BAD)
+def test_malformed_text_raises_with_position(replace_from, marked_to, message):
+    text, line, column = _marked(replace_from, marked_to)
+    with pytest.raises(pypto.PtoSyntaxError) as info:
+        _C.check_pto(text)
+    err = info.value
+    assert isinstance(err, SyntaxError)
+    assert (err.line, err.column) == (line, column), str(err)
+    assert message in str(err)
+    with pytest.raises(pypto.PtoSyntaxError):
+        _C.parse_pto_roundtrip(text)
+
+
+def test_empty_and_garbage_text():
+    with pytest.raises(pypto.PtoSyntaxError) as info:
+        _C.check_pto("")
+    assert (info.value.line, info.value.column) == (1, 1)
+    with pytest.raises(pypto.PtoSyntaxError) as info:
+        _C.check_pto("\n\n  @@@")
+    assert (info.value.line, info.value.column) == (3, 3)
