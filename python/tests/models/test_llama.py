@@ -1,0 +1,55 @@
+"""The tile-level LLaMA layer (models/llama): task counts of the seed's table
+for 1K-16K tokens with and without adaptive tiles, and real kernels matching
+torch (issue 6, point 4)."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "models", "llama"))
+import layer as L  # noqa: E402
+
+HIDDEN, FFN = 64, 128
+TABLE = {1024: (1024, 3584), 2048: (3584, 13312), 4096: (13312, 51200), 8192: (51200, 200704),
+         16384: (200704, 794624)}
+
+
+@pytest.fixture(scope="module")
+def layers():
+    return {True: L.LlamaLayer(HIDDEN, FFN, adaptive=True), False: L.LlamaLayer(HIDDEN, FFN, adaptive=False)}
+
+
+def _shapes_only(seq, layer):
+    shapes = {name: np.shape(v) for name, v in layer.w.items()}
+    shapes.update(x=(seq, HIDDEN), cos=(seq, HIDDEN), sin=(seq, HIDDEN), out=(seq, HIDDEN))
+    shapes.update(L.scratch_shapes(seq, HIDDEN, FFN))
+    return {k: np.broadcast_to(np.zeros((1,) * len(s), np.float32), s) for k, s in shapes.items()}
+
+
+@pytest.mark.parametrize("seq", sorted(TABLE))
+def test_task_counts_follow_the_seed_table(layers, seq):
+    with_adaptive, without = TABLE[seq]
+    n = seq // 32
+    assert layers[True].program.count_tasks(**_shapes_only(seq, layers[True]), num_tiles=n) == with_adaptive
+    assert layers[False].program.count_tasks(**_shapes_only(seq, layers[False]), num_tiles=n) == without
+    assert L.expected_tasks(seq) == with_adaptive and L.expected_tasks(seq, adaptive=False) == without
+
+
+@pytest.mark.parametrize("adaptive", [True, False])
+def test_layer_with_real_kernels_matches_torch(layers, adaptive):
+    seq = 1024
+    x = np.random.default_rng(3).standard_normal((seq, HIDDEN)).astype(np.float32)
+    out = layers[adaptive](x)
+    cos, sin = L.rope_tables(seq, HIDDEN)
+    torch.testing.assert_close(torch.from_numpy(out), L.reference(x, layers[adaptive].w, cos, sin), atol=2e-3,
+                               rtol=2e-3)
+    assert layers[adaptive].program.stats()["tasks"] == TABLE[seq][0 if adaptive else 1]
+
+
+def test_adaptive_tiles_use_the_64_row_kernels(layers):
+    text = layers[True].program.dump("execution")
+    assert "CALL @attn_score_64" in text and "CALL @rmsnorm_64" in text
+    assert "max_range=4096 min_range=16" in layers[True].program.pto()
