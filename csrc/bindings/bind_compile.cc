@@ -13,6 +13,9 @@ namespace py = pybind11;
 
 namespace pypto::bindings {
 
+/// (id, name, buffer_bytes, preds) per recorded task (bind_runtime.cc).
+py::list recorded_tasks(const runtime::TaskGraphRecord& graph);
+
 namespace {
 
 using codegen::CompiledProgram;
@@ -33,8 +36,7 @@ py::dict stats(const CompiledProgram& p) {
   return d;
 }
 
-/// Runs the orchestration on the process-wide runtime; returns the task count.
-int64_t run(const CompiledProgram& p, const std::vector<TensorSpec>& specs, const std::vector<int64_t>& scalars) {
+std::vector<pypto_tensor> make_tensors(const std::vector<TensorSpec>& specs) {
   std::vector<pypto_tensor> tensors(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& [ptr, shape, strides, elem, buffer] = specs[i];
@@ -50,20 +52,63 @@ int64_t run(const CompiledProgram& p, const std::vector<TensorSpec>& specs, cons
       t.stride[d] = strides[d];
     }
   }
-  runtime::RunStats st;
-  int32_t rc = 0;
-  {
-    py::gil_scoped_release release;
-    st = runtime::default_runtime().run([&](const pypto_runtime_api* api) {
-      rc = p.entry(api, tensors.data(), static_cast<int32_t>(tensors.size()), scalars.data(),
-                   static_cast<int32_t>(scalars.size()));
-    });
-  }
+  return tensors;
+}
+
+void check_status(const CompiledProgram& p, int32_t rc) {
   if (rc == 3)
     throw UserError(fmt::format("'{}': pypto.reshape of a tensor that is not contiguous in memory", p.ir.tensor.name));
   if (rc == 4) throw UserError(fmt::format("'{}': {}", p.ir.execution.name, p.error_message()));
   if (rc != 0) throw runtime::TaskError(fmt::format("orchestration of '{}' failed with status {}", p.ir.tensor.name, rc));
+}
+
+/// Runs the orchestration on the process-wide runtime; returns the task count. A non-empty
+/// `trace_path` writes a Chrome trace there (otherwise PYPTO_TRACE applies).
+int64_t run(const CompiledProgram& p, const std::vector<TensorSpec>& specs, const std::vector<int64_t>& scalars,
+            const std::string& trace_path) {
+  std::vector<pypto_tensor> tensors = make_tensors(specs);
+  runtime::RunStats st;
+  int32_t rc = 0;
+  {
+    py::gil_scoped_release release;
+    auto orchestrate = [&](const pypto_runtime_api* api) {
+      rc = p.entry(api, tensors.data(), static_cast<int32_t>(tensors.size()), scalars.data(),
+                   static_cast<int32_t>(scalars.size()));
+    };
+    runtime::Runtime& rt = runtime::default_runtime();
+    st = trace_path.empty() ? rt.run(orchestrate) : rt.run(orchestrate, trace_path);
+  }
+  check_status(p, rc);
   return st.tasks;
+}
+
+/// Runs the orchestration in the runtime's recording mode (no kernel runs).
+runtime::TaskGraphRecord record_graph(const CompiledProgram& p, const std::vector<TensorSpec>& specs,
+                                      const std::vector<int64_t>& scalars) {
+  std::vector<pypto_tensor> tensors = make_tensors(specs);
+  runtime::TaskGraphRecord graph;
+  int32_t rc = 0;
+  {
+    py::gil_scoped_release release;
+    graph = runtime::default_runtime().record([&](const pypto_runtime_api* api) {
+      rc = p.entry(api, tensors.data(), static_cast<int32_t>(tensors.size()), scalars.data(),
+                   static_cast<int32_t>(scalars.size()));
+    });
+  }
+  check_status(p, rc);
+  return graph;
+}
+
+/// (id, name, buffer_bytes, preds) per task of the recorded graph.
+py::list record(const CompiledProgram& p, const std::vector<TensorSpec>& specs, const std::vector<int64_t>& scalars) {
+  return recorded_tasks(record_graph(p, specs, scalars));
+}
+
+/// (tasks, edges) of the recorded graph, without handing the tasks to Python.
+std::pair<int64_t, int64_t> build_only(const CompiledProgram& p, const std::vector<TensorSpec>& specs,
+                                       const std::vector<int64_t>& scalars) {
+  runtime::TaskGraphRecord g = record_graph(p, specs, scalars);
+  return {static_cast<int64_t>(g.tasks.size()), g.edges};
 }
 
 }  // namespace
@@ -74,7 +119,8 @@ void bind_compile(py::module_& m) {
       .def_readwrite("verify", &PassOptions::verify)
       .def_readwrite("fusion", &PassOptions::fusion)
       .def_readwrite("disabled", &PassOptions::disabled)
-      .def_readwrite("sram_budget_kb", &PassOptions::sram_budget_kb);
+      .def_readwrite("sram_budget_kb", &PassOptions::sram_budget_kb)
+      .def_readwrite("empty_kernels", &PassOptions::empty_kernels);
 
   py::class_<CompiledProgram, std::shared_ptr<CompiledProgram>>(m, "CompiledProgram")
       .def("dump", &CompiledProgram::dump, py::arg("stage") = "")
@@ -84,7 +130,11 @@ void bind_compile(py::module_& m) {
       .def("output_shapes", &CompiledProgram::output_shapes)
       .def("count_tasks", &CompiledProgram::count_tasks)
       .def_property_readonly("dyn_dims", [](const CompiledProgram& p) { return p.ir.tensor.dyn_dims; })
-      .def("run", &run, py::arg("tensors"), py::arg("scalars"))
+      .def("run", &run, py::arg("tensors"), py::arg("scalars"), py::arg("trace_path") = "")
+      .def("build_only", &build_only, py::arg("tensors"), py::arg("scalars"),
+           "Builds the task graph in recording mode; returns (tasks, edges).")
+      .def("record", &record, py::arg("tensors"), py::arg("scalars"),
+           "The task graph the orchestration builds for these tensors, without running kernels.")
       .def("entry_memrefs",
            [](const CompiledProgram& p) {
              // (name, dtype, dims as text, is_output) of the tensors the entry takes, in order.

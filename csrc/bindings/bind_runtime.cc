@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -16,6 +17,9 @@
 namespace py = pybind11;
 
 namespace pypto::bindings {
+
+/// (id, name, buffer_bytes, preds) per recorded task; also used by bind_compile.cc.
+py::list recorded_tasks(const runtime::TaskGraphRecord& graph);
 
 namespace {
 
@@ -82,7 +86,7 @@ std::vector<pypto_region> parse_regions(const py::dict& task, const char* key, F
   return regions;
 }
 
-py::dict run_tasks(Runtime& rt, const py::list& tasks) {
+std::vector<TaskSpec> parse_tasks(const py::list& tasks) {
   FakeBuffers buffers;
   std::vector<TaskSpec> specs;
   specs.reserve(tasks.size());
@@ -96,12 +100,12 @@ py::dict run_tasks(Runtime& rt, const py::list& tasks) {
     spec.outputs = parse_regions(task, "outputs", buffers);
     specs.push_back(std::move(spec));
   }
+  return specs;
+}
 
-  runtime::RunStats stats;
-  {
-    // Workers need the GIL to call into Python, so the caller must not hold it while waiting.
-    py::gil_scoped_release release;
-    stats = rt.run([&](const pypto_runtime_api*) {
+// The orchestration submitting `specs` in order; `specs` must outlive the run.
+std::function<void(const pypto_runtime_api*)> orchestration(Runtime& rt, const std::vector<TaskSpec>& specs) {
+  return [&rt, &specs](const pypto_runtime_api*) {
       for (size_t i = 0; i < specs.size(); ++i) {
         // Capture the callable by pointer: copying a py::object would touch its
         // refcount without the GIL. `specs` outlives the run.
@@ -127,7 +131,17 @@ py::dict run_tasks(Runtime& rt, const py::list& tasks) {
         for (const auto& r : specs[i].outputs) rt.add_output(t, r);
         rt.submit(t);
       }
-    });
+  };
+}
+
+py::dict run_tasks(Runtime& rt, const py::list& tasks, const std::string& trace_path) {
+  std::vector<TaskSpec> specs = parse_tasks(tasks);
+  runtime::RunStats stats;
+  {
+    // Workers need the GIL to call into Python, so the caller must not hold it while waiting.
+    py::gil_scoped_release release;
+    auto orchestrate = orchestration(rt, specs);
+    stats = trace_path.empty() ? rt.run(orchestrate) : rt.run(orchestrate, trace_path);
   }
   py::dict result;
   result["tasks"] = stats.tasks;
@@ -135,18 +149,67 @@ py::dict run_tasks(Runtime& rt, const py::list& tasks) {
   return result;
 }
 
+py::list record_tasks(Runtime& rt, const py::list& tasks) {
+  std::vector<TaskSpec> specs = parse_tasks(tasks);
+  runtime::TaskGraphRecord graph;
+  {
+    py::gil_scoped_release release;
+    graph = rt.record(orchestration(rt, specs));
+  }
+  return recorded_tasks(graph);
+}
+
+int64_t checked_window(int64_t n) {
+  if (n <= 0) throw py::value_error("task window must be positive, got " + std::to_string(n));
+  return n;
+}
+
 }  // namespace
+
+py::list recorded_tasks(const runtime::TaskGraphRecord& graph) {
+  py::list out;
+  for (const auto& t : graph.tasks) out.append(py::make_tuple(t.id, t.name, t.buffer_bytes, t.preds));
+  return out;
+}
 
 /// Registers the `runtime` submodule.
 void bind_runtime(py::module_& m) {
   py::module_ rt = m.def_submodule("runtime", "Task-graph runtime that executes generated code.");
 
+  // A trace file that cannot be written is an OSError, not an internal error.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const runtime::TraceError& e) {
+      PyErr_SetString(PyExc_OSError, e.what());
+    }
+  });
+
   py::class_<Runtime>(rt, "Runtime", "A worker pool with region-based dependency tracking.")
       .def(py::init<int>(), py::arg("num_workers") = 0)
       .def_property_readonly("num_workers", &Runtime::num_workers)
-      .def("run_tasks", &run_tasks, py::arg("tasks"),
+      .def("run_tasks", &run_tasks, py::arg("tasks"), py::arg("trace_path") = "",
            "Runs dicts {name, fn(task_index), inputs, outputs} as one task graph; regions are "
-           "(buffer_id, offsets, extents). Returns {tasks, edges}; a failing fn raises RuntimeError.");
+           "(buffer_id, offsets, extents). Returns {tasks, edges}; a failing fn raises RuntimeError. "
+           "A non-empty trace_path writes a Chrome trace (otherwise PYPTO_TRACE applies).")
+      .def("record_tasks", &record_tasks, py::arg("tasks"),
+           "Builds the task graph of run_tasks' dicts without running any fn; returns a list of "
+           "(id, name, buffer_bytes, preds).")
+      .def_property(
+          "task_window", &Runtime::task_window,
+          [](Runtime& r, int64_t n) { r.set_task_window(checked_window(n)); },
+          "Bound on submitted but unfinished tasks.");
+
+  rt.def(
+      "set_task_window", [](int64_t n) { runtime::default_runtime().set_task_window(checked_window(n)); },
+      py::arg("n"),
+      "Sets the task window of the process-wide runtime.");
+  rt.def(
+      "task_window", [] { return runtime::default_runtime().task_window(); },
+      "Task window of the process-wide runtime.");
+  rt.def("task_record_bytes", &Runtime::task_record_bytes, "sizeof of the runtime's task record.");
+  rt.def("access_entry_bytes", &Runtime::access_entry_bytes, "sizeof of one region access entry.");
+  rt.def("region_bytes", [] { return sizeof(pypto_region); }, "sizeof(pypto_region).");
 
   rt.def(
       "default_num_workers", [] { return runtime::default_runtime().num_workers(); },

@@ -9,7 +9,8 @@
 namespace pypto::codegen {
 
 /// The whole self-contained source file of a program.
-std::string emit_cpp(const ExecutionGraph& g);
+/// With `empty_kernels`, every kernel returns at once (runtime benchmarks).
+std::string emit_cpp(const ExecutionGraph& g, bool empty_kernels = false);
 /// Name of the orchestration symbol every generated library exports.
 inline constexpr const char* kEntrySymbol = "pypto_orchestrate";
 /// Name of the symbol that returns the message of a failed region check

@@ -115,9 +115,9 @@ void check_round_trip(const std::string& text, const std::string& name) {
 }
 
 /// C++ for the Execution Graph, built (or loaded from the cache) and bound.
-void generate_and_build(CompiledProgram& p, std::chrono::steady_clock::time_point t0) {
+void generate_and_build(CompiledProgram& p, std::chrono::steady_clock::time_point t0, bool empty_kernels) {
   auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  p.cpp = emit_cpp(p.ir.execution);
+  p.cpp = emit_cpp(p.ir.execution, empty_kernels);
   p.pass_seconds = since();
   p.build = build_library(p.cpp, p.ir.execution.name);
   p.entry = reinterpret_cast<pypto_orchestration_fn>(library_symbol(p.build.handle, kEntrySymbol, p.build.library));
@@ -133,7 +133,7 @@ std::shared_ptr<CompiledProgram> compile_program(const TensorGraph& g, const Pas
   p->ir = run_pipeline(g, opts);
   p->pto = print_pto(p->ir.execution);
   if (opts.verify) check_round_trip(p->pto, g.name);
-  generate_and_build(*p, t0);
+  generate_and_build(*p, t0, opts.empty_kernels);
   return p;
 }
 
@@ -145,7 +145,7 @@ std::shared_ptr<CompiledProgram> compile_pto(const std::string& text, const Pass
   p->ir.tensor.name = g.name;
   p->ir.execution = run_pto_pipeline(g, opts, p->ir.passes);
   p->pto = print_pto(plan_execution_buffers(g, opts));
-  generate_and_build(*p, t0);
+  generate_and_build(*p, t0, opts.empty_kernels);
   return p;
 }
 

@@ -17,6 +17,8 @@ struct PassOptions {
   /// Tile nests (by index) that start a new InCore function: the pipeline
   /// adds cuts when a fused function exceeds the budget.
   std::set<int> cut_before;
+  /// Codegen: kernels that return at once (to measure the runtime alone).
+  bool empty_kernels = false;
 };
 
 /// What the pipeline records about one pass run.

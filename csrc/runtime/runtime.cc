@@ -1,18 +1,18 @@
 #include "runtime/runtime.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
+#include <sstream>
 #include <utility>
 
 namespace pypto::runtime {
 
 namespace {
 
-// Bounds the number of submitted but unfinished tasks so that a long-running
-// orchestration does not queue an unbounded graph ahead of the workers.
-constexpr int64_t kMaxInflight = int64_t{1} << 14;
 constexpr size_t kMinBufferPrune = 64;
 constexpr size_t kMinGlobalPrune = 4096;
 constexpr size_t kWorkspaceAlign = 64;
@@ -26,6 +26,45 @@ int resolve_num_workers(int requested) {
   }
   unsigned hc = std::thread::hardware_concurrency();
   return hc > 0 ? static_cast<int>(hc) : 1;
+}
+
+// The window bounds the number of submitted but unfinished tasks so that a
+// long-running orchestration does not queue an unbounded graph ahead of the workers.
+int64_t resolve_task_window() {
+  if (const char* env = std::getenv("PYPTO_TASK_WINDOW")) {
+    char* end = nullptr;
+    long long v = std::strtoll(env, &end, 10);
+    if (end != env && *end == '\0' && v > 0) return static_cast<int64_t>(v);
+  }
+  return kDefaultTaskWindow;
+}
+
+void json_string(std::ostream& os, const std::string& s) {
+  os << '"';
+  for (char c : s) {
+    switch (c) {
+      case '"': os << "\\\""; break;
+      case '\\': os << "\\\\"; break;
+      case '\n': os << "\\n"; break;
+      case '\t': os << "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          os << buf;
+        } else {
+          os << c;
+        }
+    }
+  }
+  os << '"';
+}
+
+// Microseconds with nanosecond precision, as Chrome's trace format expects.
+std::string us(int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1000.0);
+  return buf;
 }
 
 bool is_empty(const pypto_region& r) {
@@ -88,6 +127,7 @@ struct Runtime::Task {
   TaskFn fn;
   std::vector<pypto_region> args;
   std::vector<int64_t> scalars;
+  int64_t buffer_bytes = 0;
   // Which args are outputs; only needed until the task is submitted.
   std::vector<bool> writes;
   // Scheduler state, guarded by Runtime::mu_.
@@ -190,9 +230,11 @@ Runtime::Runtime(int num_workers) {
   api_.alloc_workspace = &CApi::alloc_workspace;
   api_.failed = &CApi::failed;
 
+  window_.store(resolve_task_window(), std::memory_order_relaxed);
   int n = resolve_num_workers(num_workers);
+  trace_.resize(static_cast<size_t>(n) + 1);
   workers_.reserve(n);
-  for (int i = 0; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+  for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
 }
 
 Runtime::~Runtime() {
@@ -204,35 +246,59 @@ Runtime::~Runtime() {
   for (auto& w : workers_) w.join();
 }
 
-void Runtime::worker_loop() {
+void Runtime::set_task_window(int64_t n) {
+  if (n <= 0) throw std::invalid_argument("task window must be positive, got " + std::to_string(n));
+  window_.store(n, std::memory_order_relaxed);
+}
+
+size_t Runtime::task_record_bytes() { return sizeof(Task); }
+
+size_t Runtime::access_entry_bytes() { return sizeof(Access); }
+
+int64_t Runtime::now_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - run_start_).count();
+}
+
+void Runtime::worker_loop(int tid) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     work_cv_.wait(lock, [this] { return shutdown_ || !ready_.empty(); });
     if (shutdown_) return;
     TaskPtr task = std::move(ready_.front());
     ready_.pop_front();
-    execute(std::move(task), lock);
+    execute(std::move(task), lock, tid);
   }
 }
 
-void Runtime::execute(TaskPtr task, std::unique_lock<std::mutex>& lock) {
-  lock.unlock();
+bool Runtime::run_body(Task& task) {
   // After a failure, tasks that have not started are cancelled but still
   // "complete" so that their successors drain and run() can return.
-  if (!failed()) {
-    try {
-      if (task->kernel != nullptr) {
-        int32_t status = task->kernel(task->args.data(), static_cast<int32_t>(task->args.size()),
-                                      task->scalars.data(), static_cast<int32_t>(task->scalars.size()));
-        if (status != 0) record_task_failure(*task, "kernel returned status " + std::to_string(status));
-      } else {
-        task->fn(task->args.data(), static_cast<int32_t>(task->args.size()));
-      }
-    } catch (const std::exception& e) {
-      record_task_failure(*task, e.what());
-    } catch (...) {
-      record_task_failure(*task, "unknown exception");
+  if (failed()) return false;
+  try {
+    if (task.kernel != nullptr) {
+      int32_t status = task.kernel(task.args.data(), static_cast<int32_t>(task.args.size()), task.scalars.data(),
+                                   static_cast<int32_t>(task.scalars.size()));
+      if (status != 0) record_task_failure(task, "kernel returned status " + std::to_string(status));
+    } else {
+      task.fn(task.args.data(), static_cast<int32_t>(task.args.size()));
     }
+  } catch (const std::exception& e) {
+    record_task_failure(task, e.what());
+  } catch (...) {
+    record_task_failure(task, "unknown exception");
+  }
+  return true;
+}
+
+void Runtime::execute(TaskPtr task, std::unique_lock<std::mutex>& lock, int tid) {
+  lock.unlock();
+  // The only cost of tracing when it is off is this branch.
+  if (__builtin_expect(tracing_, 0)) {
+    const int64_t start = now_ns();
+    const bool ran = run_body(*task);
+    trace_[tid].push_back(TraceEvent{task->id, task->name, start, now_ns(), !ran});
+  } else {
+    run_body(*task);
   }
   // Release the body and arguments outside the lock: a finished task may stay
   // referenced by the access map for a while, and its closure may be costly to destroy.
@@ -260,7 +326,7 @@ void Runtime::help_until(int64_t wake_inflight, std::unique_lock<std::mutex>& lo
     if (!ready_.empty()) {
       TaskPtr task = std::move(ready_.front());
       ready_.pop_front();
-      execute(std::move(task), lock);
+      execute(std::move(task), lock, 0);
       continue;
     }
     main_waiting_ = true;
@@ -303,18 +369,46 @@ void Runtime::reset_run_state() {
 }
 
 RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orchestrate) {
+  const char* env = std::getenv("PYPTO_TRACE");
+  return run(orchestrate, env != nullptr ? std::string(env) : std::string());
+}
+
+RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orchestrate,
+                      const std::string& trace_path) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   reset_run_state();
+  {
+    // Workers read tracing_ only after taking mu_ to pop a task of this run.
+    std::lock_guard<std::mutex> lock(mu_);
+    tracing_ = !trace_path.empty();
+    if (tracing_) {
+      for (auto& events : trace_) events.clear();
+    }
+    run_start_ = std::chrono::steady_clock::now();
+  }
   try {
     orchestrate(&api_);
   } catch (...) {
     record_failure(std::current_exception());
   }
+  const int64_t orch_end = tracing_ ? now_ns() : 0;
   // Tasks allocated but never submitted are dropped without running.
   building_.clear();
   {
     std::unique_lock<std::mutex> lock(mu_);
     help_until(0, lock);
+  }
+  if (tracing_) {
+    const int64_t run_end = now_ns();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tracing_ = false;
+    }
+    try {
+      write_trace(trace_path, orch_end, run_end);
+    } catch (...) {
+      record_failure(std::current_exception());
+    }
   }
 
   RunStats stats;
@@ -339,6 +433,87 @@ RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orche
   return stats;
 }
 
+TaskGraphRecord Runtime::record(const std::function<void(const pypto_runtime_api*)>& orchestrate) {
+  std::lock_guard<std::mutex> run_lock(run_mu_);
+  reset_run_state();
+  recording_ = true;
+  record_ = TaskGraphRecord();
+  try {
+    orchestrate(&api_);
+  } catch (...) {
+    record_failure(std::current_exception());
+  }
+  recording_ = false;
+  building_.clear();
+  accesses_.clear();
+  total_accesses_ = 0;
+  {
+    std::lock_guard<std::mutex> lock(workspace_mu_);
+    for (void* p : workspaces_) std::free(p);
+    workspaces_.clear();
+  }
+  TaskGraphRecord out = std::move(record_);
+  record_ = TaskGraphRecord();
+  out.edges = edges_;
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    error = std::exchange(first_error_, nullptr);
+  }
+  if (error) std::rethrow_exception(error);
+  return out;
+}
+
+void Runtime::write_trace(const std::string& path, int64_t orch_end_ns, int64_t run_end_ns) {
+  struct Row {
+    const TraceEvent* ev;
+    int tid;
+  };
+  std::vector<Row> rows;
+  std::vector<int64_t> busy(trace_.size(), 0);
+  for (size_t tid = 0; tid < trace_.size(); ++tid) {
+    for (const TraceEvent& e : trace_[tid]) {
+      rows.push_back(Row{&e, static_cast<int>(tid)});
+      busy[tid] += e.end_ns - e.start_ns;
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return a.ev->start_ns < b.ev->start_ns; });
+
+  std::ostringstream os;
+  os << "{\"traceEvents\": [\n";
+  os << R"(  {"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "pypto runtime"}})";
+  for (size_t tid = 0; tid < trace_.size(); ++tid) {
+    os << ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": " << tid << ", \"args\": {\"name\": ";
+    json_string(os, tid == 0 ? std::string("orchestrator") : "worker " + std::to_string(tid));
+    // A worker is idle whenever it runs no task during the run; the orchestrating
+    // thread submits instead, so only its task time is reported.
+    os << ", \"busy_us\": " << us(busy[tid]);
+    if (tid != 0) os << ", \"idle_us\": " << us(std::max<int64_t>(run_end_ns - busy[tid], 0));
+    os << "}}";
+  }
+  os << ",\n  {\"name\": \"orchestration\", \"cat\": \"orchestration\", \"ph\": \"X\", \"pid\": 0, \"tid\": 0, \"ts\": 0.000"
+     << ", \"dur\": " << us(orch_end_ns) << ", \"args\": {\"tasks\": " << rows.size() << "}}";
+  for (const Row& r : rows) {
+    os << ",\n  {\"name\": ";
+    json_string(os, r.ev->name);
+    os << ", \"cat\": \"task\", \"ph\": \"X\", \"pid\": 0, \"tid\": " << r.tid << ", \"ts\": " << us(r.ev->start_ns)
+       << ", \"dur\": " << us(r.ev->end_ns - r.ev->start_ns) << ", \"args\": {\"task\": " << r.ev->id;
+    if (r.ev->cancelled) os << ", \"cancelled\": true";
+    os << "}}";
+  }
+  os << "\n], \"displayTimeUnit\": \"ns\", \"otherData\": {\"run_us\": " << us(run_end_ns)
+     << ", \"orchestration_us\": " << us(orch_end_ns) << ", \"workers\": " << (trace_.size() - 1)
+     << ", \"tasks\": " << rows.size() << "}}\n";
+
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw TraceError("PYPTO_TRACE: cannot open '" + path + "' for writing");
+  f << os.str();
+  f.close();
+  if (!f) throw TraceError("PYPTO_TRACE: failed to write '" + path + "'");
+  for (auto& events : trace_) std::vector<TraceEvent>().swap(events);
+}
+
 int64_t Runtime::task_alloc(const char* name, pypto_kernel_fn fn, int64_t buffer_bytes) {
   if (fn == nullptr) throw std::invalid_argument("task_alloc: null kernel function");
   int64_t id = task_alloc(std::string(name != nullptr ? name : "<unnamed>"), TaskFn(), buffer_bytes);
@@ -355,6 +530,7 @@ int64_t Runtime::task_alloc(std::string name, TaskFn fn, int64_t buffer_bytes) {
   task->id = next_task_id_++;
   task->name = std::move(name);
   task->fn = std::move(fn);
+  task->buffer_bytes = buffer_bytes;
   int64_t id = task->id;
   building_.emplace(id, std::move(task));
   return id;
@@ -462,8 +638,26 @@ void Runtime::submit(int64_t id) {
   track_dependencies(task, preds);
   edges_ += static_cast<int64_t>(preds.size());
 
+  if (recording_) {
+    // Nothing runs: the task stays "unfinished" so that its accesses are never pruned,
+    // and only what the graph needs is kept.
+    RecordedTask rec;
+    rec.id = task->id;
+    rec.name = task->name;
+    rec.buffer_bytes = task->buffer_bytes;
+    rec.preds.reserve(preds.size());
+    for (const TaskPtr& p : preds) rec.preds.push_back(p->id);
+    std::sort(rec.preds.begin(), rec.preds.end());
+    record_.tasks.push_back(std::move(rec));
+    task->fn = nullptr;
+    std::vector<pypto_region>().swap(task->args);
+    std::vector<int64_t>().swap(task->scalars);
+    return;
+  }
+
   std::unique_lock<std::mutex> lock(mu_);
-  if (submitted_ - completed_ >= kMaxInflight) help_until(kMaxInflight / 2, lock);
+  const int64_t window = window_.load(std::memory_order_relaxed);
+  if (submitted_ - completed_ >= window) help_until(window / 2, lock);
   for (const TaskPtr& p : preds) {
     if (!p->done.load(std::memory_order_relaxed)) {
       p->successors.push_back(task);

@@ -9,6 +9,7 @@
 #define PYPTO_RUNTIME_RUNTIME_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -34,8 +35,34 @@ struct RunStats {
   int64_t edges = 0;
 };
 
+/// One task of a recorded task graph (see `Runtime::record`).
+struct RecordedTask {
+  int64_t id = 0;
+  std::string name;
+  int64_t buffer_bytes = 0;
+  /// Ids of the tasks it depends on, ascending and deduplicated.
+  std::vector<int64_t> preds;
+};
+
+/// The task graph an orchestration builds, without running any kernel.
+struct TaskGraphRecord {
+  /// Submitted tasks in submission order.
+  std::vector<RecordedTask> tasks;
+  /// Number of dependency edges (sum of the tasks' `preds` sizes).
+  int64_t edges = 0;
+};
+
+/// Default bound on the number of submitted but unfinished tasks.
+constexpr int64_t kDefaultTaskWindow = int64_t{1} << 14;
+
 /// The first failure of a run, formatted as "task <id> (<name>) failed: <reason>".
 class TaskError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A trace file (PYPTO_TRACE or an explicit trace path) could not be written.
+class TraceError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -65,7 +92,25 @@ class Runtime {
   int num_workers() const { return static_cast<int>(workers_.size()); }
 
   /// Runs `orchestrate` on the calling thread, waits for every submitted task and rethrows the first failure.
+  /// When the environment variable PYPTO_TRACE names a file, a Chrome trace of the run is written there.
   RunStats run(const std::function<void(const pypto_runtime_api*)>& orchestrate);
+  /// As `run`, writing a Chrome trace-event JSON file to `trace_path` unless it is empty (PYPTO_TRACE is ignored).
+  RunStats run(const std::function<void(const pypto_runtime_api*)>& orchestrate, const std::string& trace_path);
+  /// Runs `orchestrate` in recording mode: tasks are allocated and their dependencies computed as in
+  /// `run`, but no task is scheduled and no kernel runs. Returns the complete task graph; rethrows
+  /// the first failure of the orchestration (such as an invalid region).
+  TaskGraphRecord record(const std::function<void(const pypto_runtime_api*)>& orchestrate);
+
+  /// Bound on submitted but unfinished tasks; when reached, the submitting thread runs tasks until
+  /// half the window is free. Initialised from PYPTO_TASK_WINDOW (default kDefaultTaskWindow).
+  int64_t task_window() const { return window_.load(std::memory_order_relaxed); }
+  /// Sets the window for later submissions; throws std::invalid_argument unless `n` > 0.
+  void set_task_window(int64_t n);
+
+  /// sizeof of one task record (excluding its heap-held name, regions and scalars).
+  static size_t task_record_bytes();
+  /// sizeof of one entry of the per-buffer access lists (one per region of a live task).
+  static size_t access_entry_bytes();
 
   /// Creates a task running a C kernel; a non-zero return value fails the task.
   int64_t task_alloc(const char* name, pypto_kernel_fn fn, int64_t buffer_bytes);
@@ -106,9 +151,23 @@ class Runtime {
     size_t prune_at = 64;
   };
 
-  void worker_loop();
-  // Runs (or cancels) one popped task; called with `lock` held on `mu_`, returns with it held.
-  void execute(TaskPtr task, std::unique_lock<std::mutex>& lock);
+  // One executed task of a traced run; times in ns since the run started.
+  struct TraceEvent {
+    int64_t id;
+    std::string name;
+    int64_t start_ns;
+    int64_t end_ns;
+    bool cancelled;
+  };
+
+  void worker_loop(int tid);
+  // Runs (or cancels) one popped task on thread `tid` (0 = orchestrating thread, workers 1..n);
+  // called with `lock` held on `mu_`, returns with it held.
+  void execute(TaskPtr task, std::unique_lock<std::mutex>& lock, int tid);
+  // Runs the task's body; returns false when it was cancelled because the run had failed.
+  bool run_body(Task& task);
+  int64_t now_ns() const;
+  void write_trace(const std::string& path, int64_t orch_end_ns, int64_t run_end_ns);
   // Lets the calling thread run ready tasks until fewer than `wake_inflight` tasks are unfinished.
   void help_until(int64_t wake_inflight, std::unique_lock<std::mutex>& lock);
   void record_failure(std::exception_ptr error);
@@ -147,6 +206,16 @@ class Runtime {
   std::unordered_map<void*, BufferAccesses> accesses_;
   size_t total_accesses_ = 0;
   size_t global_prune_at_ = 0;
+
+  std::atomic<int64_t> window_{kDefaultTaskWindow};
+  // Recording mode (producer-only): submissions are recorded, never scheduled.
+  bool recording_ = false;
+  TaskGraphRecord record_;
+  // Tracing: set before the orchestration starts (published to workers through mu_);
+  // each thread appends only to its own slot, read after the run drained.
+  bool tracing_ = false;
+  std::chrono::steady_clock::time_point run_start_;
+  std::vector<std::vector<TraceEvent>> trace_;
 
   std::mutex workspace_mu_;
   std::vector<void*> workspaces_;

@@ -212,9 +212,10 @@ class LlamaLayer:
     """The compiled layer: `layer(x)` returns the output for a (seq, hidden)
     float32 NumPy array; scratch buffers are allocated per call."""
 
-    def __init__(self, hidden: int = 64, ffn: int = 128, base_rows: int = 32, adaptive: bool = True, seed: int = 0):
+    def __init__(self, hidden: int = 64, ffn: int = 128, base_rows: int = 32, adaptive: bool = True, seed: int = 0,
+                 empty_kernels: bool = False):
         self.hidden, self.ffn, self.base_rows = hidden, ffn, base_rows
-        self.program = pto.compile(build_module(hidden, ffn, base_rows, adaptive))
+        self.program = pto.compile(build_module(hidden, ffn, base_rows, adaptive), empty_kernels=empty_kernels)
         self.w = weights(hidden, ffn, seed)
 
     def arrays(self, x: np.ndarray) -> dict:
@@ -226,6 +227,17 @@ class LlamaLayer:
         for name, shape in scratch_shapes(seq, self.hidden, self.ffn, self.base_rows).items():
             a[name] = np.zeros(shape, np.float32)
         return a
+
+    def shapes_only(self, seq: int) -> dict:
+        """Zeroed arguments of the right shapes, for building or counting the
+        task graph or running empty kernels: np.zeros maps its pages lazily, so
+        memory nobody touches stays unallocated."""
+        shapes = {name: np.shape(v) for name, v in self.w.items()}
+        shapes.update(x=(seq, self.hidden), cos=(seq, self.hidden), sin=(seq, self.hidden), out=(seq, self.hidden))
+        shapes.update(scratch_shapes(seq, self.hidden, self.ffn, self.base_rows))
+        out = {k: np.zeros(s, np.float32) for k, s in shapes.items()}
+        out["num_tiles"] = seq // self.base_rows
+        return out
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         a = self.arrays(x)

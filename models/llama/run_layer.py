@@ -27,19 +27,11 @@ for seq in (1024, 2048):
     print(f"seq {seq}: {model.program.stats()['tasks']} tasks in {dt * 1e3:.1f} ms, matches torch")
 
 
-def shapes_only(seq: int, layer: L.LlamaLayer) -> dict:
-    """Arrays with the right shapes and no memory behind them (stride 0)."""
-    shapes = {name: np.shape(v) for name, v in layer.w.items()}
-    shapes.update(x=(seq, HIDDEN), cos=(seq, HIDDEN), sin=(seq, HIDDEN), out=(seq, HIDDEN))
-    shapes.update(L.scratch_shapes(seq, HIDDEN, FFN))
-    return {k: np.broadcast_to(np.zeros((1,) * len(s), np.float32), s) for k, s in shapes.items()}
-
-
 plain = L.LlamaLayer(HIDDEN, FFN, adaptive=False)
 print(f"{'seq':>6} {'tiles':>6} {'tasks (adaptive)':>17} {'tasks (32-row)':>15}")
 for seq in (1024, 2048, 4096, 8192, 16384):
     n = seq // 32
-    adaptive = model.program.count_tasks(**shapes_only(seq, model), num_tiles=n)
-    fixed = plain.program.count_tasks(**shapes_only(seq, plain), num_tiles=n)
+    adaptive = model.program.count_tasks(**model.shapes_only(seq))
+    fixed = plain.program.count_tasks(**plain.shapes_only(seq))
     assert adaptive == L.expected_tasks(seq) and fixed == L.expected_tasks(seq, adaptive=False)
     print(f"{seq:>6} {n:>6} {adaptive:>17,} {fixed:>15,}")

@@ -50,6 +50,7 @@ from pypto.shape_ops import (
 
 from pypto.frontend.control import cond, is_loop_begin, is_loop_end, loop
 from pypto.options import RunMode, options
+from pypto.taskgraph import TaskGraph, get_task_window, set_task_window, visualize_task_graph
 from pypto.frontend.config import OptionWarning
 
 tensor = Tensor
@@ -66,6 +67,6 @@ __all__ = [
     "sqrt", "sub", "sum", "tanh", "trunc", "var", "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",
     "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "set_cube_tile_shapes", "get_cube_tile_shapes",
-    "PyptoError",
+    "PyptoError", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "PtoSyntaxError",
 ]

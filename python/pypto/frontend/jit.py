@@ -234,17 +234,41 @@ class Compiled:
         return s
 
     def __call__(self, *args, **kwargs):
-        bound = self._sig.bind(args, kwargs)
-        if bound.key() != self._key[0]:
-            raise UserError(f"{self._sig.name}: this compiled object was specialised for other shapes, dtypes or "
-                            f"constants than these arguments")
-        return _run(self, bound)
+        return _run(self, self._check(self._sig.bind(args, kwargs)))
 
     def __repr__(self) -> str:
         return f"<pypto.Compiled {self._sig.name}>"
 
+    def _check(self, bound: _Bound) -> _Bound:
+        if bound.key() != self._key[0]:
+            raise UserError(f"{self._sig.name}: this compiled object was specialised for other shapes, dtypes or "
+                            f"constants than these arguments")
+        return bound
 
-def _run(compiled: Compiled, bound: _Bound):
+    def _bind_call(self, args: tuple, kwargs: dict):
+        """(keep-alive arrays, tensor specs, outputs, dyn values) for a call."""
+        return _prepare(self, self._check(self._sig.bind(args, kwargs)))
+
+    def task_graph(self, *args, **kwargs):
+        """The task graph a call with these arguments builds, as a ``pypto.TaskGraph``;
+        dependencies are computed as in a real run but no kernel runs."""
+        from pypto.taskgraph import TaskGraph
+
+        keep, specs, outs, dyn = self._bind_call(args, kwargs)
+        records = self._program.record(specs, dyn)
+        del keep, outs
+        return TaskGraph(records)
+
+    def profile(self, *args, path: str = "trace.json", **kwargs):
+        """Runs once like a call and writes a Chrome trace-event JSON file to ``path``
+        (open it in chrome://tracing or Perfetto); returns the outputs."""
+        import os
+
+        return _run(self, self._check(self._sig.bind(args, kwargs)), os.fspath(path))
+
+
+def _prepare(compiled: Compiled, bound: _Bound):
+    """(keep-alive arrays, tensor specs, new outputs, dyn values) for a call."""
     keep = []
     specs = []
     for i, (_, a, _, _) in enumerate(bound.tensors):
@@ -261,7 +285,12 @@ def _run(compiled: Compiled, bound: _Bound):
         o = memory.empty_like_kind(like, shape, dt)
         outs.append(o)
         specs.append(memory.describe(o)[1])
-    compiled._last_tasks = program.run(specs, dyn)
+    return keep, specs, outs, dyn
+
+
+def _run(compiled: Compiled, bound: _Bound, trace_path: str = ""):
+    keep, specs, outs, dyn = _prepare(compiled, bound)
+    compiled._last_tasks = compiled._program.run(specs, dyn, trace_path)
     del keep
     if not outs:
         return None

@@ -90,6 +90,32 @@ class PTOProgram:
         self._last_tasks = self._program.run(specs, scalars)
         del kept
 
+    def build_only(self, *args, **kwargs) -> tuple[int, int]:
+        """Builds the task graph of a call without running kernels; returns
+        (tasks, edges). For measuring graph construction."""
+        kept, specs, scalars = self._bind(args, kwargs)
+        out = self._program.build_only(specs, scalars)
+        del kept
+        return out
+
+    def task_graph(self, *args, **kwargs):
+        """The task graph a call with these arguments builds, as a ``pypto.TaskGraph``;
+        dependencies are computed as in a real run but no kernel runs."""
+        from pypto.taskgraph import TaskGraph
+
+        kept, specs, scalars = self._bind(args, kwargs)
+        records = self._program.record(specs, scalars)
+        del kept
+        return TaskGraph(records)
+
+    def profile(self, *args, path: str = "trace.json", **kwargs) -> None:
+        """Runs once like a call and writes a Chrome trace-event JSON file to ``path``."""
+        import os
+
+        kept, specs, scalars = self._bind(args, kwargs)
+        self._last_tasks = self._program.run(specs, scalars, os.fspath(path))
+        del kept
+
     def count_tasks(self, *args, **kwargs) -> int:
         """Tasks the orchestration submits for these arguments (nothing runs)."""
         _, _, scalars = self._bind(args, kwargs)
@@ -121,11 +147,13 @@ def _eval_dim(text: str, env: dict[str, int]) -> int:
         raise UserError(f"dim {text} uses '{e.args[0]}', which no argument gives") from None
 
 
-def compile(module, entry: Optional[str] = None, **pass_options) -> PTOProgram:  # noqa: A001 - the API's name
+def compile(module, entry: Optional[str] = None, *, empty_kernels: bool = False,  # noqa: A001 - the API's name
+            **pass_options) -> PTOProgram:
     """Compiles a PTOModule (built or parsed) or .pto text with the same
     codegen and runtime as jitted code. `entry` picks the entry function
     (default: the module's only orchestration function; an InCore entry is
-    called once on whole tensors)."""
+    called once on whole tensors). `empty_kernels=True` generates kernels
+    that return at once, to measure the runtime alone."""
     if isinstance(module, str):
         text = module
     elif isinstance(module, PTOModule):
@@ -133,6 +161,7 @@ def compile(module, entry: Optional[str] = None, **pass_options) -> PTOProgram: 
     else:
         raise UserTypeError(f"pypto.pto.compile: expected a PTOModule or .pto text, found {type(module).__name__}")
     opts = config.make_pass_options(config.normalize_pass_options(pass_options)) if pass_options else _C.PassOptions()
+    opts.empty_kernels = bool(empty_kernels)
     program = _C.compile_pto(text, opts)
     return PTOProgram(program, _entry_name(program.pto))
 

@@ -22,19 +22,11 @@ def layers():
     return {True: L.LlamaLayer(HIDDEN, FFN, adaptive=True), False: L.LlamaLayer(HIDDEN, FFN, adaptive=False)}
 
 
-def _shapes_only(seq, layer):
-    shapes = {name: np.shape(v) for name, v in layer.w.items()}
-    shapes.update(x=(seq, HIDDEN), cos=(seq, HIDDEN), sin=(seq, HIDDEN), out=(seq, HIDDEN))
-    shapes.update(L.scratch_shapes(seq, HIDDEN, FFN))
-    return {k: np.broadcast_to(np.zeros((1,) * len(s), np.float32), s) for k, s in shapes.items()}
-
-
 @pytest.mark.parametrize("seq", sorted(TABLE))
 def test_task_counts_follow_the_seed_table(layers, seq):
     with_adaptive, without = TABLE[seq]
-    n = seq // 32
-    assert layers[True].program.count_tasks(**_shapes_only(seq, layers[True]), num_tiles=n) == with_adaptive
-    assert layers[False].program.count_tasks(**_shapes_only(seq, layers[False]), num_tiles=n) == without
+    assert layers[True].program.count_tasks(**layers[True].shapes_only(seq)) == with_adaptive
+    assert layers[False].program.count_tasks(**layers[False].shapes_only(seq)) == without
     assert L.expected_tasks(seq) == with_adaptive and L.expected_tasks(seq, adaptive=False) == without
 
 
