@@ -152,6 +152,14 @@ class KernelEmitter {
         o += pad + "}\n";
       } else if (auto* in = std::get_if<Instr>(&s.node)) {
         emit_instr(o, *in, pad);
+      } else if (auto* c = std::get_if<IfThen>(&s.node)) {
+        o += fmt::format("{}if ({}) {{\n", pad, cexpr(c->cond));
+        emit_body(o, c->then_body, indent + 1);
+        if (!c->else_body.empty()) {
+          o += pad + "} else {\n";
+          emit_body(o, c->else_body, indent + 1);
+        }
+        o += pad + "}\n";
       } else {
         throw InternalError("CALL inside an InCore function");
       }

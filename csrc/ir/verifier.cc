@@ -24,6 +24,7 @@ struct StmtChecker {
   std::function<bool(int)> memref_visible;  ///< may this code touch the memref?
   bool allow_instr = true;
   bool allow_call = false;
+  bool allow_if = false;
   const std::vector<InCoreFunction>* functions = nullptr;
   std::set<std::string> scope;
   std::set<int> defined_tiles;
@@ -171,7 +172,7 @@ struct StmtChecker {
         check(l->body);
         scope.erase(l->var);
       } else if (auto* c = std::get_if<IfThen>(&s.node)) {
-        if (allow_instr) fail("level.no-if", "IF is only allowed in the orchestration");
+        if (!allow_if) fail("level.no-if", "IF is not allowed in a Tile Graph nest (only in functions and the orchestration)");
         check_expr(c->cond, "IF condition");
         check(c->then_body);
         check(c->else_body);
@@ -290,6 +291,7 @@ void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs
     if (l < 0 || l >= static_cast<int>(memrefs.size()) || memrefs[l].kind != MemKind::Local)
       fail("function.local", fmt::format("@{} owns memref {} which is not a local buffer", f.name, l));
   StmtChecker c{memrefs, f.tiles, [&](int id) { return visible.count(id) > 0; }};
+  c.allow_if = true;
   for (const auto& s : f.scalar_params) c.scope.insert(s);
   for (const auto& d : dyn) c.scope.insert(d);
   c.check(f.body);
@@ -302,6 +304,9 @@ void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs
             fail("function.store-to-input", fmt::format("@{} stores into input parameter %{}", f.name, p.name));
       } else if (auto* l = std::get_if<Loop>(&s.node)) {
         walk(l->body);
+      } else if (auto* c = std::get_if<IfThen>(&s.node)) {
+        walk(c->then_body);
+        walk(c->else_body);
       }
     }
   };
@@ -317,6 +322,7 @@ void verify(const BlockGraph& g) {
     StmtChecker c{g.memrefs, {}, [&](int id) { return g.memrefs[id].kind != MemKind::Local; }};
     c.allow_instr = false;
     c.allow_call = true;
+    c.allow_if = true;
     c.functions = &g.functions;
     for (const auto& d : g.dyn_dims) c.scope.insert(d);
     for (int r : region_path(g.regions, l.region))
@@ -337,6 +343,7 @@ void verify(const ExecutionGraph& g) {
   StmtChecker c{g.memrefs, {}, [&](int id) { return g.memrefs[id].kind != MemKind::Local; }};
   c.allow_instr = false;
   c.allow_call = true;
+  c.allow_if = true;
   c.functions = &g.functions;
   for (const auto& d : g.dyn_dims) c.scope.insert(d);
   c.check(g.orchestration);

@@ -40,6 +40,10 @@ class Liveness {
         int64_t begin = pos_;
         walk(l->body);
         loops_.push_back({begin, pos_ - 1});
+      } else if (auto* c = std::get_if<IfThen>(&s.node)) {
+        // Both branches in order: a buffer live across the IF spans both.
+        walk(c->then_body);
+        walk(c->else_body);
       } else if (auto* in = std::get_if<Instr>(&s.node)) {
         int64_t p = pos_++;
         auto touch = [&](int key) {

@@ -53,6 +53,8 @@ class _InCore:
                 s = copy.copy(s)
                 s.body = self._inline(s.body, module, stack)
                 out.append(s)
+            elif isinstance(s, _If):
+                out.append(_If(s.cond, self._inline(s.then, module, stack), self._inline(s.orelse, module, stack)))
             elif isinstance(s, _Call):
                 out.extend(self._inline_call(s, module, stack))
             else:
@@ -130,6 +132,8 @@ class _InCore:
                 r = dict(ranges)
                 r[s.var] = (lo, lo + (hi - 1 - lo) // st * st)
                 yield from self._accesses(s.body, name, r)
+            elif isinstance(s, _If):
+                yield from self._accesses(s.then + s.orelse, name, ranges)
             elif isinstance(s, _Instr) and s.memref == name:
                 tile = self.tiles[s.dst if s.mnemonic in ("tload", "tgather") else s.srcs[-1]]
                 env_hi = {k: v[1] for k, v in ranges.items()}
@@ -147,6 +151,8 @@ class _InCore:
     def _stores(self, body, name) -> bool:
         for s in body:
             if isinstance(s, _Loop) and self._stores(s.body, name):
+                return True
+            if isinstance(s, _If) and self._stores(s.then + s.orelse, name):
                 return True
             if isinstance(s, _Instr) and s.memref == name and s.mnemonic in ("tstore", "tscatter"):
                 return True
@@ -182,6 +188,9 @@ def _rename(body, env, tile_map, mem_map, prefix):
             inner_env[s.var] = X.var(v)
             out.append(_Loop(v, s.start.subst(env), s.stop.subst(env), s.step.subst(env),
                              _rename(s.body, inner_env, tile_map, mem_map, prefix)))
+        elif isinstance(s, _If):
+            out.append(_If(s.cond.subst(env), _rename(s.then, env, tile_map, mem_map, prefix),
+                           _rename(s.orelse, env, tile_map, mem_map, prefix)))
         else:
             n = copy.copy(s)
             n.dst = tile_map.get(s.dst, s.dst)

@@ -5,6 +5,7 @@ printed in the .pto syntax of csrc/ir/expr.cc (fully parenthesised)."""
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import Union
 
@@ -89,7 +90,9 @@ def parse(v: ExprLike, what: str) -> E:
         raise UserTypeError(f"{what}: expected an int, a name or an expression string, found {v!r}")
     if isinstance(v, int):
         return const(v)
-    text = v.replace("%", "").replace("&&", " and ").replace("||", " or ").strip()
+    # The seed's "%n" names a variable; "a % b" stays a modulo.
+    text = re.sub(r"(^|[(,+\-*/<>=!&|%])(\s*)%(?=[A-Za-z_])", r"\1\2", v.strip())
+    text = text.replace("&&", " and ").replace("||", " or ")
     try:
         tree = ast.parse(text, mode="eval").body
     except SyntaxError:

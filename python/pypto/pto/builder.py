@@ -498,10 +498,8 @@ class PTOFunctionBuilder:
         return self
 
     def if_then(self, cond: ExprLike):
-        """IF cond (non-zero) ... [else_()] ... end_if(). Orchestration functions only."""
-        if self._in_core:
-            raise NotSupportedError(f"@{self.name}.if_then: IF inside an InCore function is not supported yet; "
-                                    f"branch in the orchestration function")
+        """IF cond (non-zero) ... [else_()] ... end_if(); `cond` is an integer
+        expression over scalars and loop variables."""
         node = _If(self._e(cond, "if_then"))
         self._add(node)
         self._open.append(node)

@@ -207,9 +207,25 @@ def test_tile_instructions_in_an_orchestration_function_are_rejected():
         b.exp("x", "x")
 
 
-def test_if_in_incore_functions_is_not_supported_yet():
-    with pytest.raises(NotImplementedError, match="IF inside an InCore function is not supported yet"):
-        PTOFunctionBuilder("k").in_core().if_then("1")
+def test_if_inside_an_incore_function_branches_on_a_scalar():
+    m = PTOModule("branch")
+    (PTOFunctionBuilder("scale_or_negate", module=m).in_core()
+        .memref("a", MemorySpace.GLOBAL, F32).memref("b", MemorySpace.GLOBAL, F32).scalar("mode")
+        .tile("t", 8, 8, F32).tile("u", 8, 8, F32)
+        .load("t", "a")
+        .if_then("mode > 0").muls("u", "t", 3.0).else_().neg("u", "t").end_if()
+        .store("u", "b").build())
+    (PTOFunctionBuilder("main", module=m).not_in_core()
+        .memref("x", MemorySpace.GLOBAL, F32).memref("y", MemorySpace.GLOBAL, F32).scalar("n")
+        .for_loop("i", 0, "n")
+        .call("scale_or_negate", {"a": ("x", "i", 0), "b": ("y", "i", 0), "mode": "i % 2"})
+        .end_for().build())
+    prog = pypto.pto.compile(m)
+    assert "IF (mode < 0)" not in prog.pto() and "IF (0 < mode)" in prog.pto()
+    x, y = torch.randn(32, 8), torch.zeros(32, 8)
+    prog(x, y, 4)
+    want = torch.cat([-x[0:8], x[8:16] * 3, -x[16:24], x[24:32] * 3])
+    torch.testing.assert_close(y, want)
 
 
 def test_call_to_an_undefined_function_is_an_error():
