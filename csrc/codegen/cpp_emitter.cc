@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <functional>
 #include <set>
 
 #include "ir/errors.h"
@@ -33,6 +34,32 @@ std::string ints(const std::vector<int64_t>& v) {
   std::vector<std::string> s;
   for (int64_t x : v) s.push_back(std::to_string(x));
   return list(s);
+}
+
+/// Writes the FOR loops and IF conditions of `body` as C++; `leaf` writes
+/// every other statement (an instruction or a call) at its indentation.
+void emit_control(std::string& o, const std::vector<Stmt>& body, int indent,
+                  const std::function<void(const Stmt&, const std::string&)>& leaf) {
+  std::string pad(indent * 2, ' ');
+  for (const Stmt& s : body) {
+    if (auto* l = std::get_if<Loop>(&s.node)) {
+      std::string v = var_name(l->var);
+      o += fmt::format("{}for (int64_t {} = {}; {} < {}; {} += {}) {{\n", pad, v, cexpr(l->start), v, cexpr(l->stop), v,
+                       cexpr(l->step));
+      emit_control(o, l->body, indent + 1, leaf);
+      o += pad + "}\n";
+    } else if (auto* c = std::get_if<IfThen>(&s.node)) {
+      o += fmt::format("{}if ({}) {{\n", pad, cexpr(c->cond));
+      emit_control(o, c->then_body, indent + 1, leaf);
+      if (!c->else_body.empty()) {
+        o += pad + "} else {\n";
+        emit_control(o, c->else_body, indent + 1, leaf);
+      }
+      o += pad + "}\n";
+    } else {
+      leaf(s, pad);
+    }
+  }
 }
 
 int64_t numel(const std::vector<int64_t>& s) {
@@ -142,28 +169,10 @@ class KernelEmitter {
   }
 
   void emit_body(std::string& o, const std::vector<Stmt>& body, int indent) {
-    std::string pad(indent * 2, ' ');
-    for (const Stmt& s : body) {
-      if (auto* l = std::get_if<Loop>(&s.node)) {
-        std::string v = var_name(l->var);
-        o += fmt::format("{}for (int64_t {} = {}; {} < {}; {} += {}) {{\n", pad, v, cexpr(l->start), v, cexpr(l->stop), v,
-                         cexpr(l->step));
-        emit_body(o, l->body, indent + 1);
-        o += pad + "}\n";
-      } else if (auto* in = std::get_if<Instr>(&s.node)) {
-        emit_instr(o, *in, pad);
-      } else if (auto* c = std::get_if<IfThen>(&s.node)) {
-        o += fmt::format("{}if ({}) {{\n", pad, cexpr(c->cond));
-        emit_body(o, c->then_body, indent + 1);
-        if (!c->else_body.empty()) {
-          o += pad + "} else {\n";
-          emit_body(o, c->else_body, indent + 1);
-        }
-        o += pad + "}\n";
-      } else {
-        throw InternalError("CALL inside an InCore function");
-      }
-    }
+    emit_control(o, body, indent, [&](const Stmt& s, const std::string& pad) {
+      if (auto* in = std::get_if<Instr>(&s.node)) emit_instr(o, *in, pad);
+      else throw InternalError("CALL inside an InCore function");
+    });
   }
 
   static const char* op_struct(Opcode op) {
@@ -457,28 +466,10 @@ class OrchestrationEmitter {
   }
 
   void emit_body(std::string& o, const std::vector<Stmt>& body, int indent) {
-    std::string pad(indent * 2, ' ');
-    for (const Stmt& s : body) {
-      if (auto* l = std::get_if<Loop>(&s.node)) {
-        std::string v = var_name(l->var);
-        o += fmt::format("{}for (int64_t {} = {}; {} < {}; {} += {}) {{\n", pad, v, cexpr(l->start), v, cexpr(l->stop), v,
-                         cexpr(l->step));
-        emit_body(o, l->body, indent + 1);
-        o += pad + "}\n";
-      } else if (auto* i = std::get_if<IfThen>(&s.node)) {
-        o += fmt::format("{}if ({}) {{\n", pad, cexpr(i->cond));
-        emit_body(o, i->then_body, indent + 1);
-        if (!i->else_body.empty()) {
-          o += pad + "} else {\n";
-          emit_body(o, i->else_body, indent + 1);
-        }
-        o += pad + "}\n";
-      } else if (auto* c = std::get_if<Call>(&s.node)) {
-        emit_call(o, *c, pad);
-      } else {
-        throw InternalError("tile instruction in the orchestration");
-      }
-    }
+    emit_control(o, body, indent, [&](const Stmt& s, const std::string& pad) {
+      if (auto* c = std::get_if<Call>(&s.node)) emit_call(o, *c, pad);
+      else throw InternalError("tile instruction in the orchestration");
+    });
   }
 
   void emit_call(std::string& o, const Call& c, const std::string& pad) {

@@ -18,31 +18,26 @@ def _softmax_module(rows=8, cols=8, loop_kw=None, variants=()):
     num_tiles with offset arguments, as in the seed."""
     module = PTOModule("softmax_module")
 
-    def incore(suffix, r):
-        (PTOFunctionBuilder("rowmax" + suffix, module=module).in_core()
+    def unary(name, op, r, out_cols):
+        (PTOFunctionBuilder(name, module=module).in_core()
             .memref("input", MemorySpace.GLOBAL, F32).memref("output", MemorySpace.GLOBAL, F32)
-            .tile("x", r, cols, F32).tile("result", r, 1, F32)
-            .load("x", "input").rowmax("result", "x").store("output", "result").build())
-        (PTOFunctionBuilder("rowexpandsub" + suffix, module=module).in_core()
+            .tile("x", r, cols, F32).tile("y", r, out_cols, F32)
+            .load("x", "input").__getattribute__(op)("y", "x").store("output", "y").build())
+
+    def binary(name, op, r):
+        (PTOFunctionBuilder(name, module=module).in_core()
             .memref("input_x", MemorySpace.GM, F32).memref("input_row", MemorySpace.GM, F32)
             .memref("output", MemorySpace.GM, F32)
             .tile("x", r, cols, F32).tile("row", r, 1, F32).tile("y", r, cols, F32)
-            .load("x", "input_x").load("row", "input_row").rowexpandsub("y", "x", "row")
-            .store("y", "output").build())
-        (PTOFunctionBuilder("elem_exp" + suffix, module=module).in_core()
-            .memref("input", MemorySpace.GLOBAL, F32).memref("output", MemorySpace.GLOBAL, F32)
-            .tile("x", r, cols, F32).tile("y", r, cols, F32)
-            .load("x", "input").exp("y", "x").store("output", "y").build())
-        (PTOFunctionBuilder("rowsum" + suffix, module=module).in_core()
-            .memref("input", MemorySpace.GLOBAL, F32).memref("output", MemorySpace.GLOBAL, F32)
-            .tile("x", r, cols, F32).tile("result", r, 1, F32)
-            .load("x", "input").rowsum("result", "x").store("output", "result").build())
-        (PTOFunctionBuilder("rowexpanddiv" + suffix, module=module).in_core()
-            .memref("input_x", MemorySpace.GLOBAL, F32).memref("input_row", MemorySpace.GLOBAL, F32)
-            .memref("output", MemorySpace.GLOBAL, F32)
-            .tile("x", r, cols, F32).tile("row", r, 1, F32).tile("y", r, cols, F32)
-            .load("x", "input_x").load("row", "input_row").rowexpanddiv("y", "x", "row")
+            .load("x", "input_x").load("row", "input_row").__getattribute__(op)("y", "x", "row")
             .store("output", "y").build())
+
+    def incore(suffix, r):
+        unary("rowmax" + suffix, "rowmax", r, 1)
+        binary("rowexpandsub" + suffix, "rowexpandsub", r)
+        unary("elem_exp" + suffix, "exp", r, cols)
+        unary("rowsum" + suffix, "rowsum", r, 1)
+        binary("rowexpanddiv" + suffix, "rowexpanddiv", r)
 
     incore("", rows)
     for r in variants:

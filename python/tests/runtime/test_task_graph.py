@@ -22,45 +22,8 @@ F32 = ElementType.F32
 # --------------------------------------------------------------------------- programs
 
 
-def _seed_softmax(rows=8, cols=8):
-    """The seed's softmax: five InCore functions called per row tile by an orchestration loop."""
-    module = PTOModule("softmax_module")
-
-    def unary(name, op, out_cols):
-        (PTOFunctionBuilder(name, module=module).in_core()
-            .memref("input", MemorySpace.GLOBAL, F32).memref("output", MemorySpace.GLOBAL, F32)
-            .tile("x", rows, cols, F32).tile("y", rows, out_cols, F32)
-            .load("x", "input").__getattribute__(op)("y", "x").store("output", "y").build())
-
-    def binary(name, op):
-        (PTOFunctionBuilder(name, module=module).in_core()
-            .memref("input_x", MemorySpace.GLOBAL, F32).memref("input_row", MemorySpace.GLOBAL, F32)
-            .memref("output", MemorySpace.GLOBAL, F32)
-            .tile("x", rows, cols, F32).tile("row", rows, 1, F32).tile("y", rows, cols, F32)
-            .load("x", "input_x").load("row", "input_row").__getattribute__(op)("y", "x", "row")
-            .store("output", "y").build())
-
-    unary("rowmax", "rowmax", 1)
-    binary("rowexpandsub", "rowexpandsub")
-    unary("elem_exp", "exp", cols)
-    unary("rowsum", "rowsum", 1)
-    binary("rowexpanddiv", "rowexpanddiv")
-    (PTOFunctionBuilder("dynamic_softmax", module=module).not_in_core()
-        .memref("input", MemorySpace.GLOBAL, F32).memref("output", MemorySpace.GLOBAL, F32)
-        .memref("temp_max", MemorySpace.GLOBAL, F32).memref("temp_shifted", MemorySpace.GLOBAL, F32)
-        .memref("temp_exp", MemorySpace.GLOBAL, F32).memref("temp_sum", MemorySpace.GLOBAL, F32)
-        .scalar("num_tiles", ElementType.I32)
-        .for_loop("tile_idx", 0, "num_tiles", 1)
-        .call("rowmax", {"input": ("input", "tile_idx", 0), "output": ("temp_max", "tile_idx", 0)})
-        .call("rowexpandsub", {"input_x": ("input", "tile_idx", 0), "input_row": ("temp_max", "tile_idx", 0),
-                               "output": ("temp_shifted", "tile_idx", 0)})
-        .call("elem_exp", {"input": ("temp_shifted", "tile_idx", 0), "output": ("temp_exp", "tile_idx", 0)})
-        .call("rowsum", {"input": ("temp_exp", "tile_idx", 0), "output": ("temp_sum", "tile_idx", 0)})
-        .call("rowexpanddiv", {"input_x": ("temp_exp", "tile_idx", 0), "input_row": ("temp_sum", "tile_idx", 0),
-                               "output": ("output", "tile_idx", 0)})
-        .end_for()
-        .build())
-    return module
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "pto"))
+from test_builder import _softmax_module as _seed_softmax  # noqa: E402  (the seed's softmax, built once)
 
 
 def _softmax_buffers(num_tiles, rows=8, cols=8):
