@@ -4,12 +4,15 @@
   python benchmarks/task_graph.py [--quick] [--runs N] [--json OUT]
 
 For each sequence length (1K-16K, and 128K unless --quick) it prints the task
-count, the build-only time (the orchestration submits every task in the
-runtime's recording mode: dependencies are resolved, no kernel runs), the
-build+execute time with 1 and 2 workers, tasks per millisecond, the peak RSS
-of the process and the runtime's bytes per task record. Each configuration
-runs in a fresh process (PYPTO_NUM_THREADS=1 or 2); times are medians of
---runs runs (default 5).
+count; the build-only time (the orchestration submits every task and the
+runtime resolves its dependencies; nothing is scheduled or kept) and its rate
+in tasks/ms; the build+execute time with 1 and 2 threads (PYPTO_NUM_THREADS;
+the calling thread is one of them) and its cost per task; the peak RSS of the
+process; and the bytes per task (task-record bytes the run allocated divided
+by the task count). Times are medians of --runs runs (default 5) measured
+inside the runtime (RunStats.build_ns / total_ns, so Python's call overhead is
+excluded; the end-to-end call time is in the JSON output). Each thread count
+runs in a fresh process.
 """
 
 from __future__ import annotations
@@ -34,28 +37,30 @@ def child(seq: int, runs: int) -> dict:
 
     import pypto  # noqa: E402
 
+    stats_of = pypto._C.runtime.last_run_stats
     model = L.LlamaLayer(64, 128, empty_kernels=True)
     args = model.shapes_only(seq)
     model.program(**args)  # warm up: code loaded, pages of the first run mapped
-    execute = []
+    execute, call = [], []
     for _ in range(runs):
         t0 = time.perf_counter()
         model.program(**args)
-        execute.append(time.perf_counter() - t0)
-    tasks = model.program.stats()["tasks"]
+        call.append(time.perf_counter() - t0)
+        execute.append(stats_of()["total_ns"] * 1e-9)
+    run_stats = stats_of()
+    # Peak RSS of building and executing (the build-only runs below keep every reader of a box, since
+    # nothing finishes, so they are measured separately).
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     build = []
-    if hasattr(model.program, "build_only"):
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            model.program.build_only(**args)
-            build.append(time.perf_counter() - t0)
-    rt = pypto._C.runtime
+    for _ in range(runs):
+        model.program.build_only(**args)
+        build.append(stats_of()["build_ns"] * 1e-9)
     return {
-        "seq": seq, "tasks": tasks,
-        "execute_s": statistics.median(execute),
-        "build_s": statistics.median(build) if build else None,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "task_record_bytes": rt.task_record_bytes() if hasattr(rt, "task_record_bytes") else None,
+        "seq": seq, "tasks": run_stats["tasks"], "edges": run_stats["edges"],
+        "execute_s": statistics.median(execute), "call_s": statistics.median(call),
+        "build_s": statistics.median(build),
+        "task_bytes": run_stats["task_bytes"], "peak_live_tasks": run_stats["peak_live_tasks"],
+        "peak_rss_mb": rss_mb, "build_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
@@ -78,26 +83,22 @@ def main() -> None:
         return
     rows = []
     print(f"{'seq':>7} {'tasks':>11} {'build ms':>9} {'build t/ms':>10} {'1w ms':>9} {'2w ms':>9} "
-          f"{'2w t/ms':>8} {'2w us/t':>8} {'RSS MB':>7} {'B/task':>7}")
+          f"{'2w us/t':>8} {'RSS MB':>7} {'B/task':>7} {'live':>6}")
     for seq in SIZES + ([] if a.quick else [BIG]):
         one, two = run_child(seq, 1, a.runs), run_child(seq, 2, a.runs)
         n = two["tasks"]
-        build = two["build_s"]
-        row = {"seq": seq, "tasks": n, "build_ms": build * 1e3 if build else None,
-               "build_tasks_per_ms": n / (build * 1e3) if build else None,
+        row = {"seq": seq, "tasks": n, "edges": two["edges"], "build_ms": two["build_s"] * 1e3,
+               "build_tasks_per_ms": n / (two["build_s"] * 1e3),
                "execute_1w_ms": one["execute_s"] * 1e3, "execute_2w_ms": two["execute_s"] * 1e3,
-               "execute_2w_tasks_per_ms": n / (two["execute_s"] * 1e3),
+               "call_1w_ms": one["call_s"] * 1e3, "call_2w_ms": two["call_s"] * 1e3,
                "execute_2w_us_per_task": two["execute_s"] / n * 1e6,
                "peak_rss_mb": max(one["peak_rss_mb"], two["peak_rss_mb"]),
-               "task_record_bytes": two["task_record_bytes"]}
+               "build_peak_rss_mb": two["build_peak_rss_mb"],
+               "bytes_per_task": two["task_bytes"] / n, "peak_live_tasks": two["peak_live_tasks"]}
         rows.append(row)
-
-        def f(v, fmt):
-            return format(v, fmt) if v is not None else "-"
-
-        print(f"{seq:>7} {n:>11,} {f(row['build_ms'], '9.1f')} {f(row['build_tasks_per_ms'], '10.0f')} "
-              f"{row['execute_1w_ms']:>9.1f} {row['execute_2w_ms']:>9.1f} {row['execute_2w_tasks_per_ms']:>8.0f} "
-              f"{row['execute_2w_us_per_task']:>8.2f} {row['peak_rss_mb']:>7.0f} {f(row['task_record_bytes'], '>7')}")
+        print(f"{seq:>7} {n:>11,} {row['build_ms']:>9.1f} {row['build_tasks_per_ms']:>10.0f} "
+              f"{row['execute_1w_ms']:>9.1f} {row['execute_2w_ms']:>9.1f} {row['execute_2w_us_per_task']:>8.3f} "
+              f"{row['peak_rss_mb']:>7.0f} {row['bytes_per_task']:>7.0f} {row['peak_live_tasks']:>6}", flush=True)
     if a.json:
         with open(a.json, "w") as fh:
             json.dump({"machine_cores": os.cpu_count(), "runs": a.runs, "results": rows}, fh, indent=2)

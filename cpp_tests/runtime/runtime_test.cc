@@ -12,36 +12,15 @@
 #include <thread>
 #include <vector>
 
+#include "test_regions.h"
+
 namespace pypto::runtime {
 namespace {
 
 using std::chrono::milliseconds;
 
-pypto_region Region1D(void* base, int64_t offset, int64_t extent, int32_t elem_size = 4) {
-  pypto_region r{};
-  r.base = base;
-  r.ndim = 1;
-  r.elem_size = elem_size;
-  r.offset[0] = offset;
-  r.extent[0] = extent;
-  r.stride[0] = 1;
-  return r;
-}
-
-// A row-major box of a buffer whose rows are `row_stride` elements apart.
-pypto_region Region2D(void* base, int64_t r0, int64_t c0, int64_t rows, int64_t cols, int64_t row_stride) {
-  pypto_region r{};
-  r.base = base;
-  r.ndim = 2;
-  r.elem_size = 4;
-  r.offset[0] = r0;
-  r.offset[1] = c0;
-  r.extent[0] = rows;
-  r.extent[1] = cols;
-  r.stride[0] = row_stride;
-  r.stride[1] = 1;
-  return r;
-}
+using testing::Region1D;
+using testing::Region2D;
 
 // Records the order in which tasks ran; tasks run on several threads.
 class Log {
@@ -276,7 +255,7 @@ TEST(RuntimeTest, NonStdExceptionIsReportedAsUnknown) {
 }
 
 TEST(RuntimeTest, FirstFailureWinsAndLaterTasksAreCancelled) {
-  Runtime rt(1);
+  Runtime rt(2);  // one worker runs the failing task while the orchestration waits
   float buf[4];
   std::atomic<int> ran{0};
   EXPECT_THROW(rt.run([&](const pypto_runtime_api*) {

@@ -13,20 +13,13 @@
 #include <vector>
 
 #include "runtime/runtime.h"
+#include "test_regions.h"
 
 namespace pypto::runtime {
 namespace {
 
-pypto_region Box1D(void* base, int64_t offset, int64_t extent) {
-  pypto_region r{};
-  r.base = base;
-  r.ndim = 1;
-  r.elem_size = 8;
-  r.offset[0] = offset;
-  r.extent[0] = extent;
-  r.stride[0] = 1;
-  return r;
-}
+// 1-D ranges of int64 buffers.
+pypto_region Box1D(void* base, int64_t offset, int64_t extent) { return testing::Region1D(base, offset, extent, 8); }
 
 void Add(Runtime& rt, const std::string& name, TaskFn fn, const std::vector<pypto_region>& in,
          const std::vector<pypto_region>& out, int64_t bytes = 0) {
@@ -149,8 +142,9 @@ TEST(TaskGraphTest, TraceHasOneCompleteEventPerTask) {
   EXPECT_NE(text.find("\"displayTimeUnit\": \"ns\""), std::string::npos);
   EXPECT_EQ(CountOf(text, "\"cat\": \"task\""), 64);
   EXPECT_EQ(CountOf(text, "\"name\": \"odd\\\"kernel\""), 32);
-  EXPECT_EQ(CountOf(text, "\"name\": \"thread_name\""), 4);
-  EXPECT_EQ(CountOf(text, "\"idle_us\""), 3);
+  // Three threads run tasks: the orchestrating thread (tid 0) and two workers.
+  EXPECT_EQ(CountOf(text, "\"name\": \"thread_name\""), 3);
+  EXPECT_EQ(CountOf(text, "\"idle_us\""), 2);
   EXPECT_EQ(CountOf(text, "\"name\": \"orchestration\""), 1);
 
   // Without a path (and without PYPTO_TRACE) nothing is written.
@@ -167,12 +161,43 @@ TEST(TaskGraphTest, TraceHasOneCompleteEventPerTask) {
   EXPECT_EQ(CountOf(text, "\"cat\": \"task\""), 1);
 }
 
-TEST(TaskGraphTest, RecordSizesAreReported) {
-  // The numbers quoted in docs/runtime.md.
-  std::cout << "sizeof(Task)=" << Runtime::task_record_bytes() << " sizeof(Access)=" << Runtime::access_entry_bytes()
-            << " sizeof(pypto_region)=" << sizeof(pypto_region) << "\n";
-  EXPECT_GT(Runtime::task_record_bytes(), 0u);
-  EXPECT_GE(Runtime::access_entry_bytes(), sizeof(pypto_region));
+int32_t EmptyKernel(const pypto_region*, int32_t, const int64_t*, int32_t) { return 0; }
+
+TEST(TaskGraphTest, RecordSizesAreReportedAndBounded) {
+  // The numbers quoted in docs/runtime.md: a row-block task with three 2-D regions, two scalars and
+  // one predecessor link fits in 256 bytes.
+  const size_t expected = Runtime::task_record_bytes() + 3 * Runtime::region_record_bytes(2) + 2 * 8 +
+                          Runtime::link_bytes();
+  std::cout << "task header=" << Runtime::task_record_bytes() << " 2-D region=" << Runtime::region_record_bytes(2)
+            << " link=" << Runtime::link_bytes() << " typical task=" << expected << "\n";
+  EXPECT_LE(expected, 256u);
+
+  Runtime rt(2);
+  rt.set_task_window(64);
+  std::vector<float> x(1024 * 64), y(1024 * 64), w(64 * 64);
+  auto box = [](float* base, int64_t r0, int64_t rows) { return testing::Region2D(base, r0, 0, rows, 64, 64); };
+  const auto* api = rt.api();
+  RunStats stats = rt.run([&](const pypto_runtime_api*) {
+    for (int64_t i = 0; i < 1024 / 32; ++i) {
+      for (int step = 0; step < 8; ++step) {
+        int64_t t = api->task_alloc(api->rt, "step", &EmptyKernel, 0);
+        pypto_region in = box(x.data(), 32 * i, 32), weight = box(w.data(), 0, 64), out = box(y.data(), 32 * i, 32);
+        api->task_add_input(api->rt, t, &in);
+        api->task_add_input(api->rt, t, &weight);
+        api->task_add_output(api->rt, t, &out);
+        api->task_add_scalar(api->rt, t, i);
+        api->task_add_scalar(api->rt, t, step);
+        api->task_submit(api->rt, t);
+      }
+    }
+  });
+  EXPECT_EQ(stats.tasks, 256);
+  // Each task after the first of its row block depends on its predecessor (write after write).
+  EXPECT_EQ(stats.edges, 256 - 32);
+  EXPECT_LE(stats.task_bytes, stats.tasks * static_cast<int64_t>(expected));
+  EXPECT_GE(stats.task_bytes, stats.tasks * static_cast<int64_t>(expected - Runtime::link_bytes()));
+  EXPECT_GE(stats.peak_live_tasks, 1);
+  EXPECT_LE(stats.peak_live_tasks, 64);
 }
 
 }  // namespace

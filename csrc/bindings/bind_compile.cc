@@ -62,53 +62,49 @@ void check_status(const CompiledProgram& p, int32_t rc) {
   if (rc != 0) throw runtime::TaskError(fmt::format("orchestration of '{}' failed with status {}", p.ir.tensor.name, rc));
 }
 
+/// Calls `mode(orchestrate)` on the process-wide runtime without the GIL, where `orchestrate` runs
+/// the program's entry on the caller's tensors, then turns the entry's status into an exception.
+template <typename Mode>
+auto with_entry(const CompiledProgram& p, const std::vector<TensorSpec>& specs, const std::vector<int64_t>& scalars,
+                Mode&& mode) {
+  std::vector<pypto_tensor> tensors = make_tensors(specs);
+  int32_t rc = 0;
+  auto orchestrate = [&](const pypto_runtime_api* api) {
+    rc = p.entry(api, tensors.data(), static_cast<int32_t>(tensors.size()), scalars.data(),
+                 static_cast<int32_t>(scalars.size()));
+  };
+  decltype(mode(runtime::default_runtime(), orchestrate)) out;
+  {
+    py::gil_scoped_release release;
+    out = mode(runtime::default_runtime(), orchestrate);
+  }
+  check_status(p, rc);
+  return out;
+}
+
+using Orchestrate = std::function<void(const pypto_runtime_api*)>;
+
 /// Runs the orchestration on the process-wide runtime; returns the task count. A non-empty
 /// `trace_path` writes a Chrome trace there (otherwise PYPTO_TRACE applies).
 int64_t run(const CompiledProgram& p, const std::vector<TensorSpec>& specs, const std::vector<int64_t>& scalars,
             const std::string& trace_path) {
-  std::vector<pypto_tensor> tensors = make_tensors(specs);
-  runtime::RunStats st;
-  int32_t rc = 0;
-  {
-    py::gil_scoped_release release;
-    auto orchestrate = [&](const pypto_runtime_api* api) {
-      rc = p.entry(api, tensors.data(), static_cast<int32_t>(tensors.size()), scalars.data(),
-                   static_cast<int32_t>(scalars.size()));
-    };
-    runtime::Runtime& rt = runtime::default_runtime();
-    st = trace_path.empty() ? rt.run(orchestrate) : rt.run(orchestrate, trace_path);
-  }
-  check_status(p, rc);
-  return st.tasks;
+  return with_entry(p, specs, scalars, [&](runtime::Runtime& rt, const Orchestrate& o) {
+    return (trace_path.empty() ? rt.run(o) : rt.run(o, trace_path)).tasks;
+  });
 }
 
-/// Runs the orchestration in the runtime's recording mode (no kernel runs).
-runtime::TaskGraphRecord record_graph(const CompiledProgram& p, const std::vector<TensorSpec>& specs,
-                                      const std::vector<int64_t>& scalars) {
-  std::vector<pypto_tensor> tensors = make_tensors(specs);
-  runtime::TaskGraphRecord graph;
-  int32_t rc = 0;
-  {
-    py::gil_scoped_release release;
-    graph = runtime::default_runtime().record([&](const pypto_runtime_api* api) {
-      rc = p.entry(api, tensors.data(), static_cast<int32_t>(tensors.size()), scalars.data(),
-                   static_cast<int32_t>(scalars.size()));
-    });
-  }
-  check_status(p, rc);
-  return graph;
-}
-
-/// (id, name, buffer_bytes, preds) per task of the recorded graph.
+/// (id, name, buffer_bytes, preds) per task of the graph a call builds, in recording mode (no kernel runs).
 py::list record(const CompiledProgram& p, const std::vector<TensorSpec>& specs, const std::vector<int64_t>& scalars) {
-  return recorded_tasks(record_graph(p, specs, scalars));
+  return recorded_tasks(
+      with_entry(p, specs, scalars, [](runtime::Runtime& rt, const Orchestrate& o) { return rt.record(o); }));
 }
 
-/// (tasks, edges) of the recorded graph, without handing the tasks to Python.
+/// (tasks, edges) of the graph a call builds, computed without running or keeping it.
 std::pair<int64_t, int64_t> build_only(const CompiledProgram& p, const std::vector<TensorSpec>& specs,
                                        const std::vector<int64_t>& scalars) {
-  runtime::TaskGraphRecord g = record_graph(p, specs, scalars);
-  return {static_cast<int64_t>(g.tasks.size()), g.edges};
+  runtime::RunStats st =
+      with_entry(p, specs, scalars, [](runtime::Runtime& rt, const Orchestrate& o) { return rt.build(o); });
+  return {st.tasks, st.edges};
 }
 
 }  // namespace

@@ -207,8 +207,26 @@ void bind_runtime(py::module_& m) {
   rt.def(
       "task_window", [] { return runtime::default_runtime().task_window(); },
       "Task window of the process-wide runtime.");
-  rt.def("task_record_bytes", &Runtime::task_record_bytes, "sizeof of the runtime's task record.");
-  rt.def("access_entry_bytes", &Runtime::access_entry_bytes, "sizeof of one region access entry.");
+  rt.def("task_record_bytes", &Runtime::task_record_bytes, "sizeof of the fixed part of a task record.");
+  rt.def("region_record_bytes", &Runtime::region_record_bytes, py::arg("ndim"),
+         "Bytes of one region of rank ndim stored in a task record.");
+  rt.def("link_bytes", &Runtime::link_bytes, "Bytes of one successor link stored in a task record.");
+  rt.def(
+      "last_run_stats",
+      [] {
+        runtime::RunStats s = runtime::default_runtime().last_stats();
+        py::dict d;
+        d["tasks"] = s.tasks;
+        d["edges"] = s.edges;
+        d["task_bytes"] = s.task_bytes;
+        d["peak_live_tasks"] = s.peak_live_tasks;
+        d["build_ns"] = s.build_ns;
+        d["total_ns"] = s.total_ns;
+        return d;
+      },
+      "Counters of the process-wide runtime's last run or build: tasks, edges, task_bytes "
+      "(bytes of task records allocated), peak_live_tasks, build_ns (orchestration wall time) and "
+      "total_ns (whole run).");
   rt.def("region_bytes", [] { return sizeof(pypto_region); }, "sizeof(pypto_region).");
 
   rt.def(

@@ -1,23 +1,30 @@
 #include "runtime/runtime.h"
 
+#include "runtime/region_index.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <new>
 #include <sstream>
+#include <unordered_map>
 #include <utility>
 
 namespace pypto::runtime {
 
 namespace {
 
-constexpr size_t kMinBufferPrune = 64;
-constexpr size_t kMinGlobalPrune = 4096;
 constexpr size_t kWorkspaceAlign = 64;
+// Arena bytes reserved per task of the window; a record larger than a quarter of the arena is refused.
+constexpr uint64_t kArenaBytesPerTask = 384;
+constexpr uint64_t kMinArenaBytes = uint64_t{1} << 20;
+// How long an idle thread spins for new work before it sleeps.
+constexpr auto kSpin = std::chrono::microseconds(50);
 
-int resolve_num_workers(int requested) {
+int resolve_num_threads(int requested) {
   if (requested > 0) return requested;
   if (const char* env = std::getenv("PYPTO_NUM_THREADS")) {
     char* end = nullptr;
@@ -28,8 +35,8 @@ int resolve_num_workers(int requested) {
   return hc > 0 ? static_cast<int>(hc) : 1;
 }
 
-// The window bounds the number of submitted but unfinished tasks so that a
-// long-running orchestration does not queue an unbounded graph ahead of the workers.
+// The window bounds the number of live tasks so that a long-running orchestration does not queue
+// an unbounded graph ahead of the workers.
 int64_t resolve_task_window() {
   if (const char* env = std::getenv("PYPTO_TASK_WINDOW")) {
     char* end = nullptr;
@@ -37,6 +44,14 @@ int64_t resolve_task_window() {
     if (end != env && *end == '\0' && v > 0) return static_cast<int64_t>(v);
   }
   return kDefaultTaskWindow;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
 }
 
 void json_string(std::ostream& os, const std::string& s) {
@@ -67,40 +82,6 @@ std::string us(int64_t ns) {
   return buf;
 }
 
-bool is_empty(const pypto_region& r) {
-  for (int d = 0; d < r.ndim; ++d) {
-    if (r.extent[d] <= 0) return true;
-  }
-  return false;
-}
-
-// Index-space reasoning is only sound when both regions address memory the same
-// way; a zero stride aliases distinct indices, so it is excluded.
-/// The allocation a region belongs to: its `buffer`, or `base` when unset.
-void* buffer_of(const pypto_region& r) { return r.buffer ? r.buffer : r.base; }
-
-bool same_layout(const pypto_region& a, const pypto_region& b) {
-  if (a.ndim != b.ndim || a.elem_size != b.elem_size) return false;
-  for (int d = 0; d < a.ndim; ++d) {
-    if (a.stride[d] != b.stride[d] || a.stride[d] == 0) return false;
-  }
-  return true;
-}
-
-// Half-open byte range [lo, hi) spanned by a non-empty region, as addresses
-// (views of one buffer have different bases).
-std::pair<int64_t, int64_t> byte_range(const pypto_region& r) {
-  int64_t lo = 0;
-  int64_t hi = 0;
-  for (int d = 0; d < r.ndim; ++d) {
-    int64_t first = r.offset[d] * r.stride[d];
-    int64_t last = (r.offset[d] + r.extent[d] - 1) * r.stride[d];
-    lo += std::min(first, last);
-    hi += std::max(first, last);
-  }
-  const int64_t origin = static_cast<int64_t>(reinterpret_cast<intptr_t>(r.base));
-  return {origin + lo * r.elem_size, origin + (hi + 1) * r.elem_size};
-}
 
 void validate_region(const pypto_region& r) {
   if (r.ndim < 0 || r.ndim > PYPTO_MAX_DIMS) {
@@ -115,56 +96,158 @@ void validate_region(const pypto_region& r) {
       throw std::invalid_argument("region extent[" + std::to_string(d) + "] is negative");
     }
   }
-  if (r.base == nullptr && !is_empty(r)) throw std::invalid_argument("region has a null base");
+  if (r.base == nullptr && !region_is_empty(r)) throw std::invalid_argument("region has a null base");
 }
+
+// A test-and-test-and-set lock for the ready queue's short critical sections.
+class SpinLock {
+ public:
+  void lock() {
+    while (flag_.exchange(true, std::memory_order_acquire)) {
+      while (flag_.load(std::memory_order_relaxed)) cpu_relax();
+    }
+  }
+  void unlock() { flag_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
 
 }  // namespace
 
-struct Runtime::Task {
-  int64_t id = 0;
-  std::string name;
-  pypto_kernel_fn kernel = nullptr;
-  TaskFn fn;
-  std::vector<pypto_region> args;
-  std::vector<int64_t> scalars;
-  int64_t buffer_bytes = 0;
-  // Which args are outputs; only needed until the task is submitted.
-  std::vector<bool> writes;
-  // Scheduler state, guarded by Runtime::mu_.
-  std::vector<TaskPtr> successors;
-  int64_t pending = 0;
-  // Also read without the lock by the producer to prune finished accesses early.
-  std::atomic<bool> done{false};
+// ----------------------------------------------------------------------------------------------
+// Task records.
+//
+// A submitted task is one contiguous record in the run's ring arena: this header, then its
+// scalars, its regions (a descriptor pointer plus offsets and extents per dim) and one successor
+// link per predecessor. Records are freed in submission order once finished.
+
+// An entry of a predecessor's successor list; it lives in the successor's record, which cannot be
+// freed before every predecessor has finished.
+struct Runtime::Link {
+  Task* succ;
+  Link* next;
+
+  // The list head of a finished task.
+  static Link* closed() { return reinterpret_cast<Link*>(uintptr_t{1}); }
 };
 
-bool regions_overlap(const pypto_region& a, const pypto_region& b) {
-  if (buffer_of(a) != buffer_of(b) || is_empty(a) || is_empty(b)) return false;
-  if (a.base == b.base && same_layout(a, b)) {
-    for (int d = 0; d < a.ndim; ++d) {
-      int64_t lo = std::max(a.offset[d], b.offset[d]);
-      int64_t hi = std::min(a.offset[d] + a.extent[d], b.offset[d] + b.extent[d]);
-      if (lo >= hi) return false;
+struct Runtime::Task {
+  int64_t id;
+  const char* name;
+  pypto_kernel_fn kernel;
+  TaskFn* fn;
+  // Successor links; Link::closed() once the task has finished, so late submitters do not link to it.
+  std::atomic<Link*> succ;
+  // Logical arena offset just past this record.
+  uint64_t end;
+  // Unfinished predecessors (plus one while the task is being linked).
+  std::atomic<int32_t> pending;
+  std::atomic<uint8_t> done;
+  uint8_t nargs;
+  uint16_t nscalars;
+
+  int64_t* scalars() { return reinterpret_cast<int64_t*>(this + 1); }
+  char* regions() { return reinterpret_cast<char*>(scalars() + nscalars); }
+};
+
+// A task between task_alloc and submit.
+struct Runtime::Staged {
+  int64_t id = 0;
+  const char* name = nullptr;
+  pypto_kernel_fn kernel = nullptr;
+  TaskFn* fn = nullptr;
+  int64_t buffer_bytes = 0;
+  std::vector<RegionAccess> args;
+  std::vector<int64_t> scalars;
+};
+
+size_t Runtime::task_record_bytes() { return sizeof(Task); }
+
+size_t Runtime::region_record_bytes(int ndim) { return sizeof(const RegionDesc*) + 2 * sizeof(int64_t) * ndim; }
+
+size_t Runtime::link_bytes() { return sizeof(Link); }
+
+// ----------------------------------------------------------------------------------------------
+// The scheduler: a ring arena of task records, the slot table that maps submission numbers to
+// records, and a FIFO ready queue. Idle threads spin briefly, then sleep on a condition variable.
+
+struct Runtime::Scheduler {
+  // Ready queue (capacity = slots, since ready tasks are live tasks).
+  SpinLock lock;
+  std::vector<Task*> ring;
+  uint64_t head = 0;
+  uint64_t tail = 0;
+  std::atomic<int64_t> size{0};
+
+  std::mutex sleep_mu;
+  std::condition_variable work_cv;
+  std::condition_variable main_cv;
+  std::atomic<int> sleepers{0};
+  std::atomic<bool> main_waiting{false};
+  std::atomic<bool> shutdown{false};
+
+  // Records of live tasks, indexed by submission number modulo the slot count.
+  std::vector<Task*> slots;
+  uint64_t mask = 0;
+  char* arena = nullptr;
+  uint64_t arena_size = 0;
+
+  ~Scheduler() { std::free(arena); }
+
+  void resize(int64_t window) {
+    uint64_t n = 1;
+    while (n < static_cast<uint64_t>(window)) n <<= 1;
+    const uint64_t bytes = std::max(kMinArenaBytes, (static_cast<uint64_t>(window) * kArenaBytesPerTask + 63) / 64 * 64);
+    if (n == slots.size() && bytes == arena_size) return;
+    slots.assign(n, nullptr);
+    ring.assign(n, nullptr);
+    mask = n - 1;
+    head = tail = 0;
+    std::free(arena);
+    arena = static_cast<char*>(std::aligned_alloc(64, bytes));
+    if (arena == nullptr) throw std::bad_alloc();
+    arena_size = bytes;
+  }
+
+  void push(Task* t) {
+    lock.lock();
+    ring[tail & mask] = t;
+    ++tail;
+    size.fetch_add(1, std::memory_order_seq_cst);
+    lock.unlock();
+    if (sleepers.load(std::memory_order_seq_cst) > 0) {
+      std::lock_guard<std::mutex> g(sleep_mu);
+      work_cv.notify_one();
     }
-    return true;
+    wake_main();
   }
-  auto ra = byte_range(a);
-  auto rb = byte_range(b);
-  return ra.first < rb.second && rb.first < ra.second;
-}
 
-bool region_covers(const pypto_region& outer, const pypto_region& inner) {
-  if (outer.base != inner.base || buffer_of(outer) != buffer_of(inner)) return false;
-  if (is_empty(inner)) return true;
-  if (is_empty(outer) || !same_layout(outer, inner)) return false;
-  for (int d = 0; d < outer.ndim; ++d) {
-    if (inner.offset[d] < outer.offset[d]) return false;
-    if (inner.offset[d] + inner.extent[d] > outer.offset[d] + outer.extent[d]) return false;
+  Task* pop() {
+    if (size.load(std::memory_order_relaxed) <= 0) return nullptr;
+    lock.lock();
+    Task* t = nullptr;
+    if (head != tail) {
+      t = ring[head & mask];
+      ++head;
+      size.fetch_sub(1, std::memory_order_relaxed);
+    }
+    lock.unlock();
+    return t;
   }
-  return true;
-}
 
-// The C function table's entries. Exceptions must not cross the C boundary into
-// generated code, so they become the run's failure and orchestration sees `failed()`.
+  void wake_main() {
+    if (main_waiting.load(std::memory_order_seq_cst)) {
+      std::lock_guard<std::mutex> g(sleep_mu);
+      main_cv.notify_one();
+    }
+  }
+};
+
+// ----------------------------------------------------------------------------------------------
+// The C function table's entries. Exceptions must not cross the C boundary into generated code,
+// so they become the run's failure and orchestration sees `failed()`.
+
 struct CApi {
   static Runtime* self(void* rt) { return static_cast<Runtime*>(rt); }
 
@@ -219,7 +302,7 @@ struct CApi {
   static int32_t failed(void* rt) { return self(rt)->failed() ? 1 : 0; }
 };
 
-Runtime::Runtime(int num_workers) {
+Runtime::Runtime(int num_threads) : sched_(std::make_unique<Scheduler>()), index_(std::make_unique<RegionIndex>()) {
   api_.abi_version = PYPTO_ABI_VERSION;
   api_.rt = this;
   api_.task_alloc = &CApi::task_alloc;
@@ -231,18 +314,18 @@ Runtime::Runtime(int num_workers) {
   api_.failed = &CApi::failed;
 
   window_.store(resolve_task_window(), std::memory_order_relaxed);
-  int n = resolve_num_workers(num_workers);
-  trace_.resize(static_cast<size_t>(n) + 1);
-  workers_.reserve(n);
-  for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
+  const int n = resolve_num_threads(num_threads);
+  trace_.resize(static_cast<size_t>(n));
+  workers_.reserve(static_cast<size_t>(n - 1));
+  for (int i = 1; i < n; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 Runtime::~Runtime() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    shutdown_ = true;
+    std::lock_guard<std::mutex> lock(sched_->sleep_mu);
+    sched_->shutdown.store(true, std::memory_order_seq_cst);
   }
-  work_cv_.notify_all();
+  sched_->work_cv.notify_all();
   for (auto& w : workers_) w.join();
 }
 
@@ -251,22 +334,34 @@ void Runtime::set_task_window(int64_t n) {
   window_.store(n, std::memory_order_relaxed);
 }
 
-size_t Runtime::task_record_bytes() { return sizeof(Task); }
-
-size_t Runtime::access_entry_bytes() { return sizeof(Access); }
-
 int64_t Runtime::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - run_start_).count();
 }
 
 void Runtime::worker_loop(int tid) {
-  std::unique_lock<std::mutex> lock(mu_);
+  Scheduler& s = *sched_;
   for (;;) {
-    work_cv_.wait(lock, [this] { return shutdown_ || !ready_.empty(); });
-    if (shutdown_) return;
-    TaskPtr task = std::move(ready_.front());
-    ready_.pop_front();
-    execute(std::move(task), lock, tid);
+    if (Task* t = s.pop()) {
+      execute(t, tid);
+      continue;
+    }
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    for (int i = 1; s.size.load(std::memory_order_relaxed) <= 0; ++i) {
+      if (s.shutdown.load(std::memory_order_relaxed)) return;
+      cpu_relax();
+      if ((i & 63) == 0) {
+        if (std::chrono::steady_clock::now() > until) break;
+        std::this_thread::yield();
+      }
+    }
+    if (s.size.load(std::memory_order_relaxed) > 0) continue;
+    std::unique_lock<std::mutex> lock(s.sleep_mu);
+    s.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    s.work_cv.wait(lock, [&] {
+      return s.shutdown.load(std::memory_order_seq_cst) || s.size.load(std::memory_order_seq_cst) > 0;
+    });
+    s.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    if (s.shutdown.load(std::memory_order_relaxed)) return;
   }
 }
 
@@ -274,13 +369,30 @@ bool Runtime::run_body(Task& task) {
   // After a failure, tasks that have not started are cancelled but still
   // "complete" so that their successors drain and run() can return.
   if (failed()) return false;
+  pypto_region regs[kMaxTaskRegions];
+  const char* p = task.regions();
+  for (int i = 0; i < task.nargs; ++i) {
+    const RegionDesc* d = *reinterpret_cast<const RegionDesc* const*>(p);
+    const auto* box = reinterpret_cast<const int64_t*>(p + sizeof(const RegionDesc*));
+    pypto_region& r = regs[i];
+    r.base = d->base;
+    r.buffer = d->buffer;
+    r.ndim = d->ndim;
+    r.elem_size = d->elem_size;
+    for (int k = 0; k < PYPTO_MAX_DIMS; ++k) {
+      const bool used = k < d->ndim;
+      r.offset[k] = used ? box[k] : 0;
+      r.extent[k] = used ? box[d->ndim + k] : 1;
+      r.stride[k] = used ? d->stride[k] : 0;
+    }
+    p += region_record_bytes(d->ndim);
+  }
   try {
     if (task.kernel != nullptr) {
-      int32_t status = task.kernel(task.args.data(), static_cast<int32_t>(task.args.size()), task.scalars.data(),
-                                   static_cast<int32_t>(task.scalars.size()));
+      int32_t status = task.kernel(regs, task.nargs, task.scalars(), task.nscalars);
       if (status != 0) record_task_failure(task, "kernel returned status " + std::to_string(status));
     } else {
-      task.fn(task.args.data(), static_cast<int32_t>(task.args.size()));
+      (*task.fn)(regs, task.nargs);
     }
   } catch (const std::exception& e) {
     record_task_failure(task, e.what());
@@ -290,49 +402,77 @@ bool Runtime::run_body(Task& task) {
   return true;
 }
 
-void Runtime::execute(TaskPtr task, std::unique_lock<std::mutex>& lock, int tid) {
-  lock.unlock();
+void Runtime::execute(Task* task, int tid) {
   // The only cost of tracing when it is off is this branch.
   if (__builtin_expect(tracing_, 0)) {
     const int64_t start = now_ns();
     const bool ran = run_body(*task);
-    trace_[tid].push_back(TraceEvent{task->id, task->name, start, now_ns(), !ran});
+    trace_[static_cast<size_t>(tid)].push_back(TraceEvent{task->id, task->name, start, now_ns(), !ran});
   } else {
     run_body(*task);
   }
-  // Release the body and arguments outside the lock: a finished task may stay
-  // referenced by the access map for a while, and its closure may be costly to destroy.
+  delete task->fn;
   task->fn = nullptr;
-  std::vector<pypto_region>().swap(task->args);
-  std::vector<int64_t>().swap(task->scalars);
-
-  lock.lock();
-  task->done.store(true, std::memory_order_release);
-  bool pushed = false;
-  for (TaskPtr& succ : task->successors) {
-    if (--succ->pending == 0) {
-      ready_.push_back(std::move(succ));
-      work_cv_.notify_one();
-      pushed = true;
-    }
+  Link* l = task->succ.exchange(Link::closed(), std::memory_order_acq_rel);
+  while (l != nullptr) {
+    // Read the link before releasing its task: once ready, the successor may run and be freed.
+    Link* next = l->next;
+    Task* s = l->succ;
+    if (s->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) sched_->push(s);
+    l = next;
   }
-  std::vector<TaskPtr>().swap(task->successors);
-  ++completed_;
-  if (main_waiting_ && (pushed || submitted_ - completed_ <= main_wake_inflight_)) main_cv_.notify_one();
+  // The record may be reclaimed by the orchestrating thread as soon as `done` is set.
+  task->done.store(1, std::memory_order_seq_cst);
+  sched_->wake_main();
 }
 
-void Runtime::help_until(int64_t wake_inflight, std::unique_lock<std::mutex>& lock) {
-  while (submitted_ - completed_ > wake_inflight) {
-    if (!ready_.empty()) {
-      TaskPtr task = std::move(ready_.front());
-      ready_.pop_front();
-      execute(std::move(task), lock, 0);
+bool Runtime::finished(int64_t seq) const {
+  return seq < tail_seq_ || sched_->slots[static_cast<uint64_t>(seq) & sched_->mask]->done.load(std::memory_order_acquire);
+}
+
+void Runtime::reclaim() {
+  Scheduler& s = *sched_;
+  while (tail_seq_ < next_seq_) {
+    Task* t = s.slots[static_cast<uint64_t>(tail_seq_) & s.mask];
+    if (!t->done.load(std::memory_order_acquire)) break;
+    arena_tail_ = t->end;
+    ++tail_seq_;
+  }
+  if (tail_seq_ == next_seq_) arena_head_ = arena_tail_ = 0;
+}
+
+void Runtime::help_until(int64_t live, int64_t bytes) {
+  Scheduler& s = *sched_;
+  auto satisfied = [&] {
+    reclaim();
+    if (next_seq_ - tail_seq_ > live) return false;
+    if (bytes == 0) return true;
+    const uint64_t pos = arena_head_ % s.arena_size;
+    const uint64_t start = pos + static_cast<uint64_t>(bytes) > s.arena_size ? arena_head_ + s.arena_size - pos : arena_head_;
+    return start + static_cast<uint64_t>(bytes) - arena_tail_ <= s.arena_size;
+  };
+  while (!satisfied()) {
+    if (Task* t = s.pop()) {
+      execute(t, 0);
       continue;
     }
-    main_waiting_ = true;
-    main_wake_inflight_ = wake_inflight;
-    main_cv_.wait(lock, [&] { return !ready_.empty() || submitted_ - completed_ <= wake_inflight; });
-    main_waiting_ = false;
+    // Nothing is ready: the oldest live task runs on a worker. Spin briefly, then sleep until a
+    // task finishes or becomes ready.
+    Task* oldest = s.slots[static_cast<uint64_t>(tail_seq_) & s.mask];
+    auto progress = [&] {
+      return s.size.load(std::memory_order_seq_cst) > 0 || oldest->done.load(std::memory_order_seq_cst) != 0;
+    };
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    bool moved = false;
+    for (int i = 1; !(moved = progress()); ++i) {
+      cpu_relax();
+      if ((i & 63) == 0 && std::chrono::steady_clock::now() > until) break;
+    }
+    if (moved) continue;
+    std::unique_lock<std::mutex> lock(s.sleep_mu);
+    s.main_waiting.store(true, std::memory_order_seq_cst);
+    s.main_cv.wait(lock, progress);
+    s.main_waiting.store(false, std::memory_order_seq_cst);
   }
 }
 
@@ -349,23 +489,45 @@ void Runtime::record_task_failure(const Task& task, const std::string& reason) {
       TaskError("task " + std::to_string(task.id) + " (" + task.name + ") failed: " + reason)));
 }
 
-void Runtime::reset_run_state() {
-  std::lock_guard<std::mutex> lock(mu_);
-  ready_.clear();
-  submitted_ = 0;
-  completed_ = 0;
-  main_waiting_ = false;
+std::exception_ptr Runtime::take_error() {
+  std::lock_guard<std::mutex> lock(error_mu_);
+  return std::exchange(first_error_, nullptr);
+}
+
+void Runtime::begin_run(Mode mode) {
   failed_.store(false, std::memory_order_release);
-  {
-    std::lock_guard<std::mutex> elock(error_mu_);
-    first_error_ = nullptr;
-  }
+  first_error_ = nullptr;
+  mode_ = mode;
   next_task_id_ = 0;
-  edges_ = 0;
+  next_seq_ = 0;
+  tail_seq_ = 0;
+  arena_head_ = arena_tail_ = 0;
+  stats_ = RunStats();
+  index_ = std::make_unique<RegionIndex>();
+  if (mode == Mode::kRun) index_->set_finished([this](int64_t seq) { return finished(seq); });
+  record_ = TaskGraphRecord();
+  record_ids_.clear();
+  if (mode == Mode::kRun) sched_->resize(window_.load(std::memory_order_relaxed));
+}
+
+void Runtime::end_run() {
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    last_stats_ = stats_;
+  }
+  // Tasks allocated but never submitted are dropped without running.
+  for (auto& st : building_) {
+    delete st->fn;
+    st->fn = nullptr;
+    staged_pool_.push_back(std::move(st));
+  }
   building_.clear();
-  accesses_.clear();
-  total_accesses_ = 0;
-  global_prune_at_ = kMinGlobalPrune;
+  index_ = std::make_unique<RegionIndex>();
+  fn_names_.clear();
+  std::vector<int64_t>().swap(record_ids_);
+  std::lock_guard<std::mutex> lock(workspace_mu_);
+  for (void* p : workspaces_) std::free(p);
+  workspaces_.clear();
 }
 
 RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orchestrate) {
@@ -376,92 +538,67 @@ RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orche
 RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orchestrate,
                       const std::string& trace_path) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
-  reset_run_state();
-  {
-    // Workers read tracing_ only after taking mu_ to pop a task of this run.
-    std::lock_guard<std::mutex> lock(mu_);
-    tracing_ = !trace_path.empty();
-    if (tracing_) {
-      for (auto& events : trace_) events.clear();
-    }
-    run_start_ = std::chrono::steady_clock::now();
+  begin_run(Mode::kRun);
+  // Workers read tracing_ only after popping a task of this run, which the queue's lock orders.
+  tracing_ = !trace_path.empty();
+  if (tracing_) {
+    for (auto& events : trace_) events.clear();
   }
+  run_start_ = std::chrono::steady_clock::now();
   try {
     orchestrate(&api_);
   } catch (...) {
     record_failure(std::current_exception());
   }
-  const int64_t orch_end = tracing_ ? now_ns() : 0;
-  // Tasks allocated but never submitted are dropped without running.
-  building_.clear();
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    help_until(0, lock);
-  }
+  const int64_t orch_end = now_ns();
+  help_until(0, 0);
+  stats_.build_ns = orch_end;
+  stats_.total_ns = now_ns();
   if (tracing_) {
     const int64_t run_end = now_ns();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      tracing_ = false;
-    }
+    tracing_ = false;
     try {
       write_trace(trace_path, orch_end, run_end);
     } catch (...) {
       record_failure(std::current_exception());
     }
   }
-
-  RunStats stats;
-  stats.edges = edges_;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stats.tasks = submitted_;
-  }
-  accesses_.clear();
-  total_accesses_ = 0;
-  {
-    std::lock_guard<std::mutex> lock(workspace_mu_);
-    for (void* p : workspaces_) std::free(p);
-    workspaces_.clear();
-  }
-  std::exception_ptr error;
-  {
-    std::lock_guard<std::mutex> lock(error_mu_);
-    error = std::exchange(first_error_, nullptr);
-  }
-  if (error) std::rethrow_exception(error);
+  RunStats stats = stats_;
+  end_run();
+  if (std::exception_ptr error = take_error()) std::rethrow_exception(error);
   return stats;
 }
 
 TaskGraphRecord Runtime::record(const std::function<void(const pypto_runtime_api*)>& orchestrate) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
-  reset_run_state();
-  recording_ = true;
-  record_ = TaskGraphRecord();
+  begin_run(Mode::kRecord);
   try {
     orchestrate(&api_);
   } catch (...) {
     record_failure(std::current_exception());
   }
-  recording_ = false;
-  building_.clear();
-  accesses_.clear();
-  total_accesses_ = 0;
-  {
-    std::lock_guard<std::mutex> lock(workspace_mu_);
-    for (void* p : workspaces_) std::free(p);
-    workspaces_.clear();
-  }
   TaskGraphRecord out = std::move(record_);
   record_ = TaskGraphRecord();
-  out.edges = edges_;
-  std::exception_ptr error;
-  {
-    std::lock_guard<std::mutex> lock(error_mu_);
-    error = std::exchange(first_error_, nullptr);
-  }
-  if (error) std::rethrow_exception(error);
+  out.edges = stats_.edges;
+  end_run();
+  if (std::exception_ptr error = take_error()) std::rethrow_exception(error);
   return out;
+}
+
+RunStats Runtime::build(const std::function<void(const pypto_runtime_api*)>& orchestrate) {
+  std::lock_guard<std::mutex> run_lock(run_mu_);
+  begin_run(Mode::kBuild);
+  run_start_ = std::chrono::steady_clock::now();
+  try {
+    orchestrate(&api_);
+  } catch (...) {
+    record_failure(std::current_exception());
+  }
+  stats_.build_ns = stats_.total_ns = now_ns();
+  RunStats stats = stats_;
+  end_run();
+  if (std::exception_ptr error = take_error()) std::rethrow_exception(error);
+  return stats;
 }
 
 void Runtime::write_trace(const std::string& path, int64_t orch_end_ns, int64_t run_end_ns) {
@@ -516,40 +653,60 @@ void Runtime::write_trace(const std::string& path, int64_t orch_end_ns, int64_t 
 
 int64_t Runtime::task_alloc(const char* name, pypto_kernel_fn fn, int64_t buffer_bytes) {
   if (fn == nullptr) throw std::invalid_argument("task_alloc: null kernel function");
-  int64_t id = task_alloc(std::string(name != nullptr ? name : "<unnamed>"), TaskFn(), buffer_bytes);
-  building_.at(id)->kernel = fn;
-  return id;
-}
-
-int64_t Runtime::task_alloc(std::string name, TaskFn fn, int64_t buffer_bytes) {
   // On CPU, kernels keep their tiles on their own stack; the size is only sanity-checked.
   if (buffer_bytes < 0) {
     throw std::invalid_argument("task_alloc: negative buffer_bytes " + std::to_string(buffer_bytes));
   }
-  auto task = std::make_shared<Task>();
-  task->id = next_task_id_++;
-  task->name = std::move(name);
-  task->fn = std::move(fn);
-  task->buffer_bytes = buffer_bytes;
-  int64_t id = task->id;
-  building_.emplace(id, std::move(task));
+  std::unique_ptr<Staged> st;
+  if (!staged_pool_.empty()) {
+    st = std::move(staged_pool_.back());
+    staged_pool_.pop_back();
+  } else {
+    st = std::make_unique<Staged>();
+  }
+  st->id = next_task_id_++;
+  st->name = name != nullptr ? name : "<unnamed>";
+  st->kernel = fn;
+  st->fn = nullptr;
+  st->buffer_bytes = buffer_bytes;
+  st->args.clear();
+  st->scalars.clear();
+  building_.push_back(std::move(st));
+  return building_.back()->id;
+}
+
+int64_t Runtime::task_alloc(std::string name, TaskFn fn, int64_t buffer_bytes) {
+  fn_names_.push_back(std::move(name));
+  // The placeholder kernel is replaced by the C++ body right away.
+  const int64_t id = task_alloc(fn_names_.back().c_str(), [](const pypto_region*, int32_t, const int64_t*, int32_t) {
+    return int32_t{0};
+  }, buffer_bytes);
+  Staged& st = *building_.back();
+  st.kernel = nullptr;
+  st.fn = new TaskFn(std::move(fn));
   return id;
 }
 
-Runtime::Task* Runtime::building_task(int64_t id, const char* what) {
-  auto it = building_.find(id);
-  if (it == building_.end()) {
-    throw std::invalid_argument(std::string(what) + ": task " + std::to_string(id) +
-                                " was not allocated in this run or is already submitted");
+Runtime::Staged* Runtime::staged_task(int64_t id, const char* what) {
+  for (auto it = building_.rbegin(); it != building_.rend(); ++it) {
+    if ((*it)->id == id) return it->get();
   }
-  return it->second.get();
+  throw std::invalid_argument(std::string(what) + ": task " + std::to_string(id) +
+                              " was not allocated in this run or is already submitted");
 }
 
 void Runtime::add_region(int64_t task, const pypto_region& r, bool write) {
-  Task* t = building_task(task, write ? "add_output" : "add_input");
+  Staged* st = staged_task(task, write ? "add_output" : "add_input");
   validate_region(r);
-  t->args.push_back(r);
-  t->writes.push_back(write);
+  if (st->args.size() >= static_cast<size_t>(kMaxTaskRegions)) {
+    throw std::invalid_argument("task " + std::to_string(task) + " (" + st->name + ") has more than " +
+                                std::to_string(kMaxTaskRegions) + " regions");
+  }
+  RegionAccess& a = st->args.emplace_back();
+  a.desc = index_->intern(r);
+  a.write = write;
+  std::copy(r.offset, r.offset + r.ndim, a.offset);
+  std::copy(r.extent, r.extent + r.ndim, a.extent);
 }
 
 void Runtime::add_input(int64_t task, const pypto_region& r) { add_region(task, r, false); }
@@ -557,119 +714,137 @@ void Runtime::add_input(int64_t task, const pypto_region& r) { add_region(task, 
 void Runtime::add_output(int64_t task, const pypto_region& r) { add_region(task, r, true); }
 
 void Runtime::add_scalar(int64_t task, int64_t value) {
-  building_task(task, "add_scalar")->scalars.push_back(value);
-}
-
-void Runtime::track_dependencies(const TaskPtr& task, std::vector<TaskPtr>& preds) {
-  const size_t n = task->args.size();
-  // All regions are checked before any is recorded, so a task never depends on itself.
-  for (size_t i = 0; i < n; ++i) {
-    const pypto_region& r = task->args[i];
-    if (is_empty(r)) continue;
-    auto it = accesses_.find(buffer_of(r));
-    if (it == accesses_.end()) continue;
-    const bool write = task->writes[i];
-    for (const Access& e : it->second.entries) {
-      // Read-after-read never orders tasks.
-      if (!write && !e.write) continue;
-      if (regions_overlap(e.region, r)) preds.push_back(e.task);
-    }
+  Staged* st = staged_task(task, "add_scalar");
+  if (st->scalars.size() >= 0xffff) {
+    throw std::invalid_argument("task " + std::to_string(task) + " (" + st->name + ") has too many scalars");
   }
-  std::sort(preds.begin(), preds.end());
-  preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
-
-  for (size_t i = 0; i < n; ++i) {
-    const pypto_region& r = task->args[i];
-    if (is_empty(r)) continue;
-    BufferAccesses& buf = accesses_[buffer_of(r)];
-    auto& entries = buf.entries;
-    const size_t before = entries.size();
-    if (task->writes[i]) {
-      // Any later access overlapping a covered entry also overlaps this write,
-      // which already depends on that entry, so the ordering is kept transitively.
-      entries.erase(std::remove_if(entries.begin(), entries.end(),
-                                   [&](const Access& e) { return region_covers(r, e.region); }),
-                    entries.end());
-    }
-    entries.push_back(Access{r, task, static_cast<bool>(task->writes[i])});
-    if (entries.size() > buf.prune_at) {
-      // A finished task can no longer be anyone's predecessor.
-      entries.erase(std::remove_if(entries.begin(), entries.end(),
-                                   [](const Access& e) { return e.task->done.load(std::memory_order_acquire); }),
-                    entries.end());
-      buf.prune_at = std::max(kMinBufferPrune, 2 * entries.size());
-    }
-    total_accesses_ = total_accesses_ + entries.size() - before;
-  }
-  std::vector<bool>().swap(task->writes);
-  if (total_accesses_ > global_prune_at_) prune_all_buffers();
-}
-
-void Runtime::prune_all_buffers() {
-  size_t total = 0;
-  for (auto it = accesses_.begin(); it != accesses_.end();) {
-    auto& entries = it->second.entries;
-    entries.erase(std::remove_if(entries.begin(), entries.end(),
-                                 [](const Access& e) { return e.task->done.load(std::memory_order_acquire); }),
-                  entries.end());
-    if (entries.empty()) {
-      it = accesses_.erase(it);
-    } else {
-      total += entries.size();
-      ++it;
-    }
-  }
-  total_accesses_ = total;
-  global_prune_at_ = std::max(kMinGlobalPrune, 2 * total);
+  st->scalars.push_back(value);
 }
 
 void Runtime::submit(int64_t id) {
-  auto it = building_.find(id);
+  auto it = std::find_if(building_.begin(), building_.end(), [&](const auto& st) { return st->id == id; });
   if (it == building_.end()) {
     throw std::invalid_argument("submit: task " + std::to_string(id) +
                                 " was not allocated in this run or is already submitted");
   }
-  TaskPtr task = std::move(it->second);
+  std::unique_ptr<Staged> st = std::move(*it);
   building_.erase(it);
   // Once the run has failed nothing new would run anyway; skipping tracking keeps the drain short.
-  if (failed()) return;
-
-  std::vector<TaskPtr> preds;
-  track_dependencies(task, preds);
-  edges_ += static_cast<int64_t>(preds.size());
-
-  if (recording_) {
-    // Nothing runs: the task stays "unfinished" so that its accesses are never pruned,
-    // and only what the graph needs is kept.
-    RecordedTask rec;
-    rec.id = task->id;
-    rec.name = task->name;
-    rec.buffer_bytes = task->buffer_bytes;
-    rec.preds.reserve(preds.size());
-    for (const TaskPtr& p : preds) rec.preds.push_back(p->id);
-    std::sort(rec.preds.begin(), rec.preds.end());
-    record_.tasks.push_back(std::move(rec));
-    task->fn = nullptr;
-    std::vector<pypto_region>().swap(task->args);
-    std::vector<int64_t>().swap(task->scalars);
-    return;
-  }
-
-  std::unique_lock<std::mutex> lock(mu_);
-  const int64_t window = window_.load(std::memory_order_relaxed);
-  if (submitted_ - completed_ >= window) help_until(window / 2, lock);
-  for (const TaskPtr& p : preds) {
-    if (!p->done.load(std::memory_order_relaxed)) {
-      p->successors.push_back(task);
-      ++task->pending;
+  if (!failed()) {
+    try {
+      enqueue(*st);
+    } catch (...) {
+      delete st->fn;
+      st->fn = nullptr;
+      staged_pool_.push_back(std::move(st));
+      throw;
     }
   }
-  ++submitted_;
-  if (task->pending == 0) {
-    ready_.push_back(std::move(task));
-    work_cv_.notify_one();
-    if (main_waiting_) main_cv_.notify_one();
+  delete st->fn;
+  st->fn = nullptr;
+  staged_pool_.push_back(std::move(st));
+}
+
+void Runtime::enqueue(Staged& st) {
+  Scheduler& s = *sched_;
+  const int64_t seq = next_seq_;
+
+  if (mode_ == Mode::kRun) {
+    const int64_t window = window_.load(std::memory_order_relaxed);
+    if (seq - tail_seq_ >= static_cast<int64_t>(s.slots.size()) || seq - tail_seq_ >= window) {
+      reclaim();
+      if (next_seq_ - tail_seq_ >= window) help_until(window / 2, 0);
+    }
   }
+
+  std::vector<int64_t>& preds = preds_;
+  index_->add_task(st.args.data(), st.args.size(), seq, preds);
+  stats_.edges += static_cast<int64_t>(preds.size());
+  ++stats_.tasks;
+
+  if (mode_ != Mode::kRun) {
+    ++next_seq_;
+    if (mode_ == Mode::kRecord) {
+      record_ids_.push_back(st.id);
+      RecordedTask rec;
+      rec.id = st.id;
+      rec.name = st.name;
+      rec.buffer_bytes = st.buffer_bytes;
+      rec.preds.reserve(preds.size());
+      for (int64_t p : preds) rec.preds.push_back(record_ids_[static_cast<size_t>(p)]);
+      std::sort(rec.preds.begin(), rec.preds.end());
+      record_.tasks.push_back(std::move(rec));
+    }
+  } else {
+    // The record: header, scalars, regions, one link per predecessor.
+    size_t bytes = sizeof(Task) + st.scalars.size() * sizeof(int64_t) + preds.size() * sizeof(Link);
+    for (const RegionAccess& a : st.args) bytes += region_record_bytes(a.desc->ndim);
+    bytes = (bytes + 7) & ~size_t{7};
+    if (bytes > s.arena_size / 4) {
+      throw std::invalid_argument("task " + std::to_string(st.id) + " (" + st.name + ") needs a " +
+                                  std::to_string(bytes) + "-byte record, more than the arena allows");
+    }
+    help_until(INT64_MAX, static_cast<int64_t>(bytes));
+    uint64_t start = arena_head_;
+    const uint64_t pos = start % s.arena_size;
+    if (pos + bytes > s.arena_size) start += s.arena_size - pos;
+    arena_head_ = start + bytes;
+    stats_.task_bytes += static_cast<int64_t>(bytes);
+    ++next_seq_;
+    stats_.peak_live_tasks = std::max(stats_.peak_live_tasks, next_seq_ - tail_seq_);
+
+    char* mem = s.arena + start % s.arena_size;
+    Task* t = new (mem) Task;
+    t->id = st.id;
+    t->name = st.name;
+    t->kernel = st.kernel;
+    t->fn = std::exchange(st.fn, nullptr);
+    t->succ.store(nullptr, std::memory_order_relaxed);
+    t->end = arena_head_;
+    t->done.store(0, std::memory_order_relaxed);
+    t->nargs = static_cast<uint8_t>(st.args.size());
+    t->nscalars = static_cast<uint16_t>(st.scalars.size());
+    std::copy(st.scalars.begin(), st.scalars.end(), t->scalars());
+    char* p = t->regions();
+    for (const RegionAccess& a : st.args) {
+      const int nd = a.desc->ndim;
+      *reinterpret_cast<const RegionDesc**>(p) = a.desc;
+      auto* box = reinterpret_cast<int64_t*>(p + sizeof(const RegionDesc*));
+      std::copy(a.offset, a.offset + nd, box);
+      std::copy(a.extent, a.extent + nd, box + nd);
+      p += region_record_bytes(nd);
+    }
+    s.slots[static_cast<uint64_t>(seq) & s.mask] = t;
+
+    // Link into the unfinished predecessors' successor lists. The guard count keeps the task from
+    // becoming ready while links are still being added.
+    auto* links = reinterpret_cast<Link*>(p);
+    const auto n = static_cast<int32_t>(preds.size());
+    t->pending.store(n + 1, std::memory_order_relaxed);
+    int32_t skipped = 0;
+    for (int32_t i = 0; i < n; ++i) {
+      const int64_t pseq = preds[static_cast<size_t>(i)];
+      if (finished(pseq)) {
+        ++skipped;
+        continue;
+      }
+      Task* pred = s.slots[static_cast<uint64_t>(pseq) & s.mask];
+      Link* link = &links[i];
+      link->succ = t;
+      Link* head = pred->succ.load(std::memory_order_acquire);
+      for (;;) {
+        if (head == Link::closed()) {
+          ++skipped;
+          break;
+        }
+        link->next = head;
+        if (pred->succ.compare_exchange_weak(head, link, std::memory_order_acq_rel, std::memory_order_acquire)) break;
+      }
+    }
+    if (t->pending.fetch_sub(skipped + 1, std::memory_order_acq_rel) == skipped + 1) s.push(t);
+  }
+
+  index_->prune();
 }
 
 void* Runtime::alloc_workspace(int64_t bytes) {

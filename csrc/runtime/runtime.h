@@ -4,7 +4,9 @@
 /// Orchestration runs on the thread that calls `Runtime::run` and submits tasks
 /// while a persistent worker pool already executes earlier ones (streaming).
 /// Dependencies are derived from the regions each task reads and writes, so the
-/// orchestration code never names edges explicitly.
+/// orchestration code never names edges explicitly. docs/runtime.md describes
+/// the design: compact task records in a ring arena, a per-buffer region index
+/// and lock-free successor lists.
 #ifndef PYPTO_RUNTIME_RUNTIME_H_
 #define PYPTO_RUNTIME_RUNTIME_H_
 
@@ -20,19 +22,30 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "runtime/pypto_abi.h"
 
 namespace pypto::runtime {
 
-/// Counters describing one executed task graph.
+class RegionIndex;
+
+/// Counters describing one task graph (executed by `run`, or built by `record`/`build`).
 struct RunStats {
   /// Number of tasks handed to the scheduler (tasks submitted after a failure are dropped, not counted).
   int64_t tasks = 0;
-  /// Number of dependency edges (deduplicated per predecessor/successor pair).
+  /// Number of dependency edges (deduplicated per predecessor/successor pair). An edge to a task that
+  /// had already finished and been dropped from the region index is not found, so in large executed
+  /// graphs this count can depend on timing; recorded graphs are exact.
   int64_t edges = 0;
+  /// Bytes of task records allocated over the run (header, regions, scalars and successor links);
+  /// `task_bytes / tasks` is the average record size. Zero in recording mode, which keeps no records.
+  int64_t task_bytes = 0;
+  /// Highest number of tasks that were submitted and not yet reclaimed at one time.
+  int64_t peak_live_tasks = 0;
+  /// Wall time of the orchestration (submitting every task), and of the whole run, in nanoseconds.
+  int64_t build_ns = 0;
+  int64_t total_ns = 0;
 };
 
 /// One task of a recorded task graph (see `Runtime::record`).
@@ -52,8 +65,10 @@ struct TaskGraphRecord {
   int64_t edges = 0;
 };
 
-/// Default bound on the number of submitted but unfinished tasks.
+/// Default bound on the number of live tasks (see `Runtime::task_window`).
 constexpr int64_t kDefaultTaskWindow = int64_t{1} << 14;
+/// Highest number of regions one task may have.
+constexpr int kMaxTaskRegions = 64;
 
 /// The first failure of a run, formatted as "task <id> (<name>) failed: <reason>".
 class TaskError : public std::runtime_error {
@@ -71,25 +86,29 @@ class TraceError : public std::runtime_error {
 /// Scalars added with `add_scalar` are passed only to C kernels.
 using TaskFn = std::function<void(const pypto_region* args, int32_t nargs)>;
 
-/// Returns true when regions `a` and `b` (which must share a base) may touch the same memory.
+/// Returns true when regions `a` and `b` may touch the same memory (always false for different buffers).
 bool regions_overlap(const pypto_region& a, const pypto_region& b);
 
 /// Returns true when region `outer` provably contains every element of `inner` (same base assumed).
 bool region_covers(const pypto_region& outer, const pypto_region& inner);
 
+/// Returns true when some extent of `r` is zero or negative (the region names no element).
+bool region_is_empty(const pypto_region& r);
+
 /// A persistent worker pool plus the dependency tracker for one task graph at a time.
 class Runtime {
  public:
-  /// Starts `num_workers` threads; 0 picks PYPTO_NUM_THREADS or the hardware concurrency.
-  explicit Runtime(int num_workers = 0);
+  /// Runs tasks on `num_threads` threads: the thread calling `run` plus `num_threads - 1` workers.
+  /// 0 picks PYPTO_NUM_THREADS or the hardware concurrency.
+  explicit Runtime(int num_threads = 0);
   /// Stops and joins the workers; no run may be in progress.
   ~Runtime();
 
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  /// Number of worker threads (the thread calling `run` helps in addition).
-  int num_workers() const { return static_cast<int>(workers_.size()); }
+  /// Number of threads that execute tasks, the calling thread included.
+  int num_workers() const { return static_cast<int>(workers_.size()) + 1; }
 
   /// Runs `orchestrate` on the calling thread, waits for every submitted task and rethrows the first failure.
   /// When the environment variable PYPTO_TRACE names a file, a Chrome trace of the run is written there.
@@ -100,17 +119,22 @@ class Runtime {
   /// `run`, but no task is scheduled and no kernel runs. Returns the complete task graph; rethrows
   /// the first failure of the orchestration (such as an invalid region).
   TaskGraphRecord record(const std::function<void(const pypto_runtime_api*)>& orchestrate);
+  /// As `record`, but keeps only the counts: measures how fast the graph is built.
+  RunStats build(const std::function<void(const pypto_runtime_api*)>& orchestrate);
 
-  /// Bound on submitted but unfinished tasks; when reached, the submitting thread runs tasks until
-  /// half the window is free. Initialised from PYPTO_TASK_WINDOW (default kDefaultTaskWindow).
+  /// Bound on live tasks: a task is live from its submission until it and every task submitted
+  /// before it have finished. When reached, the submitting thread runs ready tasks until half the
+  /// window is free. Initialised from PYPTO_TASK_WINDOW (default kDefaultTaskWindow).
   int64_t task_window() const { return window_.load(std::memory_order_relaxed); }
-  /// Sets the window for later submissions; throws std::invalid_argument unless `n` > 0.
+  /// Sets the window for later runs; throws std::invalid_argument unless `n` > 0.
   void set_task_window(int64_t n);
 
-  /// sizeof of one task record (excluding its heap-held name, regions and scalars).
+  /// sizeof of the fixed part of a task record (regions, scalars and links follow it).
   static size_t task_record_bytes();
-  /// sizeof of one entry of the per-buffer access lists (one per region of a live task).
-  static size_t access_entry_bytes();
+  /// Bytes of one 2-D region stored in a task record.
+  static size_t region_record_bytes(int ndim);
+  /// sizeof of one successor link stored in a task record (one per unfinished predecessor).
+  static size_t link_bytes();
 
   /// Creates a task running a C kernel; a non-zero return value fails the task.
   int64_t task_alloc(const char* name, pypto_kernel_fn fn, int64_t buffer_bytes);
@@ -129,89 +153,88 @@ class Runtime {
   /// True once a task (or the orchestration) of the current run has failed.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
 
+  /// Counters of the last finished `run` or `build` (also of one that failed).
+  RunStats last_stats() const {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    return last_stats_;
+  }
+
   /// The C function table bound to this runtime, for generated orchestration code.
   const pypto_runtime_api* api() const { return &api_; }
 
  private:
   friend struct CApi;
   struct Task;
-  using TaskPtr = std::shared_ptr<Task>;
+  struct Link;
+  struct Staged;
+  struct Scheduler;
 
-  // One recorded access of a buffer; `task` keeps the record alive until the
-  // entry is superseded or pruned.
-  struct Access {
-    pypto_region region;
-    TaskPtr task;
-    bool write;
-  };
-
-  struct BufferAccesses {
-    std::vector<Access> entries;
-    // Finished tasks are swept once the list outgrows this; doubling it keeps sweeps amortised.
-    size_t prune_at = 64;
-  };
+  enum class Mode { kRun, kRecord, kBuild };
 
   // One executed task of a traced run; times in ns since the run started.
   struct TraceEvent {
     int64_t id;
-    std::string name;
+    const char* name;
     int64_t start_ns;
     int64_t end_ns;
     bool cancelled;
   };
 
   void worker_loop(int tid);
-  // Runs (or cancels) one popped task on thread `tid` (0 = orchestrating thread, workers 1..n);
-  // called with `lock` held on `mu_`, returns with it held.
-  void execute(TaskPtr task, std::unique_lock<std::mutex>& lock, int tid);
+  // Runs (or cancels) one task on thread `tid` (0 = orchestrating thread, workers 1..n) and releases
+  // its successors.
+  void execute(Task* task, int tid);
   // Runs the task's body; returns false when it was cancelled because the run had failed.
   bool run_body(Task& task);
   int64_t now_ns() const;
   void write_trace(const std::string& path, int64_t orch_end_ns, int64_t run_end_ns);
-  // Lets the calling thread run ready tasks until fewer than `wake_inflight` tasks are unfinished.
-  void help_until(int64_t wake_inflight, std::unique_lock<std::mutex>& lock);
+  // Frees the records of finished tasks at the tail of the ring.
+  void reclaim();
+  // Lets the calling thread run ready tasks until at most `live` tasks are live and `bytes` of the
+  // arena are free (all tasks finished when `live` is 0).
+  void help_until(int64_t live, int64_t bytes);
   void record_failure(std::exception_ptr error);
   void record_task_failure(const Task& task, const std::string& reason);
-  Task* building_task(int64_t id, const char* what);
+  Staged* staged_task(int64_t id, const char* what);
   void add_region(int64_t task, const pypto_region& r, bool write);
-  void track_dependencies(const TaskPtr& task, std::vector<TaskPtr>& preds);
-  void prune_all_buffers();
-  void reset_run_state();
+  void enqueue(Staged& st);
+  // True when the task with submission number `seq` has finished (only meaningful in Mode::kRun).
+  bool finished(int64_t seq) const;
+  void begin_run(Mode mode);
+  void end_run();
+  std::exception_ptr take_error();
 
   pypto_runtime_api api_;
   std::vector<std::thread> workers_;
 
   // Serialises whole runs: per-run state below belongs to one run at a time.
   std::mutex run_mu_;
-
-  // Guards the scheduler state: ready queue, successor lists, counters.
-  std::mutex mu_;
-  std::condition_variable work_cv_;
-  std::condition_variable main_cv_;
-  std::deque<TaskPtr> ready_;
-  int64_t submitted_ = 0;
-  int64_t completed_ = 0;
-  bool main_waiting_ = false;
-  int64_t main_wake_inflight_ = 0;
-  bool shutdown_ = false;
+  std::unique_ptr<Scheduler> sched_;
 
   std::atomic<bool> failed_{false};
   std::mutex error_mu_;
   std::exception_ptr first_error_;
 
   // Producer-only state, touched solely by the orchestrating thread.
+  Mode mode_ = Mode::kRun;
   int64_t next_task_id_ = 0;
-  int64_t edges_ = 0;
-  std::unordered_map<int64_t, TaskPtr> building_;
-  std::unordered_map<void*, BufferAccesses> accesses_;
-  size_t total_accesses_ = 0;
-  size_t global_prune_at_ = 0;
+  int64_t next_seq_ = 0;
+  int64_t tail_seq_ = 0;
+  uint64_t arena_head_ = 0;
+  uint64_t arena_tail_ = 0;
+  RunStats stats_;
+  mutable std::mutex stats_mu_;
+  RunStats last_stats_;
+  std::vector<std::unique_ptr<Staged>> building_;
+  std::vector<std::unique_ptr<Staged>> staged_pool_;
+  std::unique_ptr<RegionIndex> index_;
+  std::vector<int64_t> preds_;
+  std::deque<std::string> fn_names_;
+  std::vector<int64_t> record_ids_;
+  TaskGraphRecord record_;
 
   std::atomic<int64_t> window_{kDefaultTaskWindow};
-  // Recording mode (producer-only): submissions are recorded, never scheduled.
-  bool recording_ = false;
-  TaskGraphRecord record_;
-  // Tracing: set before the orchestration starts (published to workers through mu_);
+  // Tracing: set before the orchestration starts (published to workers through the scheduler);
   // each thread appends only to its own slot, read after the run drained.
   bool tracing_ = false;
   std::chrono::steady_clock::time_point run_start_;

@@ -170,15 +170,16 @@ def test_visualize_task_graph_renders_svg(seed_program, tmp_path):
 # --------------------------------------------------------------------------- 2. Chrome trace
 
 
-def _check_trace(path, num_tasks, num_workers, names=None):
+def _check_trace(path, num_tasks, num_threads, names=None):
+    """num_threads counts every thread that runs tasks: tid 0 is the orchestrating thread."""
     with open(path) as f:
         doc = json.load(f)
     assert doc["displayTimeUnit"] == "ns"
     events = doc["traceEvents"]
     threads = {e["tid"]: e for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
-    assert sorted(threads) == list(range(num_workers + 1))
+    assert sorted(threads) == list(range(num_threads))
     assert threads[0]["args"]["name"] == "orchestrator"
-    for tid in range(1, num_workers + 1):
+    for tid in range(1, num_threads):
         assert threads[tid]["args"]["name"] == f"worker {tid}"
         assert threads[tid]["args"]["idle_us"] >= 0
     complete = [e for e in events if e["ph"] == "X"]

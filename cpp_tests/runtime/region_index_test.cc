@@ -1,0 +1,183 @@
+// The runtime's region index: canonical boxes of views, buckets, fallbacks and pruning.
+#include "runtime/region_index.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "runtime/runtime.h"
+#include "test_regions.h"
+
+namespace pypto::runtime {
+namespace {
+
+using testing::StridedBox;
+
+class Tasks {
+ public:
+  // Adds a task with the given (region, write) accesses; returns its predecessors.
+  std::vector<int64_t> Add(const std::vector<std::pair<pypto_region, bool>>& regions) {
+    std::vector<RegionAccess> acc;
+    for (const auto& [r, write] : regions) {
+      RegionAccess a{};
+      a.desc = index_.intern(r);
+      a.write = write;
+      for (int d = 0; d < r.ndim; ++d) {
+        a.offset[d] = r.offset[d];
+        a.extent[d] = r.extent[d];
+      }
+      acc.push_back(a);
+    }
+    std::vector<int64_t> preds;
+    index_.add_task(acc.data(), acc.size(), next_++, preds);
+    index_.prune();
+    return preds;
+  }
+  RegionIndex& index() { return index_; }
+
+ private:
+  RegionIndex index_;
+  int64_t next_ = 0;
+};
+
+using Preds = std::vector<int64_t>;
+
+TEST(RegionIndexTest, ReadWriteRules) {
+  float m[64 * 64];
+  Tasks t;
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 32, 64), true}}), Preds{});         // 0 writes rows 0-31
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 32, 0, 32, 64), true}}), Preds{});        // 1 writes rows 32-63
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 32, 64), false}}), Preds{0});       // 2 reads 0-31 (RAW)
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 16, 0, 32, 64), false}}), (Preds{0, 1}));  // 3 straddles both
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 32, 64), false}}), Preds{0});       // RAR adds nothing
+  // A write after reads waits for the writer and every reader since (WAW + WAR).
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 64, 64), true}}), (Preds{0, 1, 2, 3, 4}));
+  // The covering write superseded every box: a later access depends on it alone.
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 40, 8, 8, 8), false}}), Preds{5});
+}
+
+TEST(RegionIndexTest, TaskNeverDependsOnItself) {
+  float m[16 * 16];
+  Tasks t;
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 16, 1, 0, 0, 16, 16), false}, {StridedBox(m, 0, 16, 1, 0, 0, 16, 16), true}}), Preds{});
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 16, 1, 0, 0, 16, 16), false}}), Preds{0});
+}
+
+TEST(RegionIndexTest, ColumnBlocksOfOneRowBandAreIndependent) {
+  float m[64 * 64];
+  Tasks t;
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 32, 32), true}}), Preds{});
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 32, 32, 32), true}}), Preds{});  // byte ranges overlap, boxes do not
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 32, 32, 32), false}}), Preds{1});
+}
+
+TEST(RegionIndexTest, TransposedAndOffsetViewsCompareExactly) {
+  float k[128 * 64];  // K: 128 rows of 64
+  Tasks t;
+  EXPECT_EQ(t.Add({{StridedBox(k, 0, 64, 1, 32, 0, 32, 64), true}}), Preds{});  // 0 writes K rows 32-63
+  // K^T (64 x 128, strides (1, 64)): columns 32-63 of K^T are rows 32-63 of K.
+  EXPECT_EQ(t.Add({{StridedBox(k, 0, 1, 64, 0, 32, 64, 32), false}}), Preds{0});
+  EXPECT_EQ(t.Add({{StridedBox(k, 0, 1, 64, 0, 64, 64, 32), false}}), Preds{});
+  // A view starting at row 32, column 16: its rows 0-1, columns 0-7 are K[32:34, 16:24].
+  EXPECT_EQ(t.Add({{StridedBox(k, 32 * 64 + 16, 64, 1, 0, 0, 2, 8), false}}), Preds{0});
+  EXPECT_EQ(t.Add({{StridedBox(k, 64 * 64 + 16, 64, 1, 0, 0, 2, 8), false}}), Preds{});
+  // Rows 64-127 through a view: after the two reads of rows 64-95 and 64-65 (WAR).
+  EXPECT_EQ(t.Add({{StridedBox(k, 64 * 64, 64, 1, 0, 0, 64, 64), true}}), (Preds{2, 4}));
+  EXPECT_EQ(t.Add({{StridedBox(k, 0, 64, 1, 100, 0, 1, 64), false}}), Preds{5});
+}
+
+TEST(RegionIndexTest, AliasingViewsFallBackToByteRanges) {
+  float m[64 * 64];
+  Tasks t;
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 1, 0, 1, 64), true}}), Preds{});  // row 1
+  // A view with rows 32 elements apart: its row 1, columns 40-63 is row 1, columns 8-31 of m, and
+  // its row 0, columns 40-63 is row 0 of m.
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 32, 1, 1, 40, 1, 24), false}}), Preds{0});
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 32, 1, 0, 40, 1, 24), false}}), Preds{});
+  // A zero stride (a broadcast view) reads the whole byte range.
+  EXPECT_EQ(t.Add({{StridedBox(m, 64, 0, 1, 0, 0, 8, 64), false}}), Preds{0});
+}
+
+TEST(RegionIndexTest, DifferentBuffersNeverConflict) {
+  float a[256], b[256];
+  Tasks t;
+  EXPECT_EQ(t.Add({{StridedBox(a, 0, 16, 1, 0, 0, 16, 16), true}}), Preds{});
+  EXPECT_EQ(t.Add({{StridedBox(b, 0, 16, 1, 0, 0, 16, 16), true}}), Preds{});
+  EXPECT_EQ(t.Add({{StridedBox(a, 0, 16, 1, 0, 0, 16, 16), false}}), Preds{0});
+}
+
+TEST(RegionIndexTest, EmptyRegionsHaveNoDependencies) {
+  float m[256];
+  Tasks t;
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 16, 1, 0, 0, 16, 16), true}}), Preds{});
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 16, 1, 0, 0, 0, 16), true}}), Preds{});
+}
+
+// Random boxes of one matrix through row-major and transposed views: the index finds exactly the
+// conflicts a brute-force check of element sets finds, up to edges implied transitively.
+TEST(RegionIndexTest, MatchesBruteForceOnRandomBoxes) {
+  constexpr int kRows = 24, kCols = 20;
+  float m[kRows * kCols];
+  std::mt19937 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    Tasks t;
+    std::vector<std::set<int>> elems;
+    std::vector<bool> writes;
+    std::vector<std::vector<int64_t>> preds_of;
+    for (int i = 0; i < 150; ++i) {
+      const int r0 = static_cast<int>(rng() % kRows), c0 = static_cast<int>(rng() % kCols);
+      const int rows = 1 + static_cast<int>(rng() % (kRows - r0)), cols = 1 + static_cast<int>(rng() % (kCols - c0));
+      const bool write = rng() % 3 == 0;
+      const bool transposed = rng() % 2 == 0;
+      pypto_region r = transposed ? StridedBox(m, 0, 1, kCols, c0, r0, cols, rows) : StridedBox(m, 0, kCols, 1, r0, c0, rows, cols);
+      std::set<int> e;
+      for (int y = r0; y < r0 + rows; ++y) {
+        for (int x = c0; x < c0 + cols; ++x) e.insert(y * kCols + x);
+      }
+      preds_of.push_back(t.Add({{r, write}}));
+      elems.push_back(std::move(e));
+      writes.push_back(write);
+    }
+    // reach[i] = tasks that task i is ordered after (transitively).
+    std::vector<std::set<int64_t>> reach(elems.size());
+    for (size_t i = 0; i < elems.size(); ++i) {
+      for (int64_t p : preds_of[i]) {
+        ASSERT_LT(p, static_cast<int64_t>(i));
+        // No edge between disjoint regions, and none between two reads.
+        bool shares = false;
+        for (int x : elems[static_cast<size_t>(p)]) shares = shares || elems[i].count(x);
+        EXPECT_TRUE(shares) << "edge " << p << " -> " << i << " joins disjoint regions";
+        EXPECT_TRUE(writes[i] || writes[static_cast<size_t>(p)]) << "read-read edge " << p << " -> " << i;
+        reach[i].insert(p);
+        reach[i].insert(reach[static_cast<size_t>(p)].begin(), reach[static_cast<size_t>(p)].end());
+      }
+      for (size_t j = 0; j < i; ++j) {
+        if (!writes[i] && !writes[j]) continue;
+        bool shares = false;
+        for (int x : elems[j]) shares = shares || elems[i].count(x);
+        if (shares) EXPECT_TRUE(reach[i].count(static_cast<int64_t>(j))) << "missing order " << j << " -> " << i;
+      }
+    }
+  }
+}
+
+TEST(RegionIndexTest, FinishedTasksArePrunedSoTheIndexStaysSmall) {
+  float w[64 * 64];
+  std::vector<float> x(4096 * 64);
+  Tasks t;
+  int64_t done_below = 0;
+  t.index().set_finished([&](int64_t seq) { return seq < done_below; });
+  for (int64_t i = 0; i < 4096; ++i) {
+    // Every task reads the shared weight and writes its own row of x.
+    t.Add({{StridedBox(w, 0, 64, 1, 0, 0, 64, 64), false}, {StridedBox(x.data(), 0, 64, 1, i, 0, 1, 64), true}});
+    done_below = i - 8;
+  }
+  EXPECT_LT(t.index().num_nodes(), 600u);
+}
+
+}  // namespace
+}  // namespace pypto::runtime

@@ -1,0 +1,459 @@
+#include "runtime/region_index.h"
+
+#include <algorithm>
+
+#include "runtime/runtime.h"
+
+namespace pypto::runtime {
+
+namespace {
+
+// A node whose dim-0 range spans more buckets than this is kept in the buffer's wide list.
+constexpr int64_t kMaxBucketsPerNode = 8;
+constexpr int64_t kMaxBuckets = int64_t{1} << 22;
+constexpr size_t kMinSweep = 256;
+constexpr uint32_t kMinReaderPrune = 16;
+
+/// The allocation a region belongs to: its `buffer`, or `base` when unset.
+void* buffer_of(const pypto_region& r) { return r.buffer ? r.buffer : r.base; }
+
+int64_t address(const void* p) { return static_cast<int64_t>(reinterpret_cast<intptr_t>(p)); }
+
+// Index-space reasoning is only sound when both regions address memory the same
+// way; a zero stride aliases distinct indices, so it is excluded.
+bool same_layout(const pypto_region& a, const pypto_region& b) {
+  if (a.ndim != b.ndim || a.elem_size != b.elem_size) return false;
+  for (int d = 0; d < a.ndim; ++d) {
+    if (a.stride[d] != b.stride[d] || a.stride[d] == 0) return false;
+  }
+  return true;
+}
+
+// Half-open byte range [lo, hi) spanned by a non-empty region, as addresses
+// (views of one buffer have different bases).
+std::pair<int64_t, int64_t> byte_range(const pypto_region& r) {
+  int64_t lo = 0;
+  int64_t hi = 0;
+  for (int d = 0; d < r.ndim; ++d) {
+    int64_t first = r.offset[d] * r.stride[d];
+    int64_t last = (r.offset[d] + r.extent[d] - 1) * r.stride[d];
+    lo += std::min(first, last);
+    hi += std::max(first, last);
+  }
+  const int64_t origin = address(r.base);
+  return {origin + lo * r.elem_size, origin + (hi + 1) * r.elem_size};
+}
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+void insert(std::vector<RegionDesc*>& table, RegionDesc* d) {
+  const size_t mask = table.size() - 1;
+  size_t i = d->hash & mask;
+  while (table[i] != nullptr) i = (i + 1) & mask;
+  table[i] = d;
+}
+
+}  // namespace
+
+bool region_is_empty(const pypto_region& r) {
+  for (int d = 0; d < r.ndim; ++d) {
+    if (r.extent[d] <= 0) return true;
+  }
+  return false;
+}
+
+bool regions_overlap(const pypto_region& a, const pypto_region& b) {
+  if (buffer_of(a) != buffer_of(b) || region_is_empty(a) || region_is_empty(b)) return false;
+  if (a.base == b.base && same_layout(a, b)) {
+    for (int d = 0; d < a.ndim; ++d) {
+      int64_t lo = std::max(a.offset[d], b.offset[d]);
+      int64_t hi = std::min(a.offset[d] + a.extent[d], b.offset[d] + b.extent[d]);
+      if (lo >= hi) return false;
+    }
+    return true;
+  }
+  auto ra = byte_range(a);
+  auto rb = byte_range(b);
+  return ra.first < rb.second && rb.first < ra.second;
+}
+
+bool region_covers(const pypto_region& outer, const pypto_region& inner) {
+  if (outer.base != inner.base || buffer_of(outer) != buffer_of(inner)) return false;
+  if (region_is_empty(inner)) return true;
+  if (region_is_empty(outer) || !same_layout(outer, inner)) return false;
+  for (int d = 0; d < outer.ndim; ++d) {
+    if (inner.offset[d] < outer.offset[d]) return false;
+    if (inner.offset[d] + inner.extent[d] > outer.offset[d] + outer.extent[d]) return false;
+  }
+  return true;
+}
+
+struct RegionIndex::Node {
+  int64_t offset[PYPTO_MAX_DIMS];
+  int64_t extent[PYPTO_MAX_DIMS];
+  int64_t lo;
+  int64_t hi;
+  int64_t writer = -1;
+  std::vector<int64_t> readers;
+  int32_t layout;
+  int32_t ndim;
+  uint32_t stamp = 0;
+  uint32_t prune_at = kMinReaderPrune;
+  bool live = true;
+};
+
+struct RegionIndex::Layout {
+  int32_t elem_size;
+  int32_t ndim;
+  int64_t stride[PYPTO_MAX_DIMS];
+};
+
+struct RegionIndex::Buffer {
+  std::vector<Layout> layouts;
+  std::vector<Node> nodes;
+  std::vector<std::vector<uint32_t>> buckets;
+  std::vector<uint32_t> wide;
+  int64_t grain = 0;
+  size_t sweep_at = kMinSweep;
+  // Nodes created since the last sweep check of the current submission.
+  bool dirty = false;
+
+  int32_t layout_id(int32_t elem_size, int32_t ndim, const int64_t* stride) {
+    for (size_t i = 0; i < layouts.size(); ++i) {
+      const Layout& l = layouts[i];
+      if (l.elem_size == elem_size && l.ndim == ndim && std::equal(stride, stride + ndim, l.stride)) {
+        return static_cast<int32_t>(i);
+      }
+    }
+    Layout l{elem_size, ndim, {}};
+    std::copy(stride, stride + ndim, l.stride);
+    layouts.push_back(l);
+    return static_cast<int32_t>(layouts.size() - 1);
+  }
+
+  // Registers node `i` in the buckets (primary layout) or the wide list.
+  void place(uint32_t i) {
+    const Node& n = nodes[i];
+    if (n.layout == 0 && n.ndim > 0) {
+      if (grain == 0) grain = std::max<int64_t>(1, n.extent[0]);
+      const int64_t b0 = n.offset[0] / grain;
+      const int64_t b1 = (n.offset[0] + n.extent[0] - 1) / grain;
+      if (b1 - b0 < kMaxBucketsPerNode && b1 < kMaxBuckets) {
+        if (static_cast<int64_t>(buckets.size()) <= b1) buckets.resize(static_cast<size_t>(b1) + 1);
+        for (int64_t b = b0; b <= b1; ++b) buckets[static_cast<size_t>(b)].push_back(i);
+        return;
+      }
+    }
+    wide.push_back(i);
+  }
+
+  void rebuild() {
+    for (auto& b : buckets) b.clear();
+    wide.clear();
+    for (uint32_t i = 0; i < nodes.size(); ++i) place(i);
+  }
+};
+
+// A region of a task in canonical form.
+struct RegionIndex::Canon {
+  Buffer* buf;
+  int32_t layout;
+  int32_t ndim;
+  int64_t offset[PYPTO_MAX_DIMS];
+  int64_t extent[PYPTO_MAX_DIMS];
+  int64_t lo;
+  int64_t hi;
+  bool write;
+  // Filled by `query`: the node with exactly this box (or -1) and the overlapping nodes.
+  int64_t exact;
+  size_t first_match;
+  size_t num_matches;
+};
+
+
+bool RegionIndex::overlap(const Node& n, const Canon& c) {
+  if (n.layout >= 0 && n.layout == c.layout) {
+    for (int d = 0; d < c.ndim; ++d) {
+      if (std::max(n.offset[d], c.offset[d]) >= std::min(n.offset[d] + n.extent[d], c.offset[d] + c.extent[d])) {
+        return false;
+      }
+    }
+    return true;
+  }
+  return n.lo < c.hi && c.lo < n.hi;
+}
+
+bool RegionIndex::same_box(const Node& n, const Canon& c) {
+  if (n.layout != c.layout) return false;
+  if (c.layout < 0) return n.lo == c.lo && n.hi == c.hi;
+  for (int d = 0; d < c.ndim; ++d) {
+    if (n.offset[d] != c.offset[d] || n.extent[d] != c.extent[d]) return false;
+  }
+  return true;
+}
+
+bool RegionIndex::covers(const Canon& c, const Node& n) {
+  if (c.layout < 0 || n.layout != c.layout) return false;
+  for (int d = 0; d < c.ndim; ++d) {
+    if (n.offset[d] < c.offset[d] || n.offset[d] + n.extent[d] > c.offset[d] + c.extent[d]) return false;
+  }
+  return true;
+}
+
+
+RegionIndex::RegionIndex() : desc_table_(64, nullptr) {}
+
+RegionIndex::~RegionIndex() = default;
+
+const RegionDesc* RegionIndex::intern(const pypto_region& r) {
+  // A cheap hash: descriptors differ mostly in their base, and the full key is compared anyway.
+  uint64_t h = static_cast<uint64_t>(address(r.base)) ^ (static_cast<uint64_t>(address(r.buffer)) << 7) ^
+               (static_cast<uint64_t>(r.ndim > 0 ? r.stride[0] : 0) << 17) ^ static_cast<uint64_t>(r.ndim);
+  h = mix(h, static_cast<uint64_t>(r.ndim > 1 ? r.stride[r.ndim - 1] : r.elem_size));
+  const size_t mask = desc_table_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    RegionDesc* d = desc_table_[i];
+    if (d == nullptr) break;
+    if (d->hash == h && d->base == r.base && d->buffer == r.buffer && d->ndim == r.ndim &&
+        d->elem_size == r.elem_size && std::equal(r.stride, r.stride + r.ndim, d->stride)) {
+      return d;
+    }
+  }
+  auto& buf = buffers_[buffer_of(r)];
+  if (!buf) buf = std::make_unique<Buffer>();
+  RegionDesc& d = descs_.emplace_back(make_desc(r, h, buf.get()));
+  if (2 * (num_descs_ + 1) > desc_table_.size()) {
+    std::vector<RegionDesc*> table(desc_table_.size() * 2, nullptr);
+    for (RegionDesc* e : desc_table_) {
+      if (e != nullptr) insert(table, e);
+    }
+    desc_table_.swap(table);
+  }
+  insert(desc_table_, &d);
+  ++num_descs_;
+  return &d;
+}
+
+
+RegionDesc RegionIndex::make_desc(const pypto_region& r, uint64_t h, Buffer* buf) {
+  RegionDesc d{};
+  d.base = r.base;
+  d.buffer = r.buffer;
+  d.ndim = r.ndim;
+  d.elem_size = r.elem_size;
+  std::copy(r.stride, r.stride + r.ndim, d.stride);
+  d.hash = h;
+  d.index_buffer = buf;
+  d.layout = -1;
+  const int64_t delta_bytes = address(r.base) - address(buffer_of(r));
+  bool regular = r.ndim > 0 && delta_bytes >= 0 && delta_bytes % r.elem_size == 0;
+  for (int k = 0; k < r.ndim; ++k) regular = regular && r.stride[k] > 0;
+  if (!regular) return d;
+  for (int k = 0; k < r.ndim; ++k) d.perm[k] = static_cast<int8_t>(k);
+  std::stable_sort(d.perm, d.perm + r.ndim, [&](int8_t a, int8_t b) { return r.stride[a] > r.stride[b]; });
+  int64_t delta = delta_bytes / r.elem_size;
+  for (int k = 0; k < r.ndim; ++k) {
+    d.cstride[k] = r.stride[d.perm[k]];
+    d.delta[k] = delta / d.cstride[k];
+    delta -= d.delta[k] * d.cstride[k];
+  }
+  if (delta != 0) return d;
+  d.layout = buf->layout_id(r.elem_size, r.ndim, d.cstride);
+  return d;
+}
+
+// The canonical form of a staged region; returns false for an empty region (no dependencies).
+bool RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
+  const RegionDesc& d = *a.desc;
+  for (int k = 0; k < d.ndim; ++k) {
+    if (a.extent[k] <= 0) return false;
+  }
+  c.buf = static_cast<Buffer*>(d.index_buffer);
+  c.write = a.write;
+  c.ndim = d.ndim;
+  c.layout = d.layout;
+  if (d.layout >= 0) {
+    int64_t lo = 0;
+    int64_t span = 0;
+    for (int k = d.ndim - 1; k >= 0; --k) {
+      const int p = d.perm[k];
+      c.offset[k] = a.offset[p] + d.delta[k];
+      c.extent[k] = a.extent[p];
+      // Each coordinate must stay inside the next outer stride, so that distinct coordinates
+      // never name the same element; otherwise fall back to byte ranges.
+      if (c.offset[k] < 0 || (k > 0 && span + (c.offset[k] + c.extent[k] - 1) * d.cstride[k] >= d.cstride[k - 1])) {
+        c.layout = -1;
+      }
+      span += (c.offset[k] + c.extent[k] - 1) * d.cstride[k];
+      lo += c.offset[k] * d.cstride[k];
+    }
+    const int64_t origin = address(d.buffer != nullptr ? d.buffer : d.base);
+    c.lo = origin + lo * d.elem_size;
+    c.hi = origin + (span + 1) * d.elem_size;
+    if (c.layout >= 0) return true;
+  }
+  pypto_region r{};
+  r.base = d.base;
+  r.ndim = d.ndim;
+  r.elem_size = d.elem_size;
+  for (int k = 0; k < d.ndim; ++k) {
+    r.offset[k] = a.offset[k];
+    r.extent[k] = a.extent[k];
+    r.stride[k] = d.stride[k];
+  }
+  auto range = byte_range(r);
+  c.lo = range.first;
+  c.hi = range.second;
+  c.layout = -1;
+  return true;
+}
+
+// Collects the predecessors of access `c` into `preds` and its overlapping nodes into `matches`.
+void RegionIndex::query(Canon& c, std::vector<int64_t>& preds) {
+  Buffer& b = *c.buf;
+  ++stamp_;
+  c.exact = -1;
+  c.first_match = matches_.size();
+  auto visit = [&](uint32_t i) {
+    Node& n = b.nodes[i];
+    if (n.stamp == stamp_) return;
+    n.stamp = stamp_;
+    if (!n.live || !overlap(n, c)) return;
+    matches_.push_back(i);
+    if (c.exact < 0 && same_box(n, c)) c.exact = i;
+    if (n.writer >= 0) preds.push_back(n.writer);
+    if (c.write) preds.insert(preds.end(), n.readers.begin(), n.readers.end());
+  };
+  if (c.layout == 0 && c.ndim > 0 && b.grain > 0) {
+    const int64_t last = static_cast<int64_t>(b.buckets.size()) - 1;
+    const int64_t b0 = c.offset[0] / b.grain;
+    const int64_t b1 = std::min(last, (c.offset[0] + c.extent[0] - 1) / b.grain);
+    for (int64_t k = b0; k <= b1; ++k) {
+      for (uint32_t i : b.buckets[static_cast<size_t>(k)]) visit(i);
+    }
+    for (uint32_t i : b.wide) visit(i);
+  } else {
+    for (uint32_t i = 0; i < b.nodes.size(); ++i) visit(i);
+  }
+  c.num_matches = matches_.size() - c.first_match;
+}
+
+// Records access `c` of task `seq`. Reads are recorded before writes, so a task that reads and
+// writes one box leaves itself as the box's writer.
+void RegionIndex::update(Canon& c, int64_t seq) {
+  Buffer& b = *c.buf;
+  int64_t e = c.exact;
+  if (e < 0) {
+    for (const auto& [buf, i] : created_) {
+      if (buf == &b && same_box(b.nodes[i], c)) e = i;
+    }
+  }
+  if (e < 0) {
+    Node n;
+    std::copy(c.offset, c.offset + c.ndim, n.offset);
+    std::copy(c.extent, c.extent + c.ndim, n.extent);
+    n.lo = c.lo;
+    n.hi = c.hi;
+    n.layout = c.layout;
+    n.ndim = c.ndim;
+    b.nodes.push_back(std::move(n));
+    e = static_cast<int64_t>(b.nodes.size() - 1);
+    b.place(static_cast<uint32_t>(e));
+    created_.emplace_back(&b, static_cast<uint32_t>(e));
+    b.dirty = true;
+  }
+  c.exact = e;
+  Node& n = b.nodes[static_cast<size_t>(e)];
+  if (!c.write) {
+    if (n.readers.empty() || n.readers.back() != seq) n.readers.push_back(seq);
+    return;
+  }
+  n.writer = seq;
+  n.readers.clear();
+  n.prune_at = kMinReaderPrune;
+  // Any later access overlapping a covered node also overlaps this write, which already depends
+  // on the node's tasks, so the ordering is kept transitively.
+  for (size_t k = 0; k < c.num_matches; ++k) {
+    const uint32_t m = matches_[c.first_match + k];
+    Node& o = b.nodes[m];
+    if (static_cast<int64_t>(m) != e && covers(c, o)) {
+      o.live = false;
+      o.writer = -1;
+      std::vector<int64_t>().swap(o.readers);
+    }
+  }
+}
+
+void RegionIndex::add_task(const RegionAccess* accesses, size_t n, int64_t seq, std::vector<int64_t>& preds) {
+  preds.clear();
+  canon_.clear();
+  matches_.clear();
+  created_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    Canon& c = canon_.emplace_back();
+    if (!canonicalize(accesses[i], c)) {
+      canon_.pop_back();
+      continue;
+    }
+    query(c, preds);
+  }
+  if (preds.size() > 1) {
+    std::sort(preds.begin(), preds.end());
+    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+  }
+  // Reads first, so a task that reads and writes one box is left as its writer.
+  for (Canon& c : canon_) {
+    if (!c.write) update(c, seq);
+  }
+  for (Canon& c : canon_) {
+    if (c.write) update(c, seq);
+  }
+}
+
+void RegionIndex::prune() {
+  if (finished_) {
+    // Readers of a box that is never written accumulate; finished ones are dropped as the list doubles.
+    for (const Canon& c : canon_) {
+      if (c.write) continue;
+      Node& n = c.buf->nodes[static_cast<size_t>(c.exact)];
+      if (n.readers.size() < n.prune_at) continue;
+      n.readers.erase(std::remove_if(n.readers.begin(), n.readers.end(), finished_), n.readers.end());
+      n.prune_at = std::max<uint32_t>(kMinReaderPrune, 2 * static_cast<uint32_t>(n.readers.size()));
+    }
+  }
+  for (const auto& created : created_) {
+    Buffer& b = *created.first;
+    if (!b.dirty) continue;
+    b.dirty = false;
+    if (b.nodes.size() > b.sweep_at) sweep(b);
+  }
+}
+
+// Drops superseded boxes and, when tasks can finish, boxes whose tasks all have.
+void RegionIndex::sweep(Buffer& b) {
+  std::vector<Node> kept;
+  kept.reserve(b.nodes.size());
+  for (Node& n : b.nodes) {
+    if (!n.live) continue;
+    if (finished_) {
+      if (n.writer >= 0 && finished_(n.writer)) n.writer = -1;
+      n.readers.erase(std::remove_if(n.readers.begin(), n.readers.end(), finished_), n.readers.end());
+      if (n.writer < 0 && n.readers.empty()) continue;
+    }
+    kept.push_back(std::move(n));
+  }
+  b.nodes.swap(kept);
+  b.rebuild();
+  b.sweep_at = std::max(kMinSweep, 2 * b.nodes.size());
+}
+
+size_t RegionIndex::num_nodes() const {
+  size_t n = 0;
+  for (const auto& [key, b] : buffers_) n += b->nodes.size();
+  return n;
+}
+
+}  // namespace pypto::runtime

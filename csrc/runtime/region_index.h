@@ -1,0 +1,103 @@
+/// The runtime's dependency tracker: which earlier tasks a new task's regions conflict with.
+///
+/// Per allocation (a region's `buffer`, or `base` when null) the index keeps the distinct boxes
+/// accessed so far, each with its last writer and the readers since that write. Boxes are kept in
+/// canonical coordinates (dims by decreasing stride, the view's base offset folded in), so views of
+/// one tensor compare exactly; boxes of the allocation's primary layout are bucketed by their
+/// outermost coordinate, so a row-block access looks at a handful of nodes. Tasks are named by
+/// their submission number.
+#ifndef PYPTO_RUNTIME_REGION_INDEX_H_
+#define PYPTO_RUNTIME_REGION_INDEX_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "runtime/pypto_abi.h"
+
+namespace pypto::runtime {
+
+/// The layout of a region minus its box, interned per run: task records point to it.
+struct RegionDesc {
+  void* base;
+  void* buffer;
+  int32_t ndim;
+  int32_t elem_size;
+  int64_t stride[PYPTO_MAX_DIMS];
+  // Canonical form: dims ordered by decreasing stride, offsets relative to the allocation.
+  // `layout` < 0 marks a layout that index-space reasoning cannot handle (byte ranges are used).
+  int32_t layout;
+  int8_t perm[PYPTO_MAX_DIMS];
+  int64_t delta[PYPTO_MAX_DIMS];
+  int64_t cstride[PYPTO_MAX_DIMS];
+  void* index_buffer;
+  uint64_t hash;
+};
+
+/// One region of a task: its interned layout and its box.
+struct RegionAccess {
+  const RegionDesc* desc;
+  bool write;
+  int64_t offset[PYPTO_MAX_DIMS];
+  int64_t extent[PYPTO_MAX_DIMS];
+};
+
+class RegionIndex {
+ public:
+  RegionIndex();
+  ~RegionIndex();
+  RegionIndex(const RegionIndex&) = delete;
+  RegionIndex& operator=(const RegionIndex&) = delete;
+
+  /// The interned layout of region `r` (validated by the caller); stable for the index's lifetime.
+  const RegionDesc* intern(const pypto_region& r);
+
+  /// Sets the predicate telling which tasks have finished; their accesses may then be dropped.
+  /// Without one (recording), nothing is ever dropped and the graph is exact.
+  void set_finished(std::function<bool(int64_t)> finished) { finished_ = std::move(finished); }
+
+  /// Fills `preds` with the tasks task `seq` depends on (ascending, unique) and records its accesses.
+  /// Every access is checked before any is recorded, so a task never depends on itself.
+  void add_task(const RegionAccess* accesses, size_t n, int64_t seq, std::vector<int64_t>& preds);
+
+  /// Drops finished readers of the boxes the last task read and sweeps buffers whose node list has
+  /// doubled. Call after the last task's record exists (the predicate may ask about it).
+  void prune();
+
+  /// Number of box nodes held (for tests).
+  size_t num_nodes() const;
+
+ private:
+  struct Node;
+  struct Layout;
+  struct Buffer;
+  struct Canon;
+
+  static bool overlap(const Node& n, const Canon& c);
+  static bool same_box(const Node& n, const Canon& c);
+  static bool covers(const Canon& c, const Node& n);
+  static bool canonicalize(const RegionAccess& a, Canon& c);
+  static RegionDesc make_desc(const pypto_region& r, uint64_t h, Buffer* buf);
+  void query(Canon& c, std::vector<int64_t>& preds);
+  void update(Canon& c, int64_t seq);
+  void sweep(Buffer& b);
+
+  std::unordered_map<void*, std::unique_ptr<Buffer>> buffers_;
+  std::deque<RegionDesc> descs_;
+  std::vector<RegionDesc*> desc_table_;  // open addressing, power-of-two size
+  size_t num_descs_ = 0;
+  uint32_t stamp_ = 0;
+  std::function<bool(int64_t)> finished_;
+  // Scratch of the current task.
+  std::vector<Canon> canon_;
+  std::vector<uint32_t> matches_;
+  std::vector<std::pair<Buffer*, uint32_t>> created_;
+};
+
+}  // namespace pypto::runtime
+
+#endif  // PYPTO_RUNTIME_REGION_INDEX_H_
