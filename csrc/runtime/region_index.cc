@@ -1,6 +1,9 @@
 #include "runtime/region_index.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <deque>
 
 #include "runtime/runtime.h"
 
@@ -8,9 +11,18 @@ namespace pypto::runtime {
 
 namespace {
 
-// A node whose dim-0 range spans more buckets than this is kept in the buffer's wide list.
-constexpr int64_t kMaxBucketsPerNode = 8;
+// Buckets per level beyond which a node goes to the buffer's wide list instead.
 constexpr int64_t kMaxBuckets = int64_t{1} << 22;
+constexpr int kLevels = 63;
+constexpr uint32_t kNoNode = UINT32_MAX;
+
+// The grid level of a box with outermost extent `extent`: buckets of 2^level coordinates, so the
+// box spans at most two buckets.
+int level_of(int64_t extent) {
+  int level = 0;
+  while (level < kLevels - 1 && (int64_t{1} << level) < extent) ++level;
+  return level;
+}
 constexpr size_t kMinSweep = 256;
 constexpr uint32_t kMinReaderPrune = 16;
 
@@ -91,13 +103,84 @@ bool region_covers(const pypto_region& outer, const pypto_region& inner) {
   return true;
 }
 
+namespace {
+
+// The readers of a box since its last write: most boxes have one or two, kept inline.
+class ReaderList {
+ public:
+  ReaderList() = default;
+  ReaderList(const ReaderList&) = delete;
+  ReaderList& operator=(const ReaderList&) = delete;
+  ReaderList(ReaderList&& o) noexcept { *this = std::move(o); }
+  ReaderList& operator=(ReaderList&& o) noexcept {
+    if (this != &o) {
+      release();
+      size_ = o.size_;
+      cap_ = o.cap_;
+      heap_ = o.heap_;
+      std::copy(o.inline_, o.inline_ + kInline, inline_);
+      o.heap_ = nullptr;
+      o.size_ = 0;
+      o.cap_ = kInline;
+    }
+    return *this;
+  }
+  ~ReaderList() { release(); }
+
+  const int64_t* begin() const { return heap_ != nullptr ? heap_ : inline_; }
+  const int64_t* end() const { return begin() + size_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int64_t back() const { return begin()[size_ - 1]; }
+  void clear() { size_ = 0; }
+
+  void push_back(int64_t v) {
+    if (size_ == cap_) {
+      const uint32_t cap = cap_ * 2;
+      auto* heap = new int64_t[cap];
+      std::copy(begin(), end(), heap);
+      delete[] heap_;
+      heap_ = heap;
+      cap_ = cap;
+    }
+    data()[size_++] = v;
+  }
+
+  // Frees the storage.
+  void release() {
+    delete[] heap_;
+    heap_ = nullptr;
+    size_ = 0;
+    cap_ = kInline;
+  }
+
+  template <typename Pred>
+  void erase_if(Pred&& pred) {
+    int64_t* d = data();
+    size_ = static_cast<uint32_t>(std::remove_if(d, d + size_, pred) - d);
+  }
+
+ private:
+  static constexpr uint32_t kInline = 2;
+  int64_t* data() { return heap_ != nullptr ? heap_ : inline_; }
+
+  int64_t inline_[kInline] = {};
+  int64_t* heap_ = nullptr;
+  uint32_t size_ = 0;
+  uint32_t cap_ = kInline;
+};
+
+}  // namespace
+
 struct RegionIndex::Node {
   int64_t offset[PYPTO_MAX_DIMS];
   int64_t extent[PYPTO_MAX_DIMS];
   int64_t lo;
   int64_t hi;
   int64_t writer = -1;
-  std::vector<int64_t> readers;
+  ReaderList readers;
+  // Next node in each grid bucket the node is in (a node spans at most two buckets of its level).
+  uint32_t next[2];
   int32_t layout;
   int32_t ndim;
   uint32_t stamp = 0;
@@ -113,10 +196,15 @@ struct RegionIndex::Layout {
 
 struct RegionIndex::Buffer {
   std::vector<Layout> layouts;
-  std::vector<Node> nodes;
-  std::vector<std::vector<uint32_t>> buckets;
+  std::deque<Node> nodes;
+  // Nodes superseded by a covering write, dropped at the next sweep.
+  size_t dead = 0;
+  // Nodes of the primary layout by outermost coordinate, on a grid per size class: level L holds
+  // boxes of outermost extent in (2^(L-1), 2^L] in buckets of 2^L coordinates. A bucket is an
+  // intrusive list: its head here, the links in the nodes.
+  std::vector<std::vector<uint32_t>> levels;
+  uint64_t used_levels = 0;
   std::vector<uint32_t> wide;
-  int64_t grain = 0;
   size_t sweep_at = kMinSweep;
   // Nodes created since the last sweep check of the current submission.
   bool dirty = false;
@@ -134,16 +222,22 @@ struct RegionIndex::Buffer {
     return static_cast<int32_t>(layouts.size() - 1);
   }
 
-  // Registers node `i` in the buckets (primary layout) or the wide list.
+  // Registers node `i` in its grid level (primary layout) or the wide list.
   void place(uint32_t i) {
-    const Node& n = nodes[i];
+    Node& n = nodes[i];
     if (n.layout == 0 && n.ndim > 0) {
-      if (grain == 0) grain = std::max<int64_t>(1, n.extent[0]);
-      const int64_t b0 = n.offset[0] / grain;
-      const int64_t b1 = (n.offset[0] + n.extent[0] - 1) / grain;
-      if (b1 - b0 < kMaxBucketsPerNode && b1 < kMaxBuckets) {
-        if (static_cast<int64_t>(buckets.size()) <= b1) buckets.resize(static_cast<size_t>(b1) + 1);
-        for (int64_t b = b0; b <= b1; ++b) buckets[static_cast<size_t>(b)].push_back(i);
+      const int level = level_of(n.extent[0]);
+      const int64_t b0 = n.offset[0] >> level;
+      const int64_t b1 = (n.offset[0] + n.extent[0] - 1) >> level;
+      if (b1 < kMaxBuckets) {
+        if (levels.size() <= static_cast<size_t>(level)) levels.resize(static_cast<size_t>(level) + 1);
+        auto& heads = levels[static_cast<size_t>(level)];
+        if (static_cast<int64_t>(heads.size()) <= b1) heads.resize(static_cast<size_t>(b1) + 1, kNoNode);
+        for (int64_t b = b0; b <= b1; ++b) {
+          n.next[b - b0] = heads[static_cast<size_t>(b)];
+          heads[static_cast<size_t>(b)] = i;
+        }
+        used_levels |= uint64_t{1} << level;
         return;
       }
     }
@@ -151,7 +245,7 @@ struct RegionIndex::Buffer {
   }
 
   void rebuild() {
-    for (auto& b : buckets) b.clear();
+    for (auto& heads : levels) std::fill(heads.begin(), heads.end(), kNoNode);
     wide.clear();
     for (uint32_t i = 0; i < nodes.size(); ++i) place(i);
   }
@@ -327,12 +421,20 @@ void RegionIndex::query(Canon& c, std::vector<int64_t>& preds) {
     if (n.writer >= 0) preds.push_back(n.writer);
     if (c.write) preds.insert(preds.end(), n.readers.begin(), n.readers.end());
   };
-  if (c.layout == 0 && c.ndim > 0 && b.grain > 0) {
-    const int64_t last = static_cast<int64_t>(b.buckets.size()) - 1;
-    const int64_t b0 = c.offset[0] / b.grain;
-    const int64_t b1 = std::min(last, (c.offset[0] + c.extent[0] - 1) / b.grain);
-    for (int64_t k = b0; k <= b1; ++k) {
-      for (uint32_t i : b.buckets[static_cast<size_t>(k)]) visit(i);
+  if (c.layout == 0 && c.ndim > 0) {
+    for (uint64_t used = b.used_levels; used != 0; used &= used - 1) {
+      const int level = __builtin_ctzll(used);
+      const auto& heads = b.levels[static_cast<size_t>(level)];
+      const int64_t b0 = c.offset[0] >> level;
+      const int64_t b1 = std::min<int64_t>(static_cast<int64_t>(heads.size()) - 1,
+                                           (c.offset[0] + c.extent[0] - 1) >> level);
+      for (int64_t k = b0; k <= b1; ++k) {
+        for (uint32_t i = heads[static_cast<size_t>(k)]; i != kNoNode;) {
+          visit(i);
+          const Node& n = b.nodes[i];
+          i = n.next[(n.offset[0] >> level) == k ? 0 : 1];
+        }
+      }
     }
     for (uint32_t i : b.wide) visit(i);
   } else {
@@ -382,7 +484,8 @@ void RegionIndex::update(Canon& c, int64_t seq) {
     if (static_cast<int64_t>(m) != e && covers(c, o)) {
       o.live = false;
       o.writer = -1;
-      std::vector<int64_t>().swap(o.readers);
+      o.readers.release();
+      ++b.dead;
     }
   }
 }
@@ -420,7 +523,7 @@ void RegionIndex::prune() {
       if (c.write) continue;
       Node& n = c.buf->nodes[static_cast<size_t>(c.exact)];
       if (n.readers.size() < n.prune_at) continue;
-      n.readers.erase(std::remove_if(n.readers.begin(), n.readers.end(), finished_), n.readers.end());
+      n.readers.erase_if(finished_);
       n.prune_at = std::max<uint32_t>(kMinReaderPrune, 2 * static_cast<uint32_t>(n.readers.size()));
     }
   }
@@ -428,24 +531,28 @@ void RegionIndex::prune() {
     Buffer& b = *created.first;
     if (!b.dirty) continue;
     b.dirty = false;
-    if (b.nodes.size() > b.sweep_at) sweep(b);
+    // With tasks finishing, sweep as the node list doubles; otherwise only superseded nodes can go.
+    if (finished_ ? b.nodes.size() > b.sweep_at : 2 * b.dead > b.nodes.size() && b.nodes.size() > kMinSweep) {
+      sweep(b);
+    }
   }
 }
 
 // Drops superseded boxes and, when tasks can finish, boxes whose tasks all have.
 void RegionIndex::sweep(Buffer& b) {
-  std::vector<Node> kept;
-  kept.reserve(b.nodes.size());
+  size_t kept = 0;
   for (Node& n : b.nodes) {
     if (!n.live) continue;
     if (finished_) {
       if (n.writer >= 0 && finished_(n.writer)) n.writer = -1;
-      n.readers.erase(std::remove_if(n.readers.begin(), n.readers.end(), finished_), n.readers.end());
+      n.readers.erase_if(finished_);
       if (n.writer < 0 && n.readers.empty()) continue;
     }
-    kept.push_back(std::move(n));
+    if (&b.nodes[kept] != &n) b.nodes[kept] = std::move(n);
+    ++kept;
   }
-  b.nodes.swap(kept);
+  b.nodes.resize(kept);
+  b.dead = 0;
   b.rebuild();
   b.sweep_at = std::max(kMinSweep, 2 * b.nodes.size());
 }

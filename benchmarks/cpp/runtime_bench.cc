@@ -1,0 +1,237 @@
+// Microbenchmarks of the task runtime's submission and scheduling.
+//
+// Every task runs an empty C kernel and is submitted through the C ABI table exactly as
+// generated orchestration code does, so the numbers are the runtime's own per-task cost:
+// dependency tracking (Build*: `Runtime::build`, nothing runs) and tracking plus
+// scheduling and execution (Run*: `Runtime::run`). Each benchmark reports tasks per
+// second (items_per_second) and the counter ns_per_task (wall-clock time per task).
+//
+//   pypto_runtime_bench [--benchmark_filter=REGEX] [--benchmark_min_time=SECONDS]
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+
+#include "runtime/pypto_abi.h"
+#include "runtime/runtime.h"
+
+namespace {
+
+using pypto::runtime::Runtime;
+using pypto::runtime::RunStats;
+
+// Every task touches a block of kBlockRows x kCols floats.
+constexpr int64_t kBlockRows = 32;
+constexpr int64_t kCols = 64;
+
+int32_t EmptyKernel(const pypto_region*, int32_t, const int64_t*, int32_t) { return 0; }
+
+// A row-major float matrix of `rows` x kCols. The kernels are empty, so its memory is
+// allocated uninitialised and never touched: the pages of even the largest sizes are
+// never faulted in.
+class Matrix {
+ public:
+  explicit Matrix(int64_t rows) : rows_(rows), data_(new float[rows * kCols]) {}
+
+  // Rows [first, first + count).
+  pypto_region Rows(int64_t first, int64_t count) const {
+    pypto_region r{};
+    r.base = data_.get();
+    r.ndim = 2;
+    r.elem_size = sizeof(float);
+    r.offset[0] = first;
+    r.extent[0] = count;
+    r.extent[1] = kCols;
+    r.stride[0] = kCols;
+    r.stride[1] = 1;
+    return r;
+  }
+  // Row block `b` of kBlockRows rows.
+  pypto_region Block(int64_t b) const { return Rows(b * kBlockRows, kBlockRows); }
+  pypto_region Whole() const { return Rows(0, rows_); }
+
+ private:
+  int64_t rows_;
+  std::unique_ptr<float[]> data_;
+};
+
+// Submits one task as generated orchestration code does; `block` is passed as its scalar argument.
+void Submit(const pypto_runtime_api* api, const char* name, std::initializer_list<pypto_region> inputs,
+            std::initializer_list<pypto_region> outputs, int64_t block) {
+  int64_t t = api->task_alloc(api->rt, name, &EmptyKernel, 0);
+  for (const pypto_region& r : inputs) api->task_add_input(api->rt, t, &r);
+  for (const pypto_region& r : outputs) api->task_add_output(api->rt, t, &r);
+  api->task_add_scalar(api->rt, t, block);
+  api->task_submit(api->rt, t);
+}
+
+// Each workload is built once per benchmark from its size argument; `tasks` is the number
+// of tasks one orchestration submits, and calling it runs the orchestration.
+
+// n tasks, each writing its own row block of one matrix: no dependencies.
+class Independent {
+ public:
+  explicit Independent(int64_t n) : n_(n), out_(n * kBlockRows) {}
+  int64_t tasks() const { return n_; }
+  void operator()(const pypto_runtime_api* api) const {
+    for (int64_t b = 0; b < n_; ++b) Submit(api, "independent", {}, {out_.Block(b)}, b);
+  }
+
+ private:
+  int64_t n_;
+  Matrix out_;
+};
+
+// n tasks, each reading and writing the same block: a dependency chain.
+class Chain {
+ public:
+  explicit Chain(int64_t n) : n_(n), buf_(kBlockRows) {}
+  int64_t tasks() const { return n_; }
+  void operator()(const pypto_runtime_api* api) const {
+    const pypto_region block = buf_.Block(0);
+    for (int64_t i = 0; i < n_; ++i) Submit(api, "chain", {block}, {block}, i);
+  }
+
+ private:
+  int64_t n_;
+  Matrix buf_;
+};
+
+// A transformer-layer-like pipeline over `blocks` row blocks, four tasks per block:
+// A = f(X, W); B = g(A); Y = h(B, X); X = Y. W is one shared read-only weight.
+class RowPipeline {
+ public:
+  explicit RowPipeline(int64_t blocks)
+      : blocks_(blocks), x_(blocks * kBlockRows), a_(blocks * kBlockRows), b_(blocks * kBlockRows),
+        y_(blocks * kBlockRows), w_(kCols) {}
+  int64_t tasks() const { return 4 * blocks_; }
+  void operator()(const pypto_runtime_api* api) const {
+    const pypto_region w = w_.Whole();
+    for (int64_t rb = 0; rb < blocks_; ++rb) {
+      const pypto_region x = x_.Block(rb);
+      const pypto_region a = a_.Block(rb);
+      const pypto_region b = b_.Block(rb);
+      const pypto_region y = y_.Block(rb);
+      Submit(api, "project", {x, w}, {a}, rb);
+      Submit(api, "activate", {a}, {b}, rb);
+      Submit(api, "residual", {b, x}, {y}, rb);
+      Submit(api, "store", {y}, {x}, rb);
+    }
+  }
+
+ private:
+  int64_t blocks_;
+  Matrix x_, a_, b_, y_, w_;
+};
+
+// One writer of a whole matrix, n readers of its disjoint row blocks, then one more writer
+// of the whole matrix, which waits for all n readers (write-after-read fan-in).
+class FanIn {
+ public:
+  explicit FanIn(int64_t n) : n_(n), buf_(n * kBlockRows) {}
+  int64_t tasks() const { return n_ + 2; }
+  void operator()(const pypto_runtime_api* api) const {
+    const pypto_region whole = buf_.Whole();
+    Submit(api, "fill", {}, {whole}, 0);
+    for (int64_t b = 0; b < n_; ++b) Submit(api, "read", {buf_.Block(b)}, {}, b);
+    Submit(api, "overwrite", {}, {whole}, 0);
+  }
+
+ private:
+  int64_t n_;
+  Matrix buf_;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// `elapsed` is the wall-clock time of all iterations' timed work.
+void ReportTasks(benchmark::State& state, int64_t tasks_per_iteration, Clock::duration elapsed) {
+  const int64_t tasks = state.iterations() * tasks_per_iteration;
+  state.SetItemsProcessed(tasks);
+  if (tasks > 0) {
+    state.counters["ns_per_task"] =
+        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()) / tasks;
+  }
+}
+
+// Builds the task graph (`Runtime::build`: dependencies resolved, nothing runs or is kept).
+template <class Workload>
+void BM_Build(benchmark::State& state) {
+  const Workload workload(state.range(0));
+  Runtime rt(1);
+  Clock::duration elapsed{};
+  for (auto _ : state) {
+    RunStats stats;
+    const Clock::time_point start = Clock::now();
+    try {
+      stats = rt.build(std::cref(workload));
+    } catch (const std::exception& e) {
+      state.SkipWithError(e.what());
+      break;
+    }
+    elapsed += Clock::now() - start;
+    if (stats.tasks != workload.tasks()) {
+      state.SkipWithError("build() reported an unexpected number of tasks");
+      break;
+    }
+  }
+  ReportTasks(state, workload.tasks(), elapsed);
+}
+
+// Builds and executes the task graph on state.range(1) threads (the orchestrating thread included).
+template <class Workload>
+void BM_Run(benchmark::State& state) {
+  const Workload workload(state.range(0));
+  Runtime rt(static_cast<int>(state.range(1)));
+  Clock::duration elapsed{};
+  for (auto _ : state) {
+    RunStats stats;
+    const Clock::time_point start = Clock::now();
+    try {
+      stats = rt.run(std::cref(workload));
+    } catch (const std::exception& e) {
+      state.SkipWithError(e.what());
+      break;
+    }
+    if (stats.tasks != workload.tasks()) {
+      state.SkipWithError("run() reported an unexpected number of tasks");
+      break;
+    }
+    elapsed += Clock::now() - start;
+  }
+  ReportTasks(state, workload.tasks(), elapsed);
+}
+
+constexpr int64_t kSizes[] = {int64_t{1} << 10, int64_t{1} << 14, int64_t{1} << 17};
+
+void BuildArgs(benchmark::internal::Benchmark* b, const char* size_name) {
+  for (int64_t n : kSizes) b->Arg(n);
+  b->ArgNames({size_name})->Unit(benchmark::kMillisecond);
+}
+
+void RunArgs(benchmark::internal::Benchmark* b, const char* size_name) {
+  for (int64_t n : kSizes) {
+    for (int64_t threads : {1, 2}) b->Args({n, threads});
+  }
+  b->ArgNames({size_name, "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+void TaskArgs(benchmark::internal::Benchmark* b) { BuildArgs(b, "n"); }
+void TaskRunArgs(benchmark::internal::Benchmark* b) { RunArgs(b, "n"); }
+void BlockArgs(benchmark::internal::Benchmark* b) { BuildArgs(b, "blocks"); }
+void BlockRunArgs(benchmark::internal::Benchmark* b) { RunArgs(b, "blocks"); }
+
+BENCHMARK(BM_Build<Independent>)->Name("BM_BuildIndependent")->Apply(TaskArgs);
+BENCHMARK(BM_Run<Independent>)->Name("BM_RunIndependent")->Apply(TaskRunArgs);
+BENCHMARK(BM_Run<Chain>)->Name("BM_RunChain")->Apply(TaskRunArgs);
+BENCHMARK(BM_Build<RowPipeline>)->Name("BM_BuildRowPipeline")->Apply(BlockArgs);
+BENCHMARK(BM_Run<RowPipeline>)->Name("BM_RunRowPipeline")->Apply(BlockRunArgs);
+BENCHMARK(BM_Run<FanIn>)->Name("BM_RunFanIn")->Apply(TaskRunArgs);
+
+}  // namespace
+
+BENCHMARK_MAIN();
