@@ -165,6 +165,7 @@ void bind_compile(py::module_& m) {
   m.def("dump_stages", &codegen::dump_stages);
   m.def("cache_dir", &codegen::cache_dir);
   m.def("compiler_command", &codegen::compiler_command);
+  m.def("compiler_flags", &codegen::compiler_flags, "Flags generated code is compiled with (before -o and the source).");
 }
 
 }  // namespace pypto::bindings

@@ -269,6 +269,133 @@ inline void tcopy(T* __restrict dst, const T* __restrict src) {
   for (int64_t i = 0; i < N; ++i) dst[i] = src[i];
 }
 
+/// Vectorisable float math. Each function is straight-line code (selects, no
+/// branches, no calls), so a tile loop that applies it compiles to packed SIMD
+/// instructions. Maximum errors over all finite floats, measured by
+/// cpp_tests/codegen/vector_math_test.cc against double-precision libm:
+/// exp 1 ulp, log 1 ulp, tanh 2 ulp, erf 2 ulp, rsqrt 1 ulp. inf, nan and
+/// denormal inputs and results behave as in libm. Other types use <cmath>.
+namespace vm {
+
+inline float from_bits(int32_t i) { return __builtin_bit_cast(float, i); }
+inline int32_t to_bits(float f) { return __builtin_bit_cast(int32_t, f); }
+
+/// 2^n for n in [-252, 254] as a product of two normal powers of two.
+inline float pow2i_product(float y, int32_t n) {
+  const int32_t n1 = n >> 1;
+  const int32_t n2 = n - n1;
+  return y * from_bits((n1 + 127) << 23) * from_bits((n2 + 127) << 23);
+}
+
+inline float exp(float x) {
+  // exp(x) = 2^n * e^r with n = round(x / ln 2), |r| <= ln(2) / 2.
+  const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  const float t = std::fma(xc, 1.44269504088896341f, 12582912.0f);  // rounds through 1.5 * 2^23
+  const float n = t - 12582912.0f;
+  const int32_t ni = to_bits(t) - 0x4B400000;
+  float r = std::fma(n, -0.693359375f, xc);
+  r = std::fma(n, 2.12194440e-4f, r);
+  float p = 1.0f / 5040.0f;
+  p = std::fma(p, r, 1.0f / 720.0f);
+  p = std::fma(p, r, 1.0f / 120.0f);
+  p = std::fma(p, r, 1.0f / 24.0f);
+  p = std::fma(p, r, 1.0f / 6.0f);
+  p = std::fma(p, r, 0.5f);
+  p = std::fma(p, r, 1.0f);
+  p = std::fma(p, r, 1.0f);
+  float y = pow2i_product(p, ni);
+  y = x > 88.72283935546875f ? std::numeric_limits<float>::infinity() : y;
+  return x != x ? x : y;
+}
+
+inline float log(float x) {
+  // log(x) = e ln 2 + log(m), m in [sqrt(1/2), sqrt(2)), log(1 + f) = f - f^2/2 + f^3 P(f).
+  const bool sub = x < 1.17549435e-38f;
+  const int32_t i = to_bits(sub ? x * 8388608.0f : x);
+  const int32_t mant = (i & 0x007fffff) | 0x3f800000;
+  const int32_t big = mant > 0x3fb504f3 ? 1 : 0;  // m > sqrt(2): halve m
+  const int32_t e = ((i >> 23) & 0xff) - (sub ? 150 : 127) + big;
+  const float f = from_bits(mant - (big << 23)) - 1.0f;
+  float p = -0.07779280841350555f;
+  p = std::fma(p, f, 0.1256403625011444f);
+  p = std::fma(p, f, -0.13013280928134918f);
+  p = std::fma(p, f, 0.14222414791584015f);
+  p = std::fma(p, f, -0.16640795767307281f);
+  p = std::fma(p, f, 0.20000775158405304f);
+  p = std::fma(p, f, -0.2500030994415283f);
+  p = std::fma(p, f, 0.3333333134651184f);
+  const float f2 = f * f;
+  const float fe = static_cast<float>(e);
+  float y = std::fma(f2 * f, p, std::fma(-0.5f, f2, f));
+  y = std::fma(fe, -2.12194440e-4f, y);
+  y = std::fma(fe, 0.693359375f, y);
+  // Zero, negative, inf and nan inputs give -inf, nan, inf and nan. The blend is done on bits:
+  // a select would let the compiler move the polynomial under a branch, which stops vectorisation.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float special = x == 0.0f ? -inf : (x > 0.0f ? x : std::numeric_limits<float>::quiet_NaN());
+  const int32_t ok = -static_cast<int32_t>((x > 0.0f) & (x < inf));
+  return from_bits((to_bits(y) & ok) | (to_bits(special) & ~ok));
+}
+
+inline float tanh(float x) {
+  // |x| < 0.625: x + x^3 P(x^2); otherwise 1 - 2 / (e^(2|x|) + 1) with the sign of x.
+  const float a = std::fabs(x);
+  const float s = x * x;
+  float p = 0.002307977993041277f;
+  p = std::fma(p, s, -0.008359912782907486f);
+  p = std::fma(p, s, 0.021774930879473686f);
+  p = std::fma(p, s, -0.053960226476192474f);
+  p = std::fma(p, s, 0.13333310186862946f);
+  p = std::fma(p, s, -0.3333333432674408f);
+  const float small = std::copysign(std::fma(x * s, p, x), x);  // keeps tanh(-0) = -0
+  const float e = vm::exp(2.0f * a);
+  const float large = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
+  return a < 0.625f ? small : large;
+}
+
+inline float erf(float x) {
+  // |x| < 1: x P(x^2). Otherwise 1 - erfc(|x|) with erfc(a) = e^(-a^2) Q(1/a) (Q fits erfcx on
+  // [1, 4.1]; a^2 is split exactly into hi + lo), and 1 from |x| >= 4 (erfc(4) < 2^-25).
+  const float a = std::fabs(x);
+  const float s = x * x;
+  float p = 7.898201874922961e-05f;
+  p = std::fma(p, s, -0.000802435155492276f);
+  p = std::fma(p, s, 0.0051900530233979225f);
+  p = std::fma(p, s, -0.026854807510972023f);
+  p = std::fma(p, s, 0.11283612251281738f);
+  p = std::fma(p, s, -0.3761262893676758f);
+  p = std::fma(p, s, 1.128379225730896f);
+  const float small = x * p;
+  const float ac = a < 1.0f ? 1.0f : (a > 4.0f ? 4.0f : a);
+  const float u = 1.0f / ac;
+  float q = -0.03941330313682556f;
+  q = std::fma(q, u, 0.2721441090106964f);
+  q = std::fma(q, u, -0.8312594294548035f);
+  q = std::fma(q, u, 1.4571022987365723f);
+  q = std::fma(q, u, -1.558101773262024f);
+  q = std::fma(q, u, 0.9229554533958435f);
+  q = std::fma(q, u, -0.08023510128259659f);
+  q = std::fma(q, u, -0.28175947070121765f);
+  q = std::fma(q, u, 0.002330666407942772f);
+  q = std::fma(q, u, 0.563798189163208f);
+  q = std::fma(q, u, 2.197036701545585e-05f);
+  const float hi = ac * ac;
+  const float lo = std::fma(ac, ac, -hi);
+  const float erfc = vm::exp(-hi) * (1.0f - lo) * q;
+  const float large = std::copysign(a >= 4.0f ? 1.0f : 1.0f - erfc, x);
+  return a < 1.0f ? small : large;
+}
+
+inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
+
+template <typename T> inline T exp(T x) { return std::exp(x); }
+template <typename T> inline T log(T x) { return std::log(x); }
+template <typename T> inline T tanh(T x) { return std::tanh(x); }
+template <typename T> inline T erf(T x) { return std::erf(x); }
+template <typename T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
+
+}  // namespace vm
+
 struct OpAdd { template <typename T> static T f(T a, T b) { return a + b; } };
 struct OpSub { template <typename T> static T f(T a, T b) { return a - b; } };
 struct OpMul { template <typename T> static T f(T a, T b) { return a * b; } };
@@ -297,22 +424,22 @@ struct OpLe { template <typename T> static bool f(T a, T b) { return a <= b; } }
 struct OpEq { template <typename T> static bool f(T a, T b) { return a == b; } };
 struct OpNe { template <typename T> static bool f(T a, T b) { return a != b; } };
 
-struct FnExp { template <typename T> static T f(T x) { return std::exp(x); } };
+struct FnExp { template <typename T> static T f(T x) { return vm::exp(x); } };
 struct FnNeg { template <typename T> static T f(T x) { return -x; } };
 struct FnAbs { template <typename T> static T f(T x) { return x < T(0) ? T(-x) : (x == T(0) ? T(0) : x); } };
-struct FnLog { template <typename T> static T f(T x) { return std::log(x); } };
+struct FnLog { template <typename T> static T f(T x) { return vm::log(x); } };
 struct FnSqrt { template <typename T> static T f(T x) { return std::sqrt(x); } };
-struct FnRsqrt { template <typename T> static T f(T x) { return T(1) / std::sqrt(x); } };
+struct FnRsqrt { template <typename T> static T f(T x) { return vm::rsqrt(x); } };
 struct FnRecip { template <typename T> static T f(T x) { return T(1) / x; } };
 struct FnRelu { template <typename T> static T f(T x) { return x < T(0) ? T(0) : x; } };
-struct FnSigmoid { template <typename T> static T f(T x) { return T(1) / (T(1) + std::exp(-x)); } };
-struct FnTanh { template <typename T> static T f(T x) { return std::tanh(x); } };
-struct FnSilu { template <typename T> static T f(T x) { return x / (T(1) + std::exp(-x)); } };
+struct FnSigmoid { template <typename T> static T f(T x) { return T(1) / (T(1) + vm::exp(T(-x))); } };
+struct FnTanh { template <typename T> static T f(T x) { return vm::tanh(x); } };
+struct FnSilu { template <typename T> static T f(T x) { return x / (T(1) + vm::exp(T(-x))); } };
 struct FnGelu {
   template <typename T>
-  static T f(T x) { return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440))); }
+  static T f(T x) { return T(0.5) * x * (T(1) + vm::erf(T(x * T(0.70710678118654752440)))); }
 };
-struct FnErf { template <typename T> static T f(T x) { return std::erf(x); } };
+struct FnErf { template <typename T> static T f(T x) { return vm::erf(x); } };
 struct FnErfc { template <typename T> static T f(T x) { return std::erfc(x); } };
 struct FnFloor { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::floor(x)); } };
 struct FnCeil { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::ceil(x)); } };

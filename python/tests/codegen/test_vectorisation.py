@@ -1,0 +1,74 @@
+"""Generated tile loops vectorise: each InCore kernel of a few fused kernels, compiled with the
+flags pypto uses, contains packed SIMD arithmetic, and no call to a scalar libm function."""
+
+import os
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+import pypto
+from pypto import _C
+
+M, N = 64, 256
+
+
+@pypto.frontend.jit
+def softmax(x: pypto.Tensor((M, N), pypto.DT_FP32)) -> pypto.Tensor((M, N), pypto.DT_FP32):
+    pypto.set_vec_tile_shapes(16, 256)
+    e = pypto.exp(pypto.sub(x, pypto.amax(x, -1, True)))
+    return pypto.div(e, pypto.sum(e, -1, True))
+
+
+@pypto.frontend.jit
+def gelu_tanh_log(x: pypto.Tensor((M, N), pypto.DT_FP32)) -> pypto.Tensor((M, N), pypto.DT_FP32):
+    pypto.set_vec_tile_shapes(16, 256)
+    return pypto.gelu(x) + pypto.tanh(x) + pypto.log(pypto.abs(x) + 1.0) + pypto.rsqrt(x * x + 1.0)
+
+
+@pypto.frontend.jit
+def rms_norm(x: pypto.Tensor((M, N), pypto.DT_FP32), w: pypto.Tensor((N,), pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(16, 256)
+    return pypto.rms_norm(x, w, 1e-5)
+
+
+# Packed single-precision arithmetic on SIMD registers (SSE, AVX or AVX-512).
+PACKED = re.compile(r"^\s+v?(fmadd|fnmadd|fmsub|mul|add|sub|div|max|sqrt)\w*ps\s", re.M)
+SCALAR_LIBM = re.compile(r"call\s+\S*\b(expf|logf|tanhf|erff|exp|log|tanh|erf)(@PLT)?\b")
+
+
+def kernel_assembly(compiled, tmp_path):
+    """{kernel function name: its assembly} of the compiled program's generated source."""
+    src = tmp_path / "kernel.cc"
+    src.write_text(compiled.source())
+    asm = tmp_path / "kernel.s"
+    flags = [f for f in _C.compiler_flags() if f not in ("-shared", "-fPIC")]
+    subprocess.run(_C.compiler_command() + flags + ["-S", "-o", str(asm), str(src)], check=True)
+    text = asm.read_text()
+    out = {}
+    # Kernels are static C++ functions, so their labels are mangled (_ZL<len>k_<name>...).
+    for m in re.finditer(r"^([\w.$]*?k_\w+):\n(.*?)\.cfi_endproc", text, re.S | re.M):
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+@pytest.mark.parametrize("kernel,args", [
+    (softmax, (np.zeros((M, N), np.float32),)),
+    (gelu_tanh_log, (np.zeros((M, N), np.float32),)),
+    (rms_norm, (np.zeros((M, N), np.float32), np.ones(N, np.float32))),
+])
+def test_generated_kernels_use_packed_simd(kernel, args, tmp_path):
+    compiled = pypto.compile(kernel, *args)
+    kernels = kernel_assembly(compiled, tmp_path)
+    assert kernels, "no kernel function found in the assembly"
+    for name, asm in kernels.items():
+        packed = PACKED.findall(asm)
+        assert len(packed) >= 4, f"{name}: only {len(packed)} packed float instructions"
+        assert not SCALAR_LIBM.search(asm), f"{name} calls a scalar libm function"
+
+
+def test_host_cpu_flags_are_used():
+    # Code is built for the host CPU; the CPU's identity is part of the cache key (test_cache.py).
+    assert "-march=native" in _C.compiler_flags()
+    assert os.path.isabs(_C.cache_dir())
