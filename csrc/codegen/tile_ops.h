@@ -280,6 +280,14 @@ namespace vm {
 inline float from_bits(int32_t i) { return __builtin_bit_cast(float, i); }
 inline int32_t to_bits(float f) { return __builtin_bit_cast(int32_t, f); }
 
+/// c0 + c1 x + c2 x^2 + ... by Horner's rule with fused multiply-adds (unrolled at compile time,
+/// so loops calling it still vectorise).
+inline float poly(float, float c0) { return c0; }
+template <typename... C>
+inline float poly(float x, float c0, C... c) {
+  return std::fma(poly(x, c...), x, c0);
+}
+
 /// 2^n for n in [-252, 254] as a product of two normal powers of two.
 inline float pow2i_product(float y, int32_t n) {
   const int32_t n1 = n >> 1;
@@ -295,14 +303,7 @@ inline float exp(float x) {
   const int32_t ni = to_bits(t) - 0x4B400000;
   float r = std::fma(n, -0.693359375f, xc);
   r = std::fma(n, 2.12194440e-4f, r);
-  float p = 1.0f / 5040.0f;
-  p = std::fma(p, r, 1.0f / 720.0f);
-  p = std::fma(p, r, 1.0f / 120.0f);
-  p = std::fma(p, r, 1.0f / 24.0f);
-  p = std::fma(p, r, 1.0f / 6.0f);
-  p = std::fma(p, r, 0.5f);
-  p = std::fma(p, r, 1.0f);
-  p = std::fma(p, r, 1.0f);
+  const float p = poly(r, 1.0f, 1.0f, 0.5f, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040);
   float y = pow2i_product(p, ni);
   y = x > 88.72283935546875f ? std::numeric_limits<float>::infinity() : y;
   return x != x ? x : y;
@@ -316,14 +317,8 @@ inline float log(float x) {
   const int32_t big = mant > 0x3fb504f3 ? 1 : 0;  // m > sqrt(2): halve m
   const int32_t e = ((i >> 23) & 0xff) - (sub ? 150 : 127) + big;
   const float f = from_bits(mant - (big << 23)) - 1.0f;
-  float p = -0.07779280841350555f;
-  p = std::fma(p, f, 0.1256403625011444f);
-  p = std::fma(p, f, -0.13013280928134918f);
-  p = std::fma(p, f, 0.14222414791584015f);
-  p = std::fma(p, f, -0.16640795767307281f);
-  p = std::fma(p, f, 0.20000775158405304f);
-  p = std::fma(p, f, -0.2500030994415283f);
-  p = std::fma(p, f, 0.3333333134651184f);
+  const float p = poly(f, 0.3333333134651184f, -0.2500030994415283f, 0.20000775158405304f, -0.16640795767307281f,
+                           0.14222414791584015f, -0.13013280928134918f, 0.1256403625011444f, -0.07779280841350555f);
   const float f2 = f * f;
   const float fe = static_cast<float>(e);
   float y = std::fma(f2 * f, p, std::fma(-0.5f, f2, f));
@@ -341,12 +336,8 @@ inline float tanh(float x) {
   // |x| < 0.625: x + x^3 P(x^2); otherwise 1 - 2 / (e^(2|x|) + 1) with the sign of x.
   const float a = std::fabs(x);
   const float s = x * x;
-  float p = 0.002307977993041277f;
-  p = std::fma(p, s, -0.008359912782907486f);
-  p = std::fma(p, s, 0.021774930879473686f);
-  p = std::fma(p, s, -0.053960226476192474f);
-  p = std::fma(p, s, 0.13333310186862946f);
-  p = std::fma(p, s, -0.3333333432674408f);
+  const float p = poly(s, -0.3333333432674408f, 0.13333310186862946f, -0.053960226476192474f, 0.021774930879473686f,
+                           -0.008359912782907486f, 0.002307977993041277f);
   const float small = std::copysign(std::fma(x * s, p, x), x);  // keeps tanh(-0) = -0
   const float e = vm::exp(2.0f * a);
   const float large = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
@@ -358,27 +349,14 @@ inline float erf(float x) {
   // [1, 4.1]; a^2 is split exactly into hi + lo), and 1 from |x| >= 4 (erfc(4) < 2^-25).
   const float a = std::fabs(x);
   const float s = x * x;
-  float p = 7.898201874922961e-05f;
-  p = std::fma(p, s, -0.000802435155492276f);
-  p = std::fma(p, s, 0.0051900530233979225f);
-  p = std::fma(p, s, -0.026854807510972023f);
-  p = std::fma(p, s, 0.11283612251281738f);
-  p = std::fma(p, s, -0.3761262893676758f);
-  p = std::fma(p, s, 1.128379225730896f);
+  const float p = poly(s, 1.128379225730896f, -0.3761262893676758f, 0.11283612251281738f, -0.026854807510972023f,
+                           0.0051900530233979225f, -0.000802435155492276f, 7.898201874922961e-05f);
   const float small = x * p;
   const float ac = a < 1.0f ? 1.0f : (a > 4.0f ? 4.0f : a);
   const float u = 1.0f / ac;
-  float q = -0.03941330313682556f;
-  q = std::fma(q, u, 0.2721441090106964f);
-  q = std::fma(q, u, -0.8312594294548035f);
-  q = std::fma(q, u, 1.4571022987365723f);
-  q = std::fma(q, u, -1.558101773262024f);
-  q = std::fma(q, u, 0.9229554533958435f);
-  q = std::fma(q, u, -0.08023510128259659f);
-  q = std::fma(q, u, -0.28175947070121765f);
-  q = std::fma(q, u, 0.002330666407942772f);
-  q = std::fma(q, u, 0.563798189163208f);
-  q = std::fma(q, u, 2.197036701545585e-05f);
+  const float q = poly(u, 2.197036701545585e-05f, 0.563798189163208f, 0.002330666407942772f, -0.28175947070121765f,
+                           -0.08023510128259659f, 0.9229554533958435f, -1.558101773262024f, 1.4571022987365723f,
+                           -0.8312594294548035f, 0.2721441090106964f, -0.03941330313682556f);
   const float hi = ac * ac;
   const float lo = std::fma(ac, ac, -hi);
   const float erfc = vm::exp(-hi) * (1.0f - lo) * q;
