@@ -502,18 +502,79 @@ inline void treduce(T* __restrict dst, const T* __restrict a, int64_t valid, T i
   }
 }
 
-/// TMATMUL / TMATMUL_ACC: dst (M x N) = or += a (M x K) @ b (K x N); the
-/// i-k-j order streams rows of b so the inner loop vectorises.
+/// Native SIMD vectors of floats for the matmul micro-kernel (GCC/Clang vector extensions).
+#if defined(__AVX512F__)
+constexpr int64_t kVecFloats = 16;
+#elif defined(__AVX__)
+constexpr int64_t kVecFloats = 8;
+#else
+constexpr int64_t kVecFloats = 4;
+#endif
+typedef float vfloat __attribute__((vector_size(kVecFloats * sizeof(float))));
+
+inline vfloat vload(const float* p) {
+  vfloat v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void vstore(float* p, vfloat v) { memcpy(p, &v, sizeof v); }
+
+/// Register block of the float matmul: kMatmulRows rows x kMatmulVecs vectors of accumulators
+/// (8 x 2 = 16 vector registers), each step loading kMatmulVecs vectors of b and broadcasting
+/// kMatmulRows elements of a.
+constexpr int64_t kMatmulRows = 8;
+constexpr int64_t kMatmulVecs = 2;
+constexpr int64_t kMatmulCols = kMatmulVecs * kVecFloats;
+
+/// The micro-kernel: d (MR x NV vectors, row stride N) = or += a (MR rows, row stride KA) @ b (K rows, row stride N).
+template <int64_t MR, int64_t NV, bool ACC, int64_t K, int64_t N, int64_t KA>
+inline void matmul_block(float* __restrict d, const float* __restrict a, const float* __restrict b) {
+  vfloat acc[MR][NV];
+  for (int64_t i = 0; i < MR; ++i)
+    for (int64_t v = 0; v < NV; ++v) acc[i][v] = ACC ? vload(d + i * N + v * kVecFloats) : vfloat{};
+  for (int64_t k = 0; k < K; ++k) {
+    vfloat bv[NV];
+    for (int64_t v = 0; v < NV; ++v) bv[v] = vload(b + k * N + v * kVecFloats);
+    for (int64_t i = 0; i < MR; ++i) {
+      const float av = a[i * KA + k];
+      for (int64_t v = 0; v < NV; ++v) acc[i][v] += av * bv[v];
+    }
+  }
+  for (int64_t i = 0; i < MR; ++i)
+    for (int64_t v = 0; v < NV; ++v) vstore(d + i * N + v * kVecFloats, acc[i][v]);
+}
+
+/// Rows [0, M) of one column block of NV vectors, in register blocks of kMatmulRows rows (the last
+/// block takes the remaining rows).
+template <int64_t NV, bool ACC, int64_t M, int64_t K, int64_t N>
+inline void matmul_column_block(float* __restrict d, const float* __restrict a, const float* __restrict b) {
+  constexpr int64_t full = M / kMatmulRows * kMatmulRows;
+  for (int64_t i0 = 0; i0 < full; i0 += kMatmulRows)
+    matmul_block<kMatmulRows, NV, ACC, K, N, K>(d + i0 * N, a + i0 * K, b);
+  if constexpr (M % kMatmulRows != 0) matmul_block<M % kMatmulRows, NV, ACC, K, N, K>(d + full * N, a + full * K, b);
+}
+
+/// TMATMUL / TMATMUL_ACC: dst (M x N) = or += a (M x K) @ b (K x N). Floats go through the
+/// register-blocked micro-kernel over column blocks of kMatmulCols (then single vectors); the
+/// columns left over, and other types, use the i-k-j loop, which streams rows of b so its inner
+/// loop vectorises.
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N>
 inline void tmatmul(T* __restrict dst, const T* __restrict a, const T* __restrict b) {
-  if (!ACC)
-    for (int64_t i = 0; i < M * N; ++i) dst[i] = T(0);
+  int64_t j0 = 0;
+  if constexpr (std::is_same<T, float>::value) {
+    for (; j0 + kMatmulCols <= N; j0 += kMatmulCols)
+      matmul_column_block<kMatmulVecs, ACC, M, K, N>(dst + j0, a, b + j0);
+    for (; j0 + kVecFloats <= N; j0 += kVecFloats) matmul_column_block<1, ACC, M, K, N>(dst + j0, a, b + j0);
+  }
+  if (j0 == N) return;
   for (int64_t i = 0; i < M; ++i) {
     T* __restrict d = dst + i * N;
+    if (!ACC)
+      for (int64_t j = j0; j < N; ++j) d[j] = T(0);
     for (int64_t k = 0; k < K; ++k) {
       const T av = a[i * K + k];
       const T* __restrict brow = b + k * N;
-      for (int64_t j = 0; j < N; ++j) d[j] += av * brow[j];
+      for (int64_t j = j0; j < N; ++j) d[j] += av * brow[j];
     }
   }
 }
