@@ -191,6 +191,32 @@ inline pypto_tensor make_reshape(const pypto_tensor& b, int32_t ndim, const int6
   return t;
 }
 
+/// Row `r` of a tile of shape `tshape` (rows = all dims but the last): its element offset in a
+/// box with strides `stride`, and whether it lies inside the `valid` box. Rank 1 and 2 need no
+/// division.
+inline void row_position(int rank, const int64_t* tshape, const int64_t* valid, const int64_t* stride, int64_t r,
+                         int64_t& off, bool& inside) {
+  if (rank <= 1) {
+    off = 0;
+    inside = true;
+    return;
+  }
+  if (rank == 2) {
+    off = r * stride[0];
+    inside = r < valid[0];
+    return;
+  }
+  off = 0;
+  inside = true;
+  int64_t rem = r;
+  for (int d = rank - 2; d >= 0; --d) {
+    const int64_t i = rem % tshape[d];
+    rem /= tshape[d];
+    inside = inside && i < valid[d];
+    off += i * stride[d];
+  }
+}
+
 /// TLOAD: the box of `rank` dims at `src` (element strides `stride`, `valid`
 /// elements per dim) into a tile of shape `tshape` whose last dim is C; tile
 /// elements outside the valid box are zero.
@@ -202,14 +228,9 @@ inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* _
   const int64_t vc = valid[rank - 1] < C ? valid[rank - 1] : C;
   const int64_t sc = stride[rank - 1];
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t off = 0, rem = r;
+    int64_t off = 0;
     bool inside = true;
-    for (int d = rank - 2; d >= 0; --d) {
-      int64_t i = rem % tshape[d];
-      rem /= tshape[d];
-      inside = inside && i < valid[d];
-      off += i * stride[d];
-    }
+    row_position(rank, tshape, valid, stride, r, off, inside);
     T* __restrict drow = dst + r * C;
     if (!inside) {
       for (int64_t c = 0; c < C; ++c) drow[c] = T(0);
@@ -234,14 +255,9 @@ inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* vali
   const int64_t vc = valid[rank - 1] < C ? valid[rank - 1] : C;
   const int64_t sc = stride[rank - 1];
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t off = 0, rem = r;
+    int64_t off = 0;
     bool inside = true;
-    for (int d = rank - 2; d >= 0; --d) {
-      int64_t i = rem % tshape[d];
-      rem /= tshape[d];
-      inside = inside && i < valid[d];
-      off += i * stride[d];
-    }
+    row_position(rank, tshape, valid, stride, r, off, inside);
     if (!inside) continue;
     const T* __restrict srow = src + r * C;
     S* __restrict drow = dst + off;
@@ -489,9 +505,30 @@ inline void tcast(D* __restrict dst, const T* __restrict src) {
 
 /// Reduces axis RED of a tile viewed as [OUTER, RED, INNER] over its first
 /// `valid` entries (TROW*: INNER = 1; TCOL*: OUTER = 1; TRED*: a middle axis).
+/// A row (INNER = 1) is reduced in kReduceLanes interleaved partial results,
+/// combined at the end, so the loop vectorises; other layouts reduce whole
+/// rows of INNER elements at a time.
+constexpr int64_t kReduceLanes = 16;
+
 template <typename Op, typename T, int64_t OUTER, int64_t RED, int64_t INNER>
 inline void treduce(T* __restrict dst, const T* __restrict a, int64_t valid, T init) {
   if (valid > RED) valid = RED;
+  if constexpr (INNER == 1) {
+    const int64_t chunks = valid / kReduceLanes;
+    for (int64_t o = 0; o < OUTER; ++o) {
+      const T* __restrict row = a + o * RED;
+      T lanes[kReduceLanes];
+      for (int64_t l = 0; l < kReduceLanes; ++l) lanes[l] = init;
+      for (int64_t c = 0; c < chunks; ++c)
+        for (int64_t l = 0; l < kReduceLanes; ++l) lanes[l] = Op::f(lanes[l], row[c * kReduceLanes + l]);
+      for (int64_t w = kReduceLanes / 2; w >= 1; w /= 2)
+        for (int64_t l = 0; l < w; ++l) lanes[l] = Op::f(lanes[l], lanes[l + w]);
+      T r = lanes[0];
+      for (int64_t c = chunks * kReduceLanes; c < valid; ++c) r = Op::f(r, row[c]);
+      dst[o] = r;
+    }
+    return;
+  }
   for (int64_t o = 0; o < OUTER; ++o) {
     T* __restrict d = dst + o * INNER;
     for (int64_t i = 0; i < INNER; ++i) d[i] = init;
