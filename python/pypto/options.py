@@ -32,10 +32,12 @@ class options:  # noqa: N801 - PyPTO's name
 
     def __enter__(self):
         config._context_options.append(self._pass)
+        config.bump_version()
         return self
 
     def __exit__(self, *exc):
         config._context_options.pop()
+        config.bump_version()
         return False
 
     def __call__(self, fn):
@@ -43,6 +45,7 @@ class options:  # noqa: N801 - PyPTO's name
 
         if isinstance(fn, JitFunction):
             fn._pass_options = {**fn._pass_options, **self._pass}
+            config.bump_version()
             fn._cache.clear()
             return fn
         attached = dict(getattr(fn, "__pypto_options__", {}))

@@ -26,6 +26,19 @@ class TraceContext:
 
 _local = threading.local()
 _global_vec_tile: tuple[int, ...] | None = None
+# Bumped whenever a process-wide setting that changes compilation changes (tile defaults, pass
+# options, `with pypto.options(...)` blocks), so jitted functions can key cached calls on it.
+_version = 0
+
+
+def bump_version() -> None:
+    global _version
+    _version += 1
+
+
+def version() -> int:
+    return _version
+
 _global_pass_options: dict[str, Any] = {}
 _global_cube_tile: tuple | None = None
 
@@ -78,6 +91,7 @@ def set_vec_tile_shapes(*dims: int) -> None:
         ctx.vec_tile = shape
     else:
         _global_vec_tile = shape
+        bump_version()
 
 
 def get_vec_tile_shapes() -> tuple[int, ...] | None:
@@ -108,6 +122,7 @@ def set_cube_tile_shapes(m=None, k=None, n=None) -> None:
         ctx.cube_tile = shape
     else:
         _global_cube_tile = shape
+        bump_version()
 
 
 def get_cube_tile_shapes():
@@ -184,6 +199,7 @@ def set_pass_options(**opts: Any) -> None:
     """Sets pass options for functions compiled afterwards (``verify``,
     ``fusion``, ``disable_passes``, ``sram_budget_kb``)."""
     _global_pass_options.update(normalize_pass_options(opts))
+    bump_version()
 
 
 def global_pass_options() -> dict[str, Any]:

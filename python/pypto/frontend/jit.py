@@ -288,6 +288,34 @@ def _prepare(compiled: Compiled, bound: _Bound):
     return keep, specs, outs, dyn
 
 
+class _FastEntry:
+    """A repeated call: same settings, argument kinds, dtypes and shapes as a call that was bound,
+    checked and compiled the normal way, so only the arrays' addresses and strides are new."""
+
+    def __init__(self, compiled: Compiled, bound: _Bound):
+        self.compiled = compiled
+        self.dyn = bound.dyn_values(compiled._program.dyn_dims)
+        self.outputs = list(zip(compiled._program.output_shapes(self.dyn), compiled._out_dtypes))
+
+    def run(self, args: tuple):
+        keep, specs = [], []
+        for a in args:
+            kept, spec = memory.describe(a)
+            keep.append(kept)
+            specs.append(spec)
+        outs = [memory.empty_like_kind(args[0] if args else None, shape, dt) for shape, dt in self.outputs]
+        specs.extend(memory.describe(o)[1] for o in outs)
+        compiled = self.compiled
+        compiled._cache = "memory"
+        compiled._last_tasks = compiled._program.run(specs, self.dyn, "")
+        del keep
+        if not outs:
+            return None
+        if len(outs) == 1 and not compiled._tuple_return:
+            return outs[0]
+        return tuple(outs)
+
+
 def _run(compiled: Compiled, bound: _Bound, trace_path: str = ""):
     keep, specs, outs, dyn = _prepare(compiled, bound)
     compiled._last_tasks = compiled._program.run(specs, dyn, trace_path)
@@ -337,6 +365,10 @@ class JitFunction:
         self._pass_options = config.normalize_pass_options(apply_option_sections(merged, sections))
         self._options = options
         self._cache: dict[tuple, Compiled] = {}
+        # Calls whose arguments are all arrays, keyed by (settings version, (type, dtype, shape) per
+        # argument): the compiled program and what a call needs besides the arrays themselves.
+        self._fast: dict[tuple, _FastEntry] = {}
+        self._all_tensors = all(is_tensor for _, _, is_tensor in self._sig.params)
         self._lock = threading.Lock()
         self._converted = None
 
@@ -430,8 +462,28 @@ class JitFunction:
         return self._get(self._sig.bind(args, kwargs))
 
     def __call__(self, *args, **kwargs):
+        fast_key = self._fast_key(args) if not kwargs else None
+        if fast_key is not None:
+            entry = self._fast.get(fast_key)
+            if entry is not None:
+                return entry.run(args)
         bound = self._sig.bind(args, kwargs)
-        return _run(self._get(bound), bound)
+        compiled = self._get(bound)
+        if fast_key is not None and not compiled._copy_params:
+            with self._lock:
+                self._fast[fast_key] = _FastEntry(compiled, bound)
+        return _run(compiled, bound)
+
+    def _fast_key(self, args: tuple) -> tuple | None:
+        """The key of a call eligible for the cached-call path, or None."""
+        if not self._all_tensors or len(args) != len(self._sig.params):
+            return None
+        key = [config.version()]
+        for a in args:
+            if not memory.is_array(a):
+                return None
+            key.append((type(a), a.dtype, tuple(a.shape)))
+        return tuple(key)
 
 
 def jit(fn: Callable | None = None, *, pass_options: dict | None = None, **options: Any):

@@ -1,0 +1,65 @@
+"""Repeated calls take the cached-call path (no re-binding or re-checking of the signature): the
+results stay right for new data, new strides, NumPy and torch, dynamic dims; anything that changes
+compilation (settings, dtypes, shapes) still goes through the full path."""
+
+import numpy as np
+import pytest
+import torch
+
+import pypto
+
+
+@pypto.frontend.jit
+def scaled_exp(x: pypto.Tensor([pypto.DYNAMIC, 48], pypto.DT_FP32)) -> pypto.Tensor([pypto.DYNAMIC, 48], pypto.DT_FP32):
+    pypto.set_vec_tile_shapes(8, 48)
+    return pypto.exp(x) * 2.0
+
+
+def test_repeated_calls_see_new_data_and_layouts():
+    for rows in (5, 64, 5):
+        for _ in range(3):
+            x = torch.randn(rows, 48)
+            torch.testing.assert_close(scaled_exp(x), torch.exp(x) * 2)
+    # A transposed (strided) input of the same shape and dtype reuses the entry; strides are read per call.
+    xt = torch.randn(48, 64).t()
+    torch.testing.assert_close(scaled_exp(xt), torch.exp(xt) * 2)
+    xn = np.random.rand(7, 48).astype(np.float32)
+    out = scaled_exp(xn)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, np.exp(xn) * 2, rtol=1e-6)
+
+
+def test_wrong_arguments_after_cached_calls_still_raise():
+    x = torch.randn(4, 48)
+    scaled_exp(x)
+    scaled_exp(x)
+    with pytest.raises(pypto.UserTypeError, match="expects dtype"):
+        scaled_exp(x.double())
+    with pytest.raises(pypto.UserError, match="expects shape"):
+        scaled_exp(torch.randn(4, 47))
+    with pytest.raises(TypeError):
+        scaled_exp(x, x)
+    with pytest.raises(pypto.UserTypeError, match="expects a tensor"):
+        scaled_exp([[1.0] * 48])
+
+
+def test_settings_changes_recompile():
+    @pypto.frontend.jit
+    def double(x: pypto.Tensor((64, 64), pypto.DT_FP32)) -> pypto.Tensor((64, 64), pypto.DT_FP32):
+        return x + x
+
+    x = torch.randn(64, 64)
+    before = pypto.get_vec_tile_shapes()
+    try:
+        pypto.set_vec_tile_shapes(16, 16)
+        torch.testing.assert_close(double(x), x + x)
+        first = double.compile(x)
+        double(x)
+        pypto.set_vec_tile_shapes(32, 64)
+        torch.testing.assert_close(double(x), x + x)
+        second = double.compile(x)
+        assert first is not second
+        assert first.stats()["tasks"] != second.stats()["tasks"]
+    finally:
+        if before is not None:
+            pypto.set_vec_tile_shapes(*before)
