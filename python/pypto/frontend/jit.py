@@ -309,17 +309,18 @@ class _FastEntry:
         compiled._cache = "memory"
         compiled._last_tasks = compiled._program.run(specs, self.dyn, "")
         del keep
-        if not outs:
-            return None
-        if len(outs) == 1 and not compiled._tuple_return:
-            return outs[0]
-        return tuple(outs)
+        return _results(compiled, outs)
 
 
 def _run(compiled: Compiled, bound: _Bound, trace_path: str = ""):
     keep, specs, outs, dyn = _prepare(compiled, bound)
     compiled._last_tasks = compiled._program.run(specs, dyn, trace_path)
     del keep
+    return _results(compiled, outs)
+
+
+def _results(compiled: Compiled, outs: list):
+    """What a call returns: None, the single output, or the tuple of outputs."""
     if not outs:
         return None
     if len(outs) == 1 and not compiled._tuple_return:

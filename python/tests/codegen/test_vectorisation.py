@@ -47,9 +47,10 @@ def kernel_assembly(compiled, tmp_path):
     subprocess.run(_C.compiler_command() + flags + ["-S", "-o", str(asm), str(src)], check=True)
     text = asm.read_text()
     out = {}
-    # Kernels are static C++ functions, so their labels are mangled (_ZL<len>k_<name>...).
-    for m in re.finditer(r"^([\w.$]*?k_\w+):\n(.*?)\.cfi_endproc", text, re.S | re.M):
-        out[m.group(1)] = m.group(2)
+    # Kernels are static C++ functions, so their labels are mangled (_ZL<len>k_<name>...); the
+    # compiler may split one into parts (name.part.0, name.cold), which count as the kernel.
+    for m in re.finditer(r"^([\w$]*?k_\w+)((?:\.\w+)*):\n(.*?)\.cfi_endproc", text, re.S | re.M):
+        out[m.group(1)] = out.get(m.group(1), "") + m.group(3)
     return out
 
 

@@ -45,21 +45,19 @@ def test_wrong_arguments_after_cached_calls_still_raise():
 
 def test_settings_changes_recompile():
     @pypto.frontend.jit
-    def double(x: pypto.Tensor((64, 64), pypto.DT_FP32)) -> pypto.Tensor((64, 64), pypto.DT_FP32):
-        return x + x
+    def exp_plus(x: pypto.Tensor((64, 64), pypto.DT_FP32)) -> pypto.Tensor((64, 64), pypto.DT_FP32):
+        pypto.set_vec_tile_shapes(16, 64)
+        return pypto.exp(x) + x
 
     x = torch.randn(64, 64)
-    before = pypto.get_vec_tile_shapes()
-    try:
-        pypto.set_vec_tile_shapes(16, 16)
-        torch.testing.assert_close(double(x), x + x)
-        first = double.compile(x)
-        double(x)
-        pypto.set_vec_tile_shapes(32, 64)
-        torch.testing.assert_close(double(x), x + x)
-        second = double.compile(x)
-        assert first is not second
-        assert first.stats()["tasks"] != second.stats()["tasks"]
-    finally:
-        if before is not None:
-            pypto.set_vec_tile_shapes(*before)
+    torch.testing.assert_close(exp_plus(x), torch.exp(x) + x)
+    fused = exp_plus.compile(x)
+    exp_plus(x)
+    with pypto.options(fusion=False):
+        torch.testing.assert_close(exp_plus(x), torch.exp(x) + x)
+        unfused = exp_plus.compile(x)
+        exp_plus(x)
+    assert unfused is not fused
+    assert unfused.stats()["incore_functions"] > fused.stats()["incore_functions"]
+    torch.testing.assert_close(exp_plus(x), torch.exp(x) + x)
+    assert exp_plus.compile(x) is fused
