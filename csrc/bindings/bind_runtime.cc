@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/memory.h"
 #include "runtime/runtime.h"
 
 namespace py = pybind11;
@@ -228,6 +229,12 @@ void bind_runtime(py::module_& m) {
       "(bytes of task records allocated), peak_live_tasks, build_ns (orchestration wall time) and "
       "total_ns (whole run).");
   rt.def("region_bytes", [] { return sizeof(pypto_region); }, "sizeof(pypto_region).");
+  rt.def(
+      "advise_huge_pages",
+      [](uintptr_t ptr, size_t bytes) { return runtime::advise_huge_pages(reinterpret_cast<void*>(ptr), bytes); },
+      py::arg("ptr"), py::arg("bytes"),
+      "Asks for transparent huge pages on the 2 MiB-aligned part of a fresh allocation; returns whether "
+      "anything was advised.");
 
   rt.def(
       "default_num_workers", [] { return runtime::default_runtime().num_workers(); },

@@ -55,3 +55,16 @@ def test_pypto_num_threads_sets_the_default_pool():
                          env=dict(os.environ, PYPTO_NUM_THREADS="3"), capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "3"
+
+
+def test_advise_huge_pages_is_safe_on_any_range():
+    import numpy as np
+
+    small = np.zeros(1024, np.float32)
+    assert _C.runtime.advise_huge_pages(small.ctypes.data, small.nbytes) is False
+    assert _C.runtime.advise_huge_pages(0, 1 << 30) is False
+    big = np.empty(3 << 20, np.float32)  # 12 MiB: at least one aligned 2 MiB page inside
+    advised = _C.runtime.advise_huge_pages(big.ctypes.data + 4, big.nbytes - 4)
+    assert isinstance(advised, bool)
+    big.fill(2.0)
+    assert float(big.sum()) == 2.0 * big.size
