@@ -48,13 +48,42 @@ def _const_key(name: str, fname: str, v: Any):
         f"pypto.DataType or a dataclass of those; found {type(v).__name__}")
 
 
+def _evaluated_signature(fn: Callable) -> inspect.Signature:
+    """The signature of `fn` with postponed annotations (``from __future__ import annotations``, or
+    quoted ones) evaluated where the function was defined: its module globals and its closure."""
+    sig = inspect.signature(fn)
+    anns = [p.annotation for p in sig.parameters.values()] + [sig.return_annotation]
+    if not any(isinstance(a, str) for a in anns):
+        return sig
+    namespace = dict(fn.__globals__)
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            namespace[name] = cell.cell_contents
+        except ValueError:  # a closure variable not assigned yet
+            pass
+
+    def evaluate(ann, what: str):
+        if not isinstance(ann, str):
+            return ann
+        try:
+            return eval(ann, namespace)  # noqa: S307 - the annotation text of the user's own function
+        except Exception as e:
+            raise UserError(
+                f"@pypto.frontend.jit function '{fn.__name__}': cannot evaluate the annotation {ann!r} of {what} "
+                f"({type(e).__name__}: {e}); with 'from __future__ import annotations' the names it uses must be "
+                f"module globals") from None
+
+    params = [p.replace(annotation=evaluate(p.annotation, f"parameter '{p.name}'")) for p in sig.parameters.values()]
+    return sig.replace(parameters=params, return_annotation=evaluate(sig.return_annotation, "the return value"))
+
+
 class _Signature:
     """The parameters and return annotations of a jitted function."""
 
     def __init__(self, fn: Callable):
         self.fn = fn
         self.name = fn.__name__
-        self.sig = inspect.signature(fn)
+        self.sig = _evaluated_signature(fn)
         self.params: list[tuple[str, Tensor | None, bool]] = []  # (name, annotation, is_tensor_annotation)
         for p in self.sig.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):

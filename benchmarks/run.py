@@ -1,0 +1,718 @@
+"""pypto against its peers on the CPU: torch eager, torch's built-in op,
+torch.compile and NumPy, for row kernels (add, GELU, softmax, the norms,
+SwiGLU), matmuls and single-head attention, plus pypto's call and compile
+latencies. Everything runs in one process (the disk-cache load time is
+measured in a child process).
+
+    python benchmarks/run.py [--quick] [--repeats N] [--json OUT.json] [--plot OUT.png]
+
+--quick runs the first size of each kernel with 3 repeats (default: every
+size, 10 repeats; --repeats overrides either); --json writes every number,
+every sample and the machine info; --plot draws the peer/pypto time ratios
+(needs matplotlib). Each implementation is checked against a float64 torch
+reference before it is timed; that first call is the warm-up (it compiles
+pypto and torch.compile). Times are medians of interleaved (round-robin)
+repeats.
+See docs/performance.md for the method and the latest numbers.
+"""
+
+# No "from __future__ import annotations" here: pypto reads the pypto.Tensor annotations of a jitted
+# function when it is decorated, and string annotations would silently drop them (no shape and dtype
+# checks, no cached-call fast path).
+import argparse
+import datetime
+import functools
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Optional, Union
+
+# NumPy's OpenBLAS worker threads busy-wait for about 0.1 s after each call; on a 2-core machine they
+# would steal a core from the implementation timed next in the round robin. One BLAS thread keeps
+# the interleaved timings independent of each other (set the variable to override).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402 - after the BLAS thread setting
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import pypto  # noqa: E402
+
+ROWS = COLS = 4096                 # the shape of the row kernels
+EPS = 1e-5                         # layer norm and RMS norm epsilon
+VEC_TILE = (8, 512)                # pypto vec tile of every kernel (clipped to small tensors)
+SWIGLU = (1024, 1024, 2816)        # tokens, model dim, hidden dim
+COPY_MIB = 256                     # size of the array copied to measure the memory bandwidth
+TINY = (8, 32)                     # the softmax of the cached-call latency
+INV_SQRT2 = 1.0 / math.sqrt(2.0)
+PEERS = {"eager": "torch eager sequence", "builtin": "torch built-in", "compile": "torch.compile", "numpy": "NumPy"}
+PYPTO_DT = {torch.float16: pypto.DT_FP16, torch.bfloat16: pypto.DT_BF16}
+LOW_PRECISION_NAMES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+
+
+# --------------------------------------------------------------------------- pypto kernels
+
+def vec_tile(m: int, n: int) -> tuple[int, int]:
+    """VEC_TILE, clipped to an (m, n) tensor."""
+    return min(VEC_TILE[0], m), min(VEC_TILE[1], n)
+
+
+def pypto_add(m: int, n: int):
+    @pypto.frontend.jit
+    def add(x: pypto.Tensor((m, n), pypto.DT_FP32), y: pypto.Tensor((m, n), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*vec_tile(m, n))
+        return x + y
+    return add
+
+
+def pypto_gelu(m: int, n: int):
+    @pypto.frontend.jit
+    def gelu(x: pypto.Tensor((m, n), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*vec_tile(m, n))
+        return pypto.gelu(x)
+    return gelu
+
+
+def pypto_softmax(m: int, n: int):
+    @pypto.frontend.jit
+    def softmax(x: pypto.Tensor((m, n), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*vec_tile(m, n))
+        mx = pypto.amax(x, -1, True)
+        e = pypto.exp(x - mx)
+        return e / pypto.sum(e, -1, True)
+    return softmax
+
+
+def pypto_layer_norm(m: int, n: int):
+    @pypto.frontend.jit
+    def layer_norm(x: pypto.Tensor((m, n), pypto.DT_FP32), w: pypto.Tensor((n,), pypto.DT_FP32),
+                   b: pypto.Tensor((n,), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*vec_tile(m, n))
+        return pypto.layer_norm(x, w, b, EPS)
+    return layer_norm
+
+
+def pypto_rms_norm(m: int, n: int):
+    @pypto.frontend.jit
+    def rms_norm(x: pypto.Tensor((m, n), pypto.DT_FP32), w: pypto.Tensor((n,), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*vec_tile(m, n))
+        return pypto.rms_norm(x, w, EPS)
+    return rms_norm
+
+
+def pypto_swiglu_tail(m: int, n: int):
+    @pypto.frontend.jit
+    def swiglu_tail(a: pypto.Tensor((m, n), pypto.DT_FP32), b: pypto.Tensor((m, n), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*vec_tile(m, n))
+        return pypto.silu(a) * b
+    return swiglu_tail
+
+
+def pypto_swiglu_ffn(t: int, d: int, f: int):
+    @pypto.frontend.jit
+    def swiglu_ffn(x: pypto.Tensor((t, d), pypto.DT_FP32), w1: pypto.Tensor((d, f), pypto.DT_FP32),
+                   w3: pypto.Tensor((d, f), pypto.DT_FP32), w2: pypto.Tensor((f, d), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*vec_tile(t, f))
+        return pypto.matmul(pypto.silu(pypto.matmul(x, w1)) * pypto.matmul(x, w3), w2)
+    return swiglu_ffn
+
+
+def pypto_matmul(m: int, k: int, n: int, dtype):
+    @pypto.frontend.jit
+    def matmul(a: pypto.Tensor((m, k), dtype), b: pypto.Tensor((k, n), dtype)):
+        return pypto.matmul(a, b, out_dtype=pypto.DT_FP32)
+    return matmul
+
+
+def pypto_matmul_bias_gelu(m: int, k: int, n: int):
+    @pypto.frontend.jit
+    def matmul_bias_gelu(x: pypto.Tensor((m, k), pypto.DT_FP32), w: pypto.Tensor((k, n), pypto.DT_FP32),
+                         bias: pypto.Tensor((n,), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*vec_tile(m, n))
+        return pypto.gelu(pypto.matmul(x, w) + bias)
+    return matmul_bias_gelu
+
+
+def pypto_attention(s: int, d: int):
+    @pypto.frontend.jit
+    def attention(q: pypto.Tensor((s, d), pypto.DT_FP32), k: pypto.Tensor((s, d), pypto.DT_FP32),
+                  v: pypto.Tensor((s, d), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*vec_tile(s, s))
+        scores = pypto.matmul(q, k, b_trans=True) * (1.0 / math.sqrt(d))
+        e = pypto.exp(scores - pypto.amax(scores, -1, True))
+        return pypto.matmul(e / pypto.sum(e, -1, True), v)
+    return attention
+
+
+# --------------------------------------------------------------------------- torch eager sequences
+
+def eager_add(x, y):
+    return x + y
+
+
+def eager_gelu(x):
+    return 0.5 * x * (1 + torch.erf(x * INV_SQRT2))
+
+
+def eager_softmax(x):
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True)
+
+
+def eager_layer_norm(x, w, b):
+    d = x - x.mean(-1, keepdim=True)
+    return d * torch.rsqrt((d * d).mean(-1, keepdim=True) + EPS) * w + b
+
+
+def eager_rms_norm(x, w):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + EPS) * w
+
+
+def eager_swiglu_tail(a, b):
+    return F.silu(a) * b
+
+
+def eager_swiglu_ffn(x, w1, w3, w2):
+    return (F.silu(x @ w1) * (x @ w3)) @ w2
+
+
+def eager_matmul(a, b):
+    return a @ b
+
+
+def eager_matmul_fp32_out(a, b):
+    return a.float() @ b.float()
+
+
+def eager_matmul_bias_gelu(x, w, bias):
+    return eager_gelu(x @ w + bias)
+
+
+def eager_attention(q, k, v):
+    return eager_softmax(q @ k.T * (1.0 / math.sqrt(q.shape[-1]))) @ v
+
+
+# --------------------------------------------------------------------------- NumPy sequences
+
+def numpy_erf():
+    """scipy.special.erf, or None when scipy is missing (NumPy itself has no erf)."""
+    try:
+        from scipy.special import erf
+    except ImportError:
+        return None
+    return erf
+
+
+NO_ERF = "n/a: exact (erf) GELU needs scipy"
+ERF_FOOTNOTE = "NumPy has no erf: the NumPy row uses scipy.special.erf"
+
+
+def numpy_gelu_of(erf):
+    return lambda x: 0.5 * x * (1 + erf(x * INV_SQRT2))
+
+
+def numpy_softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def numpy_layer_norm(x, w, b):
+    d = x - x.mean(-1, keepdims=True)
+    return d / np.sqrt((d * d).mean(-1, keepdims=True) + EPS) * w + b
+
+
+def numpy_rms_norm(x, w):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + EPS) * w
+
+
+def numpy_silu(a):
+    return a / (1 + np.exp(-a))
+
+
+def numpy_swiglu_tail(a, b):
+    return numpy_silu(a) * b
+
+
+def numpy_swiglu_ffn(x, w1, w3, w2):
+    return (numpy_silu(x @ w1) * (x @ w3)) @ w2
+
+
+def numpy_matmul_fp32_out(a, b):
+    return a.astype(np.float32) @ b.astype(np.float32)
+
+
+def numpy_attention(q, k, v):
+    return numpy_softmax(q @ k.T * np.float32(1.0 / math.sqrt(q.shape[-1]))) @ v
+
+
+# --------------------------------------------------------------------------- kernel definitions
+
+@dataclass
+class Kernel:
+    """One benchmarked kernel: its inputs and an implementation per column."""
+
+    name: str
+    inputs: tuple
+    pypto: Callable
+    eager: Callable                        # the torch op sequence; also compiled by torch.compile
+    builtin: Optional[tuple[str, Callable]]  # (label, torch's built-in op)
+    numpy: Union[Callable, str]            # the NumPy sequence, or why there is none
+    work: float                            # bytes moved (memory-bound) or flops (compute-bound)
+    unit: str                              # "GB/s" or "GFLOP/s"
+    tol: tuple[float, float] = (1e-5, 1e-4)   # atol, rtol against the float64 reference
+    reference: Optional[Callable] = None   # default: the eager sequence on float64 copies
+    footnote: str = ""                     # printed under the kernel's table
+
+    def reference_output(self) -> torch.Tensor:
+        if self.reference is not None:
+            return self.reference(*self.inputs).double()
+        return self.eager(*(t.double() for t in self.inputs))
+
+
+def randn(*shape, scale=1.0, dtype=torch.float32) -> torch.Tensor:
+    return (torch.randn(*shape) * scale).to(dtype)
+
+
+def row_bytes(*shapes) -> float:
+    """fp32 bytes of the given tensor shapes (inputs and outputs, each once)."""
+    return 4.0 * sum(math.prod(s) for s in shapes)
+
+
+def add_kernel() -> Kernel:
+    m, n = ROWS, COLS
+    return Kernel(f"add {m}x{n}", (randn(m, n), randn(m, n)), pypto_add(m, n), eager_add, None,
+                  np.add, row_bytes((m, n), (m, n), (m, n)), "GB/s")
+
+
+def gelu_kernel() -> Kernel:
+    m, n = ROWS, COLS
+    erf = numpy_erf()
+    return Kernel(f"GELU {m}x{n}", (randn(m, n),), pypto_gelu(m, n), eager_gelu, ("F.gelu", F.gelu),
+                  numpy_gelu_of(erf) if erf else NO_ERF, row_bytes((m, n), (m, n)), "GB/s",
+                  footnote=ERF_FOOTNOTE if erf else "")
+
+
+def softmax_kernel() -> Kernel:
+    m, n = ROWS, COLS
+    return Kernel(f"softmax {m}x{n}", (randn(m, n),), pypto_softmax(m, n), eager_softmax,
+                  ("torch.softmax", lambda x: torch.softmax(x, -1)), numpy_softmax,
+                  row_bytes((m, n), (m, n)), "GB/s", tol=(1e-6, 1e-4))
+
+
+def layer_norm_kernel() -> Kernel:
+    m, n = ROWS, COLS
+    return Kernel(f"layer norm {m}x{n}", (randn(m, n, scale=3.0), randn(n), randn(n)), pypto_layer_norm(m, n),
+                  eager_layer_norm, ("F.layer_norm", lambda x, w, b: F.layer_norm(x, (n,), w, b, EPS)),
+                  numpy_layer_norm, row_bytes((m, n), (n,), (n,), (m, n)), "GB/s", tol=(1e-4, 1e-4))
+
+
+def rms_norm_kernel() -> Kernel:
+    m, n = ROWS, COLS
+    return Kernel(f"RMS norm {m}x{n}", (randn(m, n, scale=3.0), randn(n)), pypto_rms_norm(m, n), eager_rms_norm,
+                  ("F.rms_norm", lambda x, w: F.rms_norm(x, (n,), w, EPS)), numpy_rms_norm,
+                  row_bytes((m, n), (n,), (m, n)), "GB/s", tol=(1e-4, 1e-4))
+
+
+def swiglu_tail_kernel() -> Kernel:
+    m, n = ROWS, COLS
+    return Kernel(f"SwiGLU tail silu(a)*b {m}x{n}", (randn(m, n), randn(m, n)), pypto_swiglu_tail(m, n),
+                  eager_swiglu_tail, None, numpy_swiglu_tail, row_bytes((m, n), (m, n), (m, n)), "GB/s")
+
+
+def swiglu_ffn_kernel() -> Kernel:
+    t, d, f = SWIGLU
+    inputs = (randn(t, d), randn(d, f, scale=d ** -0.5), randn(d, f, scale=d ** -0.5), randn(f, d, scale=f ** -0.5))
+    return Kernel(f"SwiGLU FFN T={t} D={d} F={f}", inputs, pypto_swiglu_ffn(t, d, f), eager_swiglu_ffn, None,
+                  numpy_swiglu_ffn, 6.0 * t * d * f, "GFLOP/s", tol=(1e-3, 1e-3))
+
+
+def matmul_kernel(s: int) -> Kernel:
+    return Kernel(f"matmul fp32 {s}^3", (randn(s, s), randn(s, s, scale=s ** -0.5)),
+                  pypto_matmul(s, s, s, pypto.DT_FP32), eager_matmul, ("torch.matmul", torch.matmul), np.matmul,
+                  2.0 * s ** 3, "GFLOP/s", tol=(1e-3, 1e-3),
+                  footnote="the eager sequence (a @ b) is the same call as torch.matmul")
+
+
+def matmul_low_precision_kernel(dtype) -> Kernel:
+    s = 1024
+    name = LOW_PRECISION_NAMES[dtype]
+    numpy_fn = numpy_matmul_fp32_out if dtype == torch.float16 else "n/a: NumPy has no bfloat16"
+    inputs = (randn(s, s, dtype=dtype), randn(s, s, scale=s ** -0.5, dtype=dtype))
+    return Kernel(f"matmul {name} in, fp32 out {s}^3", inputs, pypto_matmul(s, s, s, PYPTO_DT[dtype]),
+                  eager_matmul_fp32_out, (f"torch.matmul ({name} out)", torch.matmul), numpy_fn, 2.0 * s ** 3,
+                  "GFLOP/s", tol=(2e-2, 2e-2), reference=lambda a, b: a.double() @ b.double(),
+                  footnote=f"eager, torch.compile and NumPy cast to fp32 and multiply (a.float() @ b.float()); "
+                           f"torch.matmul multiplies in {name} and returns {name}")
+
+
+def matmul_bias_gelu_kernel() -> Kernel:
+    s = 1024
+    erf = numpy_erf()
+    numpy_fn = (lambda x, w, bias: numpy_gelu_of(erf)(x @ w + bias)) if erf else NO_ERF
+    return Kernel(f"matmul+bias+GELU {s}^3", (randn(s, s), randn(s, s, scale=s ** -0.5), randn(s)),
+                  pypto_matmul_bias_gelu(s, s, s), eager_matmul_bias_gelu,
+                  ("F.gelu(torch.addmm)", lambda x, w, bias: F.gelu(torch.addmm(bias, x, w))), numpy_fn,
+                  2.0 * s ** 3, "GFLOP/s", tol=(1e-3, 1e-3), footnote=ERF_FOOTNOTE if erf else "")
+
+
+def attention_kernel(s: int, d: int) -> Kernel:
+    return Kernel(f"attention seq {s} head {d}", (randn(s, d), randn(s, d), randn(s, d)), pypto_attention(s, d),
+                  eager_attention, ("F.scaled_dot_product_attention", F.scaled_dot_product_attention),
+                  numpy_attention, 4.0 * s * s * d, "GFLOP/s", tol=(1e-4, 1e-3))
+
+
+def kernel_builders(quick: bool) -> list[Callable[[], Kernel]]:
+    """The kernels to run, as builders (inputs are made when a kernel runs)."""
+    matmul_sizes = [256] if quick else [256, 512, 1024, 2048]
+    attention = [(1024, 64), (2048, 128)] if quick else [(s, d) for s in (1024, 2048, 4096) for d in (64, 128)]
+    return ([add_kernel, gelu_kernel, softmax_kernel, layer_norm_kernel, rms_norm_kernel, swiglu_tail_kernel,
+             swiglu_ffn_kernel]
+            + [functools.partial(matmul_kernel, s) for s in matmul_sizes]
+            + [functools.partial(matmul_low_precision_kernel, dt) for dt in (torch.float16, torch.bfloat16)]
+            + [matmul_bias_gelu_kernel]
+            + [functools.partial(attention_kernel, s, d) for s, d in attention])
+
+
+# --------------------------------------------------------------------------- measuring
+
+@dataclass
+class Row:
+    """One implementation of one kernel."""
+
+    impl: str                  # "pypto" or one of PEERS
+    label: str
+    median_ms: Optional[float] = None
+    rate: Optional[float] = None   # GB/s or GFLOP/s
+    ratio: Optional[float] = None  # this time / pypto's time
+    note: str = ""
+    error: str = ""            # full text of an exception or a mismatch
+    first_call_s: Optional[float] = None
+    samples_ms: list[float] = field(default_factory=list)
+
+
+def error_text(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"
+
+
+def implementations(k: Kernel) -> dict[str, tuple[str, Union[Callable, str]]]:
+    """impl -> (label, zero-argument callable, or the reason there is none)."""
+    impls = {"pypto": ("pypto", functools.partial(k.pypto, *k.inputs)),
+             "eager": (PEERS["eager"], functools.partial(k.eager, *k.inputs))}
+    if k.builtin is not None:
+        impls["builtin"] = (k.builtin[0], functools.partial(k.builtin[1], *k.inputs))
+    # Static shapes; torch.compile compiles at the first call (the warm-up).
+    impls["compile"] = (PEERS["compile"], functools.partial(torch.compile(k.eager, dynamic=False), *k.inputs))
+    if isinstance(k.numpy, str):
+        impls["numpy"] = (PEERS["numpy"], k.numpy)
+    else:
+        arrays = [t.numpy() for t in k.inputs]
+        impls["numpy"] = (PEERS["numpy"], functools.partial(k.numpy, *arrays))
+    return impls
+
+
+def warm_up_and_check(row: Row, fn: Callable, ref: torch.Tensor, tol: tuple[float, float]) -> bool:
+    """The first call (compiles pypto and torch.compile), checked against the reference.
+    Returns False when the implementation failed and cannot be timed."""
+    t0 = time.perf_counter()
+    try:
+        out = fn()
+    except pypto.NotSupportedError as e:
+        row.note, row.error = f"not supported ({error_text(e)})", str(e)
+        return False
+    except Exception as e:  # noqa: BLE001 - any failure is recorded in the row, the run goes on
+        prefix = "torch.compile failed" if row.impl == "compile" else "error"
+        row.note, row.error = f"{prefix}: {error_text(e)}", str(e)
+        return False
+    row.first_call_s = time.perf_counter() - t0
+    got = torch.from_numpy(np.asarray(out)) if isinstance(out, np.ndarray) else out
+    try:
+        torch.testing.assert_close(got.double(), ref, atol=tol[0], rtol=tol[1])
+    except AssertionError as e:
+        err = (got.double() - ref).abs().max().item() if got.shape == ref.shape else float("nan")
+        row.note, row.error = f"WRONG (max abs err {err:.2e})", str(e)
+    return True
+
+
+def time_interleaved(fns: dict[str, Callable], repeats: int) -> dict[str, list[float]]:
+    """Times each function `repeats` times, round-robin, so machine noise hits all of them alike."""
+    samples = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - t0)
+    return samples
+
+
+def run_kernel(k: Kernel, repeats: int, copy_gbs: float) -> dict:
+    ref = k.reference_output()
+    rows, timed = [], {}
+    for impl, (label, fn) in implementations(k).items():
+        row = Row(impl, label)
+        rows.append(row)
+        if isinstance(fn, str):
+            row.note = fn
+        elif warm_up_and_check(row, fn, ref, k.tol):
+            timed[impl] = fn
+    samples = time_interleaved(timed, repeats)
+    for row in rows:
+        if row.impl in samples:
+            row.samples_ms = [t * 1e3 for t in samples[row.impl]]
+            row.median_ms = statistics.median(row.samples_ms)
+            row.rate = k.work * 1e-9 / (row.median_ms * 1e-3)  # GB/s or GFLOP/s
+    pypto_row = rows[0]
+    if pypto_row.median_ms:
+        for row in rows:
+            if row.median_ms:
+                row.ratio = row.median_ms / pypto_row.median_ms
+        if k.unit == "GB/s" and not pypto_row.note:
+            pypto_row.note = f"{100 * pypto_row.rate / copy_gbs:.0f}% of copy bandwidth"
+    return {"name": k.name, "unit": k.unit, "work": k.work, "footnote": k.footnote, "rows": [asdict(r) for r in rows]}
+
+
+def copy_bandwidth(repeats: int) -> float:
+    """GB/s of np.copyto on a COPY_MIB float32 array, counting the bytes read and written."""
+    src = np.ones(COPY_MIB * 2 ** 20 // 4, dtype=np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    seconds = statistics.median(time_interleaved({"copy": lambda: np.copyto(dst, src)}, repeats)["copy"])
+    return 2 * src.nbytes / seconds * 1e-9
+
+
+def clone_bandwidth(repeats: int) -> float:
+    """GB/s of torch's clone of a ROWS x COLS fp32 tensor: a copy into a fresh output, as a kernel
+    that returns a new tensor makes (its pages are faulted in on the first write)."""
+    x = torch.ones(ROWS, COLS)
+    seconds = statistics.median(time_interleaved({"clone": x.clone}, repeats)["clone"])
+    return 2 * x.numel() * x.element_size() / seconds * 1e-9
+
+
+# --------------------------------------------------------------------------- latency
+
+CHILD_LOAD = """
+import importlib.util, json, sys, time
+import torch, pypto
+spec = importlib.util.spec_from_file_location("pypto_bench_run", sys.argv[1])
+bench = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+x = torch.randn(bench.ROWS, bench.COLS)
+t0 = time.perf_counter()
+f = bench.pypto_softmax(bench.ROWS, bench.COLS)
+f(x)
+first = time.perf_counter() - t0
+t0 = time.perf_counter()
+f(x)
+second = time.perf_counter() - t0
+stats = pypto.compile(f, x).stats()
+print(json.dumps({"first_call_s": first, "second_call_s": second,
+                  "host_compile_seconds": stats.get("host_compile_seconds")}))
+"""
+
+
+def cached_call_us(calls: int = 1000) -> float:
+    """Median time of a cached jitted call on a tiny softmax, in microseconds."""
+    f = pypto_softmax(*TINY)
+    x = torch.randn(*TINY)
+    f(x)
+    return statistics.median(time_interleaved({"tiny": lambda: f(x)}, calls)["tiny"]) * 1e6
+
+
+def cold_compile(cache_dir: str) -> dict:
+    """First call of the row softmax in an empty kernel cache (trace, passes, host compiler, run)."""
+    previous = os.environ.get("PYPTO_CACHE_DIR")
+    os.environ["PYPTO_CACHE_DIR"] = cache_dir
+    try:
+        f = pypto_softmax(ROWS, COLS)
+        x = torch.randn(ROWS, COLS)
+        t0 = time.perf_counter()
+        f(x)
+        first = time.perf_counter() - t0
+        stats = pypto.compile(f, x).stats()
+    finally:
+        if previous is None:
+            del os.environ["PYPTO_CACHE_DIR"]
+        else:
+            os.environ["PYPTO_CACHE_DIR"] = previous
+    return {"first_call_s": first, "compile_seconds": stats["compile_seconds"],
+            "host_compile_seconds": stats.get("host_compile_seconds")}
+
+
+def disk_cache_load(cache_dir: str) -> dict:
+    """Define + first call of the same softmax in a fresh process whose kernel cache is warm."""
+    env = dict(os.environ, PYPTO_CACHE_DIR=cache_dir)
+    proc = subprocess.run([sys.executable, "-c", CHILD_LOAD, os.path.abspath(__file__)], env=env,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip()[-2000:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def latency() -> dict:
+    cache_dir = tempfile.mkdtemp(prefix="pypto-bench-cache-")
+    try:
+        return {"cached_call_us": cached_call_us(), "cold_compile": cold_compile(cache_dir),
+                "disk_cache_load": disk_cache_load(cache_dir)}
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- report
+
+def cpuinfo() -> dict[str, str]:
+    """The fields of the first processor in /proc/cpuinfo."""
+    fields = {}
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if not line.strip():
+                break
+            key, _, value = line.partition(":")
+            fields[key.strip()] = value.strip()
+    return fields
+
+
+def git_revision() -> str:
+    """The commit of the checkout this script is in ("+dirty" with uncommitted changes), or "unknown"."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return rev + ("+dirty" if dirty else "")
+
+
+def machine_info() -> dict:
+    cpu = cpuinfo()
+    return {"cpu": cpu.get("model name", "unknown"), "cpu_family": cpu.get("cpu family"), "cpu_model": cpu.get("model"),
+            "cores": os.cpu_count(), "python": sys.version.split()[0], "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(), "numpy": np.__version__,
+            "openblas_threads": os.environ["OPENBLAS_NUM_THREADS"], "pypto": pypto.__version__,
+            "revision": git_revision(),
+            "date": datetime.datetime.now().isoformat(timespec="seconds")}
+
+
+def fmt(value: Optional[float], width: int) -> str:
+    """value with 2 decimals right-aligned in width characters; "-" when there is none."""
+    return ("-" if value is None else f"{value:.2f}").rjust(width)
+
+
+def format_kernel(result: dict) -> str:
+    memory_bound = result["unit"] == "GB/s"
+    work = f"{result['work'] * 1e-9:.2f} {'GB moved' if memory_bound else 'GFLOP'}"
+    lines = [f"{result['name']} ({'memory' if memory_bound else 'compute'}-bound, {work})",
+             f"  {'implementation':34s} {'median ms':>10s} {result['unit']:>9s} {'peer/pypto':>11s}  note"]
+    for r in result["rows"]:
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+        lines.append(f"  {r['label']:34s} {fmt(r['median_ms'], 10)} {fmt(r['rate'], 9)} {ratio:>11s}  "
+                     f"{r['note']}".rstrip())
+    if result["footnote"]:
+        lines.append(f"  note: {result['footnote']}")
+    return "\n".join(lines)
+
+
+def format_latency(lat: dict) -> str:
+    cold, load = lat["cold_compile"], lat["disk_cache_load"]
+    host = cold["host_compile_seconds"]
+    lines = ["latency (pypto)",
+             f"  cached call, {TINY[0]}x{TINY[1]} softmax (median of 1000 calls): {lat['cached_call_us']:.1f} us",
+             f"  cold compile, {ROWS}x{COLS} softmax, empty cache (first call): {cold['first_call_s']:.3f} s "
+             f"(compile_seconds {cold['compile_seconds']:.3f} s"
+             + (f", host_compile_seconds {host:.3f} s)" if host is not None else ")")]
+    if "error" in load:
+        lines.append(f"  disk cache load in a fresh process: FAILED\n{load['error']}")
+    else:
+        lines.append(f"  disk cache load in a fresh process (define + first call): {load['first_call_s'] * 1e3:.1f} ms "
+                     f"(second call {load['second_call_s'] * 1e3:.1f} ms, "
+                     f"host_compile_seconds {load['host_compile_seconds']})")
+    return "\n".join(lines)
+
+
+def plot(results: list[dict], path: str, plt) -> None:
+    """Grouped bars of peer_time / pypto_time per kernel (log scale; above 1 means pypto is faster)."""
+    fig, ax = plt.subplots(figsize=(max(10, 0.7 * len(results)), 6))
+    width = 0.8 / len(PEERS)
+    for i, (peer, label) in enumerate(PEERS.items()):
+        ratios = [next((r["ratio"] for r in res["rows"] if r["impl"] == peer and r["ratio"]), float("nan"))
+                  for res in results]
+        ax.bar([x + (i - (len(PEERS) - 1) / 2) * width for x in range(len(results))], ratios, width, label=label)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_ylabel("peer time / pypto time (>1: pypto faster)")
+    ax.set_xticks(range(len(results)))
+    ax.set_xticklabels([res["name"] for res in results], rotation=60, ha="right", fontsize=8)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def import_pyplot():
+    """matplotlib.pyplot with a file-only backend; exits with a hint when matplotlib is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit("--plot needs matplotlib: pip install matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def format_header(machine: dict, repeats: int, copy_gbs: float, clone_gbs: float) -> str:
+    return "\n".join([
+        f"pypto benchmarks, {machine['date']}",
+        f"machine: {machine['cpu']} (family {machine['cpu_family']} model {machine['cpu_model']}), "
+        f"{machine['cores']} cores; python {machine['python']}, "
+        f"torch {machine['torch']} ({machine['torch_threads']} threads), numpy {machine['numpy']} "
+        f"(OPENBLAS_NUM_THREADS={machine['openblas_threads']}), pypto {machine['pypto']} at {machine['revision']}",
+        f"method: median of {repeats} interleaved repeats after a checked warm-up call; "
+        f"fp32 unless a kernel's name says otherwise",
+        f"copy bandwidth (np.copyto of {COPY_MIB} MiB fp32, read + write): {copy_gbs:.2f} GB/s",
+        f"copy into a fresh output (torch clone of {ROWS}x{COLS} fp32, read + write): {clone_gbs:.2f} GB/s",
+    ])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="first size of each kernel, 3 repeats")
+    parser.add_argument("--repeats", type=int, help="timed repeats per implementation (default 10, 3 with --quick)")
+    parser.add_argument("--json", metavar="OUT", help="write every number and the machine info to this file")
+    parser.add_argument("--plot", metavar="OUT.png", help="write a bar chart of the peer/pypto ratios")
+    args = parser.parse_args()
+    plt = import_pyplot() if args.plot else None  # fail before the long run, not after it
+    repeats = args.repeats or (3 if args.quick else 10)
+
+    started = time.perf_counter()
+    machine = machine_info()
+    copy_gbs, clone_gbs = copy_bandwidth(repeats), clone_bandwidth(repeats)
+    print(format_header(machine, repeats, copy_gbs, clone_gbs) + "\n", flush=True)
+    torch.manual_seed(0)
+    results = []
+    for build in kernel_builders(args.quick):
+        results.append(run_kernel(build(), repeats, copy_gbs))
+        print(format_kernel(results[-1]) + "\n", flush=True)
+    lat = latency()
+    print(format_latency(lat))
+    wall = time.perf_counter() - started
+    print(f"\nwall time: {wall:.0f} s")
+
+    if args.json:
+        report = {"machine": machine, "quick": args.quick, "repeats": repeats, "vec_tile": VEC_TILE,
+                  "copy_bandwidth_gbs": copy_gbs, "clone_bandwidth_gbs": clone_gbs, "kernels": results,
+                  "latency": lat, "wall_seconds": wall}
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    if args.plot:
+        plot(results, args.plot, plt)
+
+
+if __name__ == "__main__":
+    main()
