@@ -441,15 +441,19 @@ void Runtime::reclaim() {
   if (tail_seq_ == next_seq_) arena_head_ = arena_tail_ = 0;
 }
 
+bool Runtime::arena_fits(uint64_t bytes) const {
+  const uint64_t size = sched_->arena_size;
+  const uint64_t pos = arena_head_ % size;
+  const uint64_t start = pos + bytes > size ? arena_head_ + size - pos : arena_head_;
+  return start + bytes - arena_tail_ <= size;
+}
+
 void Runtime::help_until(int64_t live, int64_t bytes) {
   Scheduler& s = *sched_;
   auto satisfied = [&] {
     reclaim();
     if (next_seq_ - tail_seq_ > live) return false;
-    if (bytes == 0) return true;
-    const uint64_t pos = arena_head_ % s.arena_size;
-    const uint64_t start = pos + static_cast<uint64_t>(bytes) > s.arena_size ? arena_head_ + s.arena_size - pos : arena_head_;
-    return start + static_cast<uint64_t>(bytes) - arena_tail_ <= s.arena_size;
+    return bytes == 0 || arena_fits(static_cast<uint64_t>(bytes));
   };
   while (!satisfied()) {
     if (Task* t = s.pop()) {
@@ -784,6 +788,7 @@ void Runtime::enqueue(Staged& st) {
       throw std::invalid_argument("task " + std::to_string(st.id) + " (" + st.name + ") needs a " +
                                   std::to_string(bytes) + "-byte record, more than the arena allows");
     }
+    // Reclaiming on every submission keeps the live records few, so they stay in cache.
     help_until(INT64_MAX, static_cast<int64_t>(bytes));
     uint64_t start = arena_head_;
     const uint64_t pos = start % s.arena_size;
@@ -824,7 +829,8 @@ void Runtime::enqueue(Staged& st) {
     int32_t skipped = 0;
     for (int32_t i = 0; i < n; ++i) {
       const int64_t pseq = preds[static_cast<size_t>(i)];
-      if (finished(pseq)) {
+      // A reclaimed record is gone; a live one that has finished is seen by its closed list below.
+      if (pseq < tail_seq_) {
         ++skipped;
         continue;
       }

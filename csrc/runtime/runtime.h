@@ -190,6 +190,8 @@ class Runtime {
   void write_trace(const std::string& path, int64_t orch_end_ns, int64_t run_end_ns);
   // Frees the records of finished tasks at the tail of the ring.
   void reclaim();
+  // True when a record of `bytes` fits in the arena space not held by unreclaimed tasks.
+  bool arena_fits(uint64_t bytes) const;
   // Lets the calling thread run ready tasks until at most `live` tasks are live and `bytes` of the
   // arena are free (all tasks finished when `live` is 0).
   void help_until(int64_t live, int64_t bytes);
