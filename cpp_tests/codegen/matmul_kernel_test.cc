@@ -15,7 +15,7 @@
 namespace pypto::codegen {
 namespace {
 
-template <typename T, int64_t M, int64_t K, int64_t N>
+template <typename T, int64_t M, int64_t K, int64_t N, int64_t M0 = M, int64_t K0 = K, int64_t N0 = N>
 void CheckMatmul() {
   std::mt19937 rng(static_cast<unsigned>(M * 131 + K * 17 + N));
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
@@ -26,16 +26,17 @@ void CheckMatmul() {
   for (bool acc : {false, true}) {
     c = start;
     if (acc) {
-      pto::tmatmul<true, T, M, K, N>(c.data(), a.data(), b.data());
+      pto::tmatmul<true, T, M, K, N, M0, K0, N0>(c.data(), a.data(), b.data());
     } else {
-      pto::tmatmul<false, T, M, K, N>(c.data(), a.data(), b.data());
+      pto::tmatmul<false, T, M, K, N, M0, K0, N0>(c.data(), a.data(), b.data());
     }
     for (int64_t i = 0; i < M; ++i) {
       for (int64_t j = 0; j < N; ++j) {
         double want = acc ? static_cast<double>(start[i * N + j]) : 0.0;
         for (int64_t k = 0; k < K; ++k) want += static_cast<double>(a[i * K + k]) * static_cast<double>(b[k * N + j]);
         ASSERT_NEAR(static_cast<double>(c[i * N + j]), want, 1e-5 * (K + 1))
-            << "M=" << M << " K=" << K << " N=" << N << " acc=" << acc << " at (" << i << ", " << j << ")";
+            << "M=" << M << " K=" << K << " N=" << N << " L0=" << M0 << "x" << K0 << "x" << N0 << " acc=" << acc
+            << " at (" << i << ", " << j << ")";
       }
     }
   }
@@ -60,6 +61,15 @@ TEST(MatmulKernelTest, ColumnRemainders) {
   CheckMatmul<float, 5, 7, pto::kVecFloats - 1>();
   CheckMatmul<float, 3, 1, 1>();
   CheckMatmul<float, 17, 33, 70>();
+}
+
+TEST(MatmulKernelTest, L0BlocksInsideTheTile) {
+  // k blocks accumulate into the result; m and n blocks, and blocks narrower than a register block.
+  CheckMatmul<float, 32, 64, 2 * pto::kMatmulCols, 16, 16, pto::kMatmulCols>();
+  CheckMatmul<float, 24, 12, 48, 8, 4, 16>();
+  CheckMatmul<float, 18, 9, 30, 6, 3, 10>();
+  CheckMatmul<float, 16, 32, 16, 16, 8, 16>();
+  CheckMatmul<double, 12, 10, 12, 4, 5, 6>();
 }
 
 TEST(MatmulKernelTest, OtherTypesUseTheGenericLoop) {

@@ -561,6 +561,56 @@ TEST(PtoParserTest, MalformedInputsReportLineAndColumn) {
   EXPECT_GE(cases.size() + 8, 60u);
 }
 
+TEST(PtoParserTest, MatmulL0CubeTileRoundTripsAndIsChecked) {
+  const std::string text =
+      "// PTO Module: mm\n"
+      "// Entry: @main\n"
+      "\n"
+      "// Function Type: InCore\n"
+      "// Buffer bytes: 0\n"
+      "func @k(%a: !pto.memref<gm,32x64,f32>, %b: !pto.memref<gm,64x32,f32>, %o: !pto.memref<gm,32x32,f32> out) {\n"
+      "  %t0 = alloc_tile : !pto.tile<32x64xf32>\n"
+      "  %t1 = alloc_tile : !pto.tile<64x32xf32>\n"
+      "  %t2 = alloc_tile : !pto.tile<32x32xf32>\n"
+      "  %t0 = tload %a[0, 0] : !pto.tile<32x64xf32>\n"
+      "  %t1 = tload %b[0, 0] : !pto.tile<64x32xf32>\n"
+      "  %t2 = tmatmul %t0, %t1 l0 [16, 32, 16] : !pto.tile<32x32xf32>\n"
+      "  %t2 = tmatmul_acc %t2, %t0, %t1 l0 [8, 16, 32] : !pto.tile<32x32xf32>\n"
+      "  tstore %t2, %o[0, 0]\n"
+      "  return\n"
+      "}\n"
+      "\n"
+      "// Function Type: Orchestration\n"
+      "func @main(%x: !pto.memref<gm,32x64,f32>, %y: !pto.memref<gm,64x32,f32>, %z: !pto.memref<gm,32x32,f32> out) {\n"
+      "  CALL @k(%a -> %x[0, 0; 32, 64], %b -> %y[0, 0; 64, 32], %o -> %z[0, 0; 32, 32])\n"
+      "  return\n"
+      "}\n";
+  ExpectRoundTrip(text);
+  ExecutionGraph g = parse_pto(text);
+  std::vector<const Instr*> ins = testing::InstrsOf(g.functions.at(0).body);
+  EXPECT_EQ(ins.at(2)->l0, (std::vector<int64_t>{16, 32, 16}));
+  EXPECT_EQ(ins.at(3)->l0, (std::vector<int64_t>{8, 16, 32}));
+  const std::string mm = "%t2 = tmatmul %t0, %t1 l0 [16, 32, 16]";
+  ExpectSyntaxError(Replace(text, mm, "%t2 = tmatmul %t0, %t1 l0 $[16, 32]"), "l0 takes 3 sizes (m, k, n), found 2",
+                    "two l0 sizes");
+  ExpectSyntaxError(Replace(text, mm, "%t2 = tmatmul %t0, %t1 l0 $[16, 0, 16]"), "l0 sizes must be positive integers",
+                    "zero l0 size");
+  ExpectSyntaxError(Replace(text, mm, "%t2 = tmatmul %t0, %t1 l0 $[16, M, 16]"), "l0 sizes must be positive integers",
+                    "symbolic l0 size");
+  ExpectSyntaxError(Replace(text, mm, "%t2 = tmatmul %t0, %t1 l0 [16, 32, 16] $l0 [8, 8, 8]"), "l0 given twice",
+                    "l0 twice");
+  // Sizes that do not divide the tile are a verifier error.
+  ExecutionGraph bad = parse_pto(Replace(text, mm, "%t2 = tmatmul %t0, %t1 l0 [12, 32, 16]"));
+  try {
+    verify(bad);
+    ADD_FAILURE() << "l0 [12, 32, 16] of a 32x64 @ 64x32 tile verified";
+  } catch (const VerifyError& e) {
+    EXPECT_NE(std::string(e.what()).find("must give 3 positive sizes dividing the tile's m, k, n (32, 64, 32)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(PtoParserTest, DeepNestingIsAnErrorNotACrash) {
   std::string deep(300, '(');
   std::string text = Replace(kBase, "  ENDFOR\n  return", "  ENDFOR\n  IF " + deep + "\n  ENDIF\n  return");

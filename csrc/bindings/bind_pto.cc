@@ -51,6 +51,7 @@ struct Dumper {
     d["scalar_pos"] = in.scalar_pos;
     d["axis"] = in.axis;
     d["to"] = in.round_to ? py::object(py::str(dtype_pto_name(*in.round_to))) : py::object(py::none());
+    d["l0"] = in.l0;
     d["step"] = scalar_text(in.step);
     return d;
   }

@@ -302,8 +302,11 @@ class KernelEmitter {
         const TileDecl& a = tile(in.srcs[acc ? 1 : 0]);
         const TileDecl& b = tile(in.srcs[acc ? 2 : 1]);
         int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
-        o += fmt::format("{}pto::tmatmul<{}, {}, {}, {}, {}>({}, {}, {});{}\n", pad, acc ? "true" : "false",
-                         ctype(t.dtype), M, K, N, t.name, a.name, b.name, comment);
+        // The L0 cube tile blocks the product inside the tile (the whole tile when unset).
+        const int64_t M0 = in.l0.empty() ? M : in.l0[0], K0 = in.l0.empty() ? K : in.l0[1],
+                      N0 = in.l0.empty() ? N : in.l0[2];
+        o += fmt::format("{}pto::tmatmul<{}, {}, {}, {}, {}, {}, {}, {}>({}, {}, {});{}\n", pad, acc ? "true" : "false",
+                         ctype(t.dtype), M, K, N, M0, K0, N0, t.name, a.name, b.name, comment);
         return;
       }
       case Opcode::TSELECT: {

@@ -1067,9 +1067,9 @@ class Parser {
       L.fail(b_at, fmt::format("{} offsets for %{} of rank {}", in.offsets.size(), n, rank));
   }
 
-  /// ` axis=N`, ` to=dtype`, ` valid [...]` in any order, each at most once.
+  /// ` axis=N`, ` to=dtype`, ` valid [...]`, ` l0 [m, k, n]` in any order, each at most once.
   void attributes(Line& L, Instr& in, bool allow_to) {
-    bool axis = false, to = false, valid = false;
+    bool axis = false, to = false, valid = false, l0 = false;
     for (;;) {
       L.skip_ws();
       size_t at = L.pos();
@@ -1090,6 +1090,18 @@ class Parser {
         valid = true;
         L.advance(5);
         in.valid = L.bracket_exprs();
+      } else if (L.starts_with_word("l0")) {
+        if (l0) L.fail(at, "l0 given twice");
+        l0 = true;
+        L.advance(2);
+        L.skip_ws();
+        const size_t list_at = L.pos();
+        for (const Expr& e : L.bracket_exprs()) {
+          std::optional<int64_t> v = e.as_const();
+          if (!v || *v <= 0) L.fail(list_at, fmt::format("l0 sizes must be positive integers, found {}", e.str()));
+          in.l0.push_back(*v);
+        }
+        if (in.l0.size() != 3) L.fail(list_at, fmt::format("l0 takes 3 sizes (m, k, n), found {}", in.l0.size()));
       } else {
         return;
       }

@@ -93,6 +93,9 @@ struct Instr {
   int axis = -1;             ///< TRED*: the reduced tile axis
   std::optional<DataType> round_to;  ///< TCAST: storage type the value is rounded through
   double step = 1.0;         ///< TARANGE
+  /// TMATMUL*: the L0 cube tile (m, k, n) that blocks the product inside the tile; empty: the whole
+  /// tile is one block. Printed as ` l0 [m, k, n]`.
+  std::vector<int64_t> l0;
 };
 
 /// Tile sources an instruction reads (its opcode's arity less a constant operand).

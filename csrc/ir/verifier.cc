@@ -1,6 +1,7 @@
 #include "ir/verifier.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <functional>
 #include <set>
@@ -125,6 +126,14 @@ struct StmtChecker {
         if (ra < 2 || rb < 2 || rd < 2 || a->shape[ra - 1] != b->shape[rb - 2] || dst->shape[rd - 2] != a->shape[ra - 2] ||
             dst->shape[rd - 1] != b->shape[rb - 1] || (acc && in.srcs[0] != in.dst))
           fail("instr.shape", fmt::format("{}: tiles do not form [M, K] @ [K, N] -> [M, N]", what));
+        if (!in.l0.empty()) {
+          const int64_t tile_mkn[] = {a->shape[ra - 2], a->shape[ra - 1], b->shape[rb - 1]};
+          bool ok = in.l0.size() == 3;
+          for (size_t i = 0; ok && i < 3; ++i) ok = in.l0[i] > 0 && tile_mkn[i] % in.l0[i] == 0;
+          if (!ok)
+            fail("instr.l0", fmt::format("{}: l0 [{}] must give 3 positive sizes dividing the tile's m, k, n ({}, {}, {})",
+                                         what, fmt::join(in.l0, ", "), tile_mkn[0], tile_mkn[1], tile_mkn[2]));
+        }
         break;
       }
       default: break;

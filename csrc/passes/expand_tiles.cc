@@ -481,6 +481,21 @@ class Expander {
     return convert(ld.dst, compute, body);
   }
 
+  /// The L0 cube tile as blocks of an (mt, kt, nt) L1 tile: each size is the largest divisor of the
+  /// tile's size that is at most the L0 size; none when they equal the tile (one block).
+  static std::vector<int64_t> l0_blocks(const TensorOp& op, int64_t mt, int64_t kt, int64_t nt) {
+    if (op.cube_tile_l0.size() != 3) return {};
+    const int64_t tile[] = {mt, kt, nt};
+    std::vector<int64_t> l0(3);
+    for (int i = 0; i < 3; ++i) {
+      int64_t b = std::max<int64_t>(1, std::min(op.cube_tile_l0[i], tile[i]));
+      while (tile[i] % b != 0) --b;
+      l0[i] = b;
+    }
+    if (l0[0] == mt && l0[1] == kt && l0[2] == nt) return {};
+    return l0;
+  }
+
   /// Matmul: the output's tile grid (batch dims one by one, m and n by the
   /// cube tile) in parallel; the k tiles in a sequential loop, the first
   /// through TMATMUL and the rest through TMATMUL_ACC into one accumulator.
@@ -504,6 +519,7 @@ class Expander {
       int a = load_mm(op.inputs[0], s, s.offset[r - 2], s.valid[r - 2], mt, k_off(kk), k_valid(kk), kt, acc_dt, body);
       int b = load_mm(op.inputs[1], s, k_off(kk), k_valid(kk), kt, s.offset[r - 1], s.valid[r - 1], nt, acc_dt, body);
       Instr mm{acc < 0 ? Opcode::TMATMUL : Opcode::TMATMUL_ACC};
+      mm.l0 = l0_blocks(op, mt, kt, nt);
       if (acc < 0) {
         std::vector<int64_t> shape(r, 1);
         shape[r - 2] = mt;

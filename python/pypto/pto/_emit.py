@@ -233,6 +233,8 @@ def _instr_text(s: _Instr, tiles) -> str:
     attrs = f" axis={s.axis}" if s.axis is not None else ""
     if s.to:
         attrs += f" to={s.to}"
+    if s.l0:
+        attrs += f" l0 [{', '.join(str(v) for v in s.l0)}]"
     return f"%{s.dst} = {s.mnemonic} {', '.join(ops)}{attrs}{valid} : {typ(s.dst)}"
 
 

@@ -76,6 +76,8 @@ def _instr(s: dict) -> str:
         kw += f", axis={s['axis']}"
     if s["to"]:
         kw += f", to={_dt(s['to'])}"
+    if s["l0"]:
+        kw += f", l0={list(s['l0'])}"
     return f".instr({op!r}, {dst!r}{args}{kw}{valid})"
 
 

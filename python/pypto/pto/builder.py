@@ -69,6 +69,7 @@ class _Instr:
     axis: Optional[int] = None
     to: Optional[str] = None
     arange: Optional[tuple] = None  # (start text, step text, offset E)
+    l0: Optional[list] = None       # TMATMUL*: the L0 cube tile (m, k, n)
 
 
 @dataclass
@@ -339,8 +340,9 @@ class PTOFunctionBuilder:
 
     # ---------------------------------------------------------- tile compute
     def instr(self, mnemonic: str, dst: Optional[str], *srcs: str, scalar=None, scalar_pos: int = -1,
-              axis: Optional[int] = None, to=None, valid=None):
-        """Any PTO tile instruction by mnemonic (see docs/pto.md)."""
+              axis: Optional[int] = None, to=None, valid=None, l0=None):
+        """Any PTO tile instruction by mnemonic (see docs/pto.md); `l0` is a matmul's L0 cube tile
+        (m, k, n), blocks that divide its tile."""
         self._need_incore(mnemonic)
         if dst is not None:
             self._need_tile(dst, mnemonic)
@@ -349,9 +351,16 @@ class PTOFunctionBuilder:
         sc = None
         if scalar is not None:
             sc = _scalar_text(scalar, lambda v: self._e(v, f"@{self.name}.{mnemonic} scalar"))
+        if l0 is not None:
+            if mnemonic not in ("tmatmul", "tmatmul_acc"):
+                raise UserError(f"@{self.name}.{mnemonic}: l0 applies to tmatmul and tmatmul_acc only ({_where()})")
+            if len(l0) != 3 or any(isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in l0):
+                raise UserError(f"@{self.name}.{mnemonic}: l0 must be 3 positive ints (m, k, n), found {l0!r} "
+                                f"({_where()})")
         return self._add(_Instr(mnemonic, dst, list(srcs), scalar=sc, scalar_pos=scalar_pos, axis=axis,
                                 to=_dtype(to, mnemonic) if to is not None else None,
-                                valid=None if valid is None else [self._e(v, "valid") for v in valid]))
+                                valid=None if valid is None else [self._e(v, "valid") for v in valid],
+                                l0=None if l0 is None else list(l0)))
 
     def _elementwise(self, op, dst, *srcs):
         d = self._need_tile(dst, op)
@@ -418,15 +427,15 @@ class PTOFunctionBuilder:
         """dst (its element type) <- src."""
         return self.instr("tcast", dst, src)
 
-    def matmul(self, dst: str, a: str, b: str):
-        """dst = a @ b."""
+    def matmul(self, dst: str, a: str, b: str, l0=None):
+        """dst = a @ b; `l0` = (m, k, n) blocks the product inside the tile (the L0 cube tile)."""
         self._check_mm("matmul", dst, a, b)
-        return self.instr("tmatmul", dst, a, b)
+        return self.instr("tmatmul", dst, a, b, l0=l0)
 
-    def matmul_acc(self, dst: str, a: str, b: str):
-        """dst += a @ b."""
+    def matmul_acc(self, dst: str, a: str, b: str, l0=None):
+        """dst += a @ b; `l0` as in matmul."""
         self._check_mm("matmul_acc", dst, a, b)
-        return self.instr("tmatmul_acc", dst, dst, a, b)
+        return self.instr("tmatmul_acc", dst, dst, a, b, l0=l0)
 
     def _check_mm(self, op, dst, a, b):
         d, x, y = self._need_tile(dst, op), self._need_tile(a, op), self._need_tile(b, op)

@@ -178,7 +178,46 @@ def test_matmul_and_accumulate_over_k():
     torch.testing.assert_close(C, A @ B, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("l0", [None, (8, 8, 16), (4, 2, 8), (16, 8, 16)])
+def test_matmul_l0_blocks_give_the_same_product(l0):
+    m = PTOModule("mm_l0")
+    (PTOFunctionBuilder("mm_tile", module=m).in_core()
+        .memref("a", MemorySpace.GLOBAL, F32).memref("b", MemorySpace.GLOBAL, F32)
+        .memref("c", MemorySpace.GLOBAL, F32)
+        .tile("x", 16, 8, F32).tile("y", 8, 16, F32).tile("acc", 16, 16, F32)
+        .load("x", "a", 0, 0).load("y", "b", 0, 0).matmul("acc", "x", "y", l0=l0)
+        .load("x", "a", 0, 1).load("y", "b", 1, 0).matmul_acc("acc", "x", "y", l0=l0)
+        .store("acc", "c").build())
+    (PTOFunctionBuilder("main", module=m).not_in_core()
+        .memref("A", MemorySpace.GLOBAL, F32).memref("B", MemorySpace.GLOBAL, F32)
+        .memref("C", MemorySpace.GLOBAL, F32)
+        .call("mm_tile", {"a": ("A", 0, 0), "b": ("B", 0, 0), "c": ("C", 0, 0)}).build())
+    prog = pypto.pto.compile(m)
+    if l0 is not None:
+        assert f"l0 [{l0[0]}, {l0[1]}, {l0[2]}]" in prog.pto()
+    A, B, C = np.random.rand(16, 16).astype(np.float32), np.random.rand(16, 16).astype(np.float32), np.zeros((16, 16), np.float32)
+    prog(A, B, C)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_l0_that_does_not_divide_the_tile_is_a_verify_error():
+    m = PTOModule("mm_bad")
+    (PTOFunctionBuilder("k", module=m).in_core()
+        .memref("a", MemorySpace.GLOBAL, F32).memref("b", MemorySpace.GLOBAL, F32).memref("c", MemorySpace.GLOBAL, F32)
+        .tile("x", 16, 8, F32).tile("y", 8, 16, F32).tile("z", 16, 16, F32)
+        .load("x", "a", 0, 0).load("y", "b", 0, 0).matmul("z", "x", "y", l0=(6, 8, 16)).store("z", "c").build())
+    (PTOFunctionBuilder("main", module=m).not_in_core()
+        .memref("A", MemorySpace.GLOBAL, F32).memref("B", MemorySpace.GLOBAL, F32).memref("C", MemorySpace.GLOBAL, F32)
+        .call("k", {"a": ("A", 0, 0), "b": ("B", 0, 0), "c": ("C", 0, 0)}).build())
+    with pytest.raises(pypto.VerifyError, match=r"l0 \[6, 8, 16\] must give 3 positive sizes dividing the tile's m, k, n \(16, 8, 16\)"):
+        pypto.pto.compile(m)
+
+
 @pytest.mark.parametrize("build, message", [
+    (lambda b: b.tile("x", 8, 8).tile("y", 8, 8).tile("z", 8, 8).matmul("z", "x", "y", l0=(8, 8)),
+     r"l0 must be 3 positive ints \(m, k, n\), found \(8, 8\)"),
+    (lambda b: b.tile("x", 8, 8).tile("y", 8, 8).tile("z", 8, 8).matmul("z", "x", "y", l0=(8, 0, 8)), "l0 must be 3 positive ints"),
+    (lambda b: b.tile("x", 8, 8).tile("y", 8, 8).instr("tadd", "y", "x", "x", l0=(8, 8, 8)), "l0 applies to tmatmul"),
     (lambda b: b.tile("x", 8, 8).tile("x", 8, 8), "'x' is already declared"),
     (lambda b: b.load("nope", "m"), "'nope' is not a declared tile"),
     (lambda b: b.tile("x", 8, 8).tile("y", 8, 4).exp("y", "x"), r"'x' has shape \(8, 8\), expected \(8, 4\)"),
