@@ -520,11 +520,7 @@ void Runtime::end_run() {
     last_stats_ = stats_;
   }
   // Tasks allocated but never submitted are dropped without running.
-  for (auto& st : building_) {
-    delete st->fn;
-    st->fn = nullptr;
-    staged_pool_.push_back(std::move(st));
-  }
+  for (auto& st : building_) recycle(std::move(st));
   building_.clear();
   index_ = std::make_unique<RegionIndex>();
   fn_names_.clear();
@@ -532,6 +528,16 @@ void Runtime::end_run() {
   std::lock_guard<std::mutex> lock(workspace_mu_);
   for (void* p : workspaces_) std::free(p);
   workspaces_.clear();
+  if (std::exception_ptr error = take_error()) std::rethrow_exception(error);
+}
+
+void Runtime::call_orchestration(const std::function<void(const pypto_runtime_api*)>& orchestrate) {
+  run_start_ = std::chrono::steady_clock::now();
+  try {
+    orchestrate(&api_);
+  } catch (...) {
+    record_failure(std::current_exception());
+  }
 }
 
 RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orchestrate) {
@@ -548,12 +554,7 @@ RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orche
   if (tracing_) {
     for (auto& events : trace_) events.clear();
   }
-  run_start_ = std::chrono::steady_clock::now();
-  try {
-    orchestrate(&api_);
-  } catch (...) {
-    record_failure(std::current_exception());
-  }
+  call_orchestration(orchestrate);
   const int64_t orch_end = now_ns();
   help_until(0, 0);
   stats_.build_ns = orch_end;
@@ -569,39 +570,27 @@ RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orche
   }
   RunStats stats = stats_;
   end_run();
-  if (std::exception_ptr error = take_error()) std::rethrow_exception(error);
   return stats;
 }
 
 TaskGraphRecord Runtime::record(const std::function<void(const pypto_runtime_api*)>& orchestrate) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   begin_run(Mode::kRecord);
-  try {
-    orchestrate(&api_);
-  } catch (...) {
-    record_failure(std::current_exception());
-  }
+  call_orchestration(orchestrate);
   TaskGraphRecord out = std::move(record_);
   record_ = TaskGraphRecord();
   out.edges = stats_.edges;
   end_run();
-  if (std::exception_ptr error = take_error()) std::rethrow_exception(error);
   return out;
 }
 
 RunStats Runtime::build(const std::function<void(const pypto_runtime_api*)>& orchestrate) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   begin_run(Mode::kBuild);
-  run_start_ = std::chrono::steady_clock::now();
-  try {
-    orchestrate(&api_);
-  } catch (...) {
-    record_failure(std::current_exception());
-  }
+  call_orchestration(orchestrate);
   stats_.build_ns = stats_.total_ns = now_ns();
   RunStats stats = stats_;
   end_run();
-  if (std::exception_ptr error = take_error()) std::rethrow_exception(error);
   return stats;
 }
 
@@ -657,6 +646,19 @@ void Runtime::write_trace(const std::string& path, int64_t orch_end_ns, int64_t 
 
 int64_t Runtime::task_alloc(const char* name, pypto_kernel_fn fn, int64_t buffer_bytes) {
   if (fn == nullptr) throw std::invalid_argument("task_alloc: null kernel function");
+  Staged& st = new_staged(name != nullptr ? name : "<unnamed>", buffer_bytes);
+  st.kernel = fn;
+  return st.id;
+}
+
+int64_t Runtime::task_alloc(std::string name, TaskFn fn, int64_t buffer_bytes) {
+  fn_names_.push_back(std::move(name));
+  Staged& st = new_staged(fn_names_.back().c_str(), buffer_bytes);
+  st.fn = new TaskFn(std::move(fn));
+  return st.id;
+}
+
+Runtime::Staged& Runtime::new_staged(const char* name, int64_t buffer_bytes) {
   // On CPU, kernels keep their tiles on their own stack; the size is only sanity-checked.
   if (buffer_bytes < 0) {
     throw std::invalid_argument("task_alloc: negative buffer_bytes " + std::to_string(buffer_bytes));
@@ -669,35 +671,33 @@ int64_t Runtime::task_alloc(const char* name, pypto_kernel_fn fn, int64_t buffer
     st = std::make_unique<Staged>();
   }
   st->id = next_task_id_++;
-  st->name = name != nullptr ? name : "<unnamed>";
-  st->kernel = fn;
+  st->name = name;
+  st->kernel = nullptr;
   st->fn = nullptr;
   st->buffer_bytes = buffer_bytes;
   st->args.clear();
   st->scalars.clear();
   building_.push_back(std::move(st));
-  return building_.back()->id;
+  return *building_.back();
 }
 
-int64_t Runtime::task_alloc(std::string name, TaskFn fn, int64_t buffer_bytes) {
-  fn_names_.push_back(std::move(name));
-  // The placeholder kernel is replaced by the C++ body right away.
-  const int64_t id = task_alloc(fn_names_.back().c_str(), [](const pypto_region*, int32_t, const int64_t*, int32_t) {
-    return int32_t{0};
-  }, buffer_bytes);
-  Staged& st = *building_.back();
-  st.kernel = nullptr;
-  st.fn = new TaskFn(std::move(fn));
-  return id;
+void Runtime::recycle(std::unique_ptr<Staged> st) {
+  delete st->fn;
+  st->fn = nullptr;
+  staged_pool_.push_back(std::move(st));
 }
 
-Runtime::Staged* Runtime::staged_task(int64_t id, const char* what) {
-  for (auto it = building_.rbegin(); it != building_.rend(); ++it) {
-    if ((*it)->id == id) return it->get();
+std::vector<std::unique_ptr<Runtime::Staged>>::iterator Runtime::find_staged(int64_t id, const char* what) {
+  // The task being built is almost always the newest one.
+  for (auto it = building_.end(); it != building_.begin();) {
+    --it;
+    if ((*it)->id == id) return it;
   }
   throw std::invalid_argument(std::string(what) + ": task " + std::to_string(id) +
                               " was not allocated in this run or is already submitted");
 }
+
+Runtime::Staged* Runtime::staged_task(int64_t id, const char* what) { return find_staged(id, what)->get(); }
 
 void Runtime::add_region(int64_t task, const pypto_region& r, bool write) {
   Staged* st = staged_task(task, write ? "add_output" : "add_input");
@@ -726,27 +726,17 @@ void Runtime::add_scalar(int64_t task, int64_t value) {
 }
 
 void Runtime::submit(int64_t id) {
-  auto it = std::find_if(building_.begin(), building_.end(), [&](const auto& st) { return st->id == id; });
-  if (it == building_.end()) {
-    throw std::invalid_argument("submit: task " + std::to_string(id) +
-                                " was not allocated in this run or is already submitted");
-  }
+  auto it = find_staged(id, "submit");
   std::unique_ptr<Staged> st = std::move(*it);
   building_.erase(it);
-  // Once the run has failed nothing new would run anyway; skipping tracking keeps the drain short.
-  if (!failed()) {
-    try {
-      enqueue(*st);
-    } catch (...) {
-      delete st->fn;
-      st->fn = nullptr;
-      staged_pool_.push_back(std::move(st));
-      throw;
-    }
+  try {
+    // Once the run has failed nothing new would run anyway; skipping tracking keeps the drain short.
+    if (!failed()) enqueue(*st);
+  } catch (...) {
+    recycle(std::move(st));
+    throw;
   }
-  delete st->fn;
-  st->fn = nullptr;
-  staged_pool_.push_back(std::move(st));
+  recycle(std::move(st));
 }
 
 void Runtime::enqueue(Staged& st) {

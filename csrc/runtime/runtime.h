@@ -197,12 +197,21 @@ class Runtime {
   void help_until(int64_t live, int64_t bytes);
   void record_failure(std::exception_ptr error);
   void record_task_failure(const Task& task, const std::string& reason);
+  // A task being built: from the pool, with the next id, appended to building_.
+  Staged& new_staged(const char* name, int64_t buffer_bytes);
+  // Drops a staged task's C++ body and returns it to the pool.
+  void recycle(std::unique_ptr<Staged> st);
+  // The building task `id`; throws std::invalid_argument naming `what` when there is none.
+  std::vector<std::unique_ptr<Staged>>::iterator find_staged(int64_t id, const char* what);
   Staged* staged_task(int64_t id, const char* what);
   void add_region(int64_t task, const pypto_region& r, bool write);
   void enqueue(Staged& st);
   // True when the task with submission number `seq` has finished (only meaningful in Mode::kRun).
   bool finished(int64_t seq) const;
   void begin_run(Mode mode);
+  // Runs the orchestration on this thread; an exception becomes the run's failure.
+  void call_orchestration(const std::function<void(const pypto_runtime_api*)>& orchestrate);
+  // Drops what the run kept (staged tasks, the region index, workspaces), then rethrows its first failure.
   void end_run();
   std::exception_ptr take_error();
 
