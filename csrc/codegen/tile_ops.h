@@ -380,12 +380,11 @@ inline float erf(float x) {
   return a < 1.0f ? small : large;
 }
 
-inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
-
 template <typename T> inline T exp(T x) { return std::exp(x); }
 template <typename T> inline T log(T x) { return std::log(x); }
 template <typename T> inline T tanh(T x) { return std::tanh(x); }
 template <typename T> inline T erf(T x) { return std::erf(x); }
+// rsqrt needs no polynomial: sqrt and divide are packed instructions (1 ulp for float).
 template <typename T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
 
 }  // namespace vm
