@@ -500,8 +500,12 @@ class PTOFunctionBuilder:
         return self
 
     def end_for(self):
-        if not self._open or not isinstance(self._open[-1], _Loop):
-            raise UserError(f"@{self.name}.end_for: no open for_loop ({_where()})")
+        return self._close(_Loop, "end_for", "for_loop")
+
+    def _close(self, kind, method: str, opener: str):
+        """Closes the innermost open block, which must be a `kind` opened by `opener`."""
+        if not self._open or not isinstance(self._open[-1], kind):
+            raise UserError(f"@{self.name}.{method}: no open {opener} ({_where()})")
         self._open.pop()
         self._stack.pop()
         return self
@@ -522,11 +526,7 @@ class PTOFunctionBuilder:
         return self
 
     def end_if(self):
-        if not self._open or not isinstance(self._open[-1], _If):
-            raise UserError(f"@{self.name}.end_if: no open if_then ({_where()})")
-        self._open.pop()
-        self._stack.pop()
-        return self
+        return self._close(_If, "end_if", "if_then")
 
     def call(self, name: str, args: Optional[dict] = None, *, regions: Optional[dict] = None):
         """CALL @name. `args` maps each parameter of the callee to a memref
