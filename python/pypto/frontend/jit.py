@@ -298,23 +298,29 @@ class Compiled:
 
 def _prepare(compiled: Compiled, bound: _Bound):
     """(keep-alive arrays, tensor specs, new outputs, dyn values) for a call."""
-    keep = []
-    specs = []
+    arrays = []
     for i, (_, a, _, _) in enumerate(bound.tensors):
         if i in compiled._copy_params and not memory.is_contiguous(a):
             a = memory.contiguous(a)  # reshaped inside the kernel: needs contiguous memory
+        arrays.append(a)
+    dyn = bound.dyn_values(compiled._program.dyn_dims)
+    outputs = zip(compiled._program.output_shapes(dyn), compiled._out_dtypes)
+    keep, specs, outs = _specs_and_outputs(arrays, outputs)
+    return keep, specs, outs, dyn
+
+
+def _specs_and_outputs(arrays, outputs):
+    """(keep-alive arrays, specs of the arrays then of the new outputs, the outputs) for a call;
+    `outputs` gives (shape, dtype) per output, allocated of the first array's kind."""
+    keep, specs = [], []
+    for a in arrays:
         kept, spec = memory.describe(a)
         keep.append(kept)
         specs.append(spec)
-    like = bound.tensors[0][1] if bound.tensors else None
-    program = compiled._program
-    dyn = bound.dyn_values(program.dyn_dims)
-    outs = []
-    for shape, dt in zip(program.output_shapes(dyn), compiled._out_dtypes):
-        o = memory.empty_like_kind(like, shape, dt)
-        outs.append(o)
-        specs.append(memory.describe(o)[1])
-    return keep, specs, outs, dyn
+    like = arrays[0] if arrays else None
+    outs = [memory.empty_like_kind(like, shape, dt) for shape, dt in outputs]
+    specs.extend(memory.describe(o)[1] for o in outs)
+    return keep, specs, outs
 
 
 class _FastEntry:
@@ -327,13 +333,7 @@ class _FastEntry:
         self.outputs = list(zip(compiled._program.output_shapes(self.dyn), compiled._out_dtypes))
 
     def run(self, args: tuple):
-        keep, specs = [], []
-        for a in args:
-            kept, spec = memory.describe(a)
-            keep.append(kept)
-            specs.append(spec)
-        outs = [memory.empty_like_kind(args[0] if args else None, shape, dt) for shape, dt in self.outputs]
-        specs.extend(memory.describe(o)[1] for o in outs)
+        keep, specs, outs = _specs_and_outputs(args, self.outputs)
         compiled = self.compiled
         compiled._cache = "memory"
         compiled._last_tasks = compiled._program.run(specs, self.dyn, "")
