@@ -1,7 +1,7 @@
 // Microbenchmarks of the task runtime's submission and scheduling.
 //
 // Every task runs an empty C kernel and is submitted through the C ABI table exactly as
-// generated orchestration code does, so the numbers are the runtime's own per-task cost:
+// generated orchestration code does (tensor handles registered once, one task_submit_desc per task), so the numbers are the runtime's own per-task cost:
 // dependency tracking (Build*: `Runtime::build`, nothing runs) and tracking plus
 // scheduling and execution (Run*: `Runtime::run`). Each benchmark reports tasks per
 // second (items_per_second) and the counter ns_per_task (wall-clock time per task).
@@ -37,36 +37,52 @@ class Matrix {
  public:
   explicit Matrix(int64_t rows) : rows_(rows), data_(new float[rows * kCols]) {}
 
-  // Rows [first, first + count).
-  pypto_region Rows(int64_t first, int64_t count) const {
-    pypto_region r{};
-    r.base = data_.get();
-    r.ndim = 2;
-    r.elem_size = sizeof(float);
-    r.offset[0] = first;
-    r.extent[0] = count;
-    r.extent[1] = kCols;
-    r.stride[0] = kCols;
-    r.stride[1] = 1;
-    return r;
+  // The matrix's runtime handle for this run, registered as generated code does before its loops.
+  int32_t Handle(const pypto_runtime_api* api) const {
+    pypto_tensor t{};
+    t.data = data_.get();
+    t.ndim = 2;
+    t.elem_size = sizeof(float);
+    t.shape[0] = rows_;
+    t.shape[1] = kCols;
+    t.stride[0] = kCols;
+    t.stride[1] = 1;
+    return api->tensor_handle(api->rt, &t);
   }
-  // Row block `b` of kBlockRows rows.
-  pypto_region Block(int64_t b) const { return Rows(b * kBlockRows, kBlockRows); }
-  pypto_region Whole() const { return Rows(0, rows_); }
+  int64_t rows() const { return rows_; }
 
  private:
   int64_t rows_;
   std::unique_ptr<float[]> data_;
 };
 
-// Submits one task as generated orchestration code does; `block` is passed as its scalar argument.
-void Submit(const pypto_runtime_api* api, const char* name, std::initializer_list<pypto_region> inputs,
-            std::initializer_list<pypto_region> outputs, int64_t block) {
-  int64_t t = api->task_alloc(api->rt, name, &EmptyKernel, 0);
-  for (const pypto_region& r : inputs) api->task_add_input(api->rt, t, &r);
-  for (const pypto_region& r : outputs) api->task_add_output(api->rt, t, &r);
-  api->task_add_scalar(api->rt, t, block);
-  api->task_submit(api->rt, t);
+// Rows [first, first + count) of the matrix with handle `tensor`.
+struct Rows {
+  int32_t tensor;
+  int64_t first;
+  int64_t count;
+};
+
+Rows Block(int32_t tensor, int64_t b) { return Rows{tensor, b * kBlockRows, kBlockRows}; }
+
+// Submits one task in one call as generated orchestration code does; `block` is its scalar argument.
+void Submit(const pypto_runtime_api* api, const char* name, std::initializer_list<Rows> inputs,
+            std::initializer_list<Rows> outputs, int64_t block) {
+  int64_t box[2 * 8][2];
+  pypto_task_arg args[8];
+  int32_t n = 0;
+  auto add = [&](const Rows& r, int32_t mode) {
+    box[2 * n][0] = r.first;
+    box[2 * n][1] = 0;
+    box[2 * n + 1][0] = r.count;
+    box[2 * n + 1][1] = kCols;
+    args[n] = pypto_task_arg{r.tensor, mode, box[2 * n], box[2 * n + 1]};
+    ++n;
+  };
+  for (const Rows& r : inputs) add(r, PYPTO_ACCESS_IN);
+  for (const Rows& r : outputs) add(r, PYPTO_ACCESS_OUT);
+  const pypto_task_desc d = {name, &EmptyKernel, 0, args, &block, n, 1};
+  api->task_submit_desc(api->rt, &d);
 }
 
 // Each workload is built once per benchmark from its size argument; `tasks` is the number
@@ -78,7 +94,8 @@ class Independent {
   explicit Independent(int64_t n) : n_(n), out_(n * kBlockRows) {}
   int64_t tasks() const { return n_; }
   void operator()(const pypto_runtime_api* api) const {
-    for (int64_t b = 0; b < n_; ++b) Submit(api, "independent", {}, {out_.Block(b)}, b);
+    const int32_t out = out_.Handle(api);
+    for (int64_t b = 0; b < n_; ++b) Submit(api, "independent", {}, {Block(out, b)}, b);
   }
 
  private:
@@ -92,7 +109,7 @@ class Chain {
   explicit Chain(int64_t n) : n_(n), buf_(kBlockRows) {}
   int64_t tasks() const { return n_; }
   void operator()(const pypto_runtime_api* api) const {
-    const pypto_region block = buf_.Block(0);
+    const Rows block = Block(buf_.Handle(api), 0);
     for (int64_t i = 0; i < n_; ++i) Submit(api, "chain", {block}, {block}, i);
   }
 
@@ -110,12 +127,10 @@ class RowPipeline {
         y_(blocks * kBlockRows), w_(kCols) {}
   int64_t tasks() const { return 4 * blocks_; }
   void operator()(const pypto_runtime_api* api) const {
-    const pypto_region w = w_.Whole();
+    const int32_t hx = x_.Handle(api), ha = a_.Handle(api), hb = b_.Handle(api), hy = y_.Handle(api);
+    const Rows w{w_.Handle(api), 0, w_.rows()};
     for (int64_t rb = 0; rb < blocks_; ++rb) {
-      const pypto_region x = x_.Block(rb);
-      const pypto_region a = a_.Block(rb);
-      const pypto_region b = b_.Block(rb);
-      const pypto_region y = y_.Block(rb);
+      const Rows x = Block(hx, rb), a = Block(ha, rb), b = Block(hb, rb), y = Block(hy, rb);
       Submit(api, "project", {x, w}, {a}, rb);
       Submit(api, "activate", {a}, {b}, rb);
       Submit(api, "residual", {b, x}, {y}, rb);
@@ -135,9 +150,10 @@ class FanIn {
   explicit FanIn(int64_t n) : n_(n), buf_(n * kBlockRows) {}
   int64_t tasks() const { return n_ + 2; }
   void operator()(const pypto_runtime_api* api) const {
-    const pypto_region whole = buf_.Whole();
+    const int32_t h = buf_.Handle(api);
+    const Rows whole{h, 0, buf_.rows()};
     Submit(api, "fill", {}, {whole}, 0);
-    for (int64_t b = 0; b < n_; ++b) Submit(api, "read", {buf_.Block(b)}, {}, b);
+    for (int64_t b = 0; b < n_; ++b) Submit(api, "read", {Block(h, b)}, {}, b);
     Submit(api, "overwrite", {}, {whole}, 0);
   }
 

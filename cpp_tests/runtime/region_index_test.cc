@@ -117,51 +117,84 @@ TEST(RegionIndexTest, EmptyRegionsHaveNoDependencies) {
   EXPECT_EQ(t.Add({{StridedBox(m, 0, 16, 1, 0, 0, 0, 16), true}}), Preds{});
 }
 
-// Random boxes of one matrix through row-major and transposed views: the index finds exactly the
-// conflicts a brute-force check of element sets finds, up to edges implied transitively.
-TEST(RegionIndexTest, MatchesBruteForceOnRandomBoxes) {
+// Random tasks over one matrix through row-major and transposed views: the index finds exactly the
+// conflicts a brute-force check of element sets finds, up to edges implied transitively. Each task
+// makes 1 to `max_accesses` accesses; with `pool` > 0 boxes are drawn from that many fixed boxes, so
+// exact repeats (the index's memo fast path) are frequent.
+void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool) {
   constexpr int kRows = 24, kCols = 20;
   float m[kRows * kCols];
-  std::mt19937 rng(7);
+  std::mt19937 rng(seed);
+  struct Box {
+    int r0, c0, rows, cols;
+    bool transposed;
+  };
+  auto random_box = [&] {
+    const int r0 = static_cast<int>(rng() % kRows), c0 = static_cast<int>(rng() % kCols);
+    return Box{r0, c0, 1 + static_cast<int>(rng() % (kRows - r0)), 1 + static_cast<int>(rng() % (kCols - c0)),
+               rng() % 2 == 0};
+  };
   for (int round = 0; round < 20; ++round) {
+    std::vector<Box> boxes;
+    for (int i = 0; i < pool; ++i) boxes.push_back(random_box());
     Tasks t;
-    std::vector<std::set<int>> elems;
-    std::vector<bool> writes;
+    // Per task: the elements it reads and the elements it writes.
+    std::vector<std::set<int>> reads, writes;
     std::vector<std::vector<int64_t>> preds_of;
     for (int i = 0; i < 150; ++i) {
-      const int r0 = static_cast<int>(rng() % kRows), c0 = static_cast<int>(rng() % kCols);
-      const int rows = 1 + static_cast<int>(rng() % (kRows - r0)), cols = 1 + static_cast<int>(rng() % (kCols - c0));
-      const bool write = rng() % 3 == 0;
-      const bool transposed = rng() % 2 == 0;
-      pypto_region r = transposed ? StridedBox(m, 0, 1, kCols, c0, r0, cols, rows) : StridedBox(m, 0, kCols, 1, r0, c0, rows, cols);
-      std::set<int> e;
-      for (int y = r0; y < r0 + rows; ++y) {
-        for (int x = c0; x < c0 + cols; ++x) e.insert(y * kCols + x);
+      std::vector<std::pair<pypto_region, bool>> acc;
+      std::set<int> rd, wr;
+      const int n = 1 + static_cast<int>(rng() % static_cast<unsigned>(max_accesses));
+      for (int k = 0; k < n; ++k) {
+        const Box b = pool > 0 ? boxes[rng() % static_cast<unsigned>(pool)] : random_box();
+        const bool write = rng() % 3 == 0;
+        acc.emplace_back(b.transposed ? StridedBox(m, 0, 1, kCols, b.c0, b.r0, b.cols, b.rows)
+                                      : StridedBox(m, 0, kCols, 1, b.r0, b.c0, b.rows, b.cols),
+                         write);
+        for (int y = b.r0; y < b.r0 + b.rows; ++y) {
+          for (int x = b.c0; x < b.c0 + b.cols; ++x) (write ? wr : rd).insert(y * kCols + x);
+        }
       }
-      preds_of.push_back(t.Add({{r, write}}));
-      elems.push_back(std::move(e));
-      writes.push_back(write);
+      preds_of.push_back(t.Add(acc));
+      reads.push_back(std::move(rd));
+      writes.push_back(std::move(wr));
     }
+    auto shares = [](const std::set<int>& a, const std::set<int>& b) {
+      for (int x : a) {
+        if (b.count(x)) return true;
+      }
+      return false;
+    };
+    // Tasks i and j conflict when one writes an element the other reads or writes.
+    auto conflict = [&](size_t i, size_t j) {
+      return shares(writes[i], writes[j]) || shares(writes[i], reads[j]) || shares(reads[i], writes[j]);
+    };
     // reach[i] = tasks that task i is ordered after (transitively).
-    std::vector<std::set<int64_t>> reach(elems.size());
-    for (size_t i = 0; i < elems.size(); ++i) {
+    std::vector<std::set<int64_t>> reach(preds_of.size());
+    for (size_t i = 0; i < preds_of.size(); ++i) {
       for (int64_t p : preds_of[i]) {
         ASSERT_LT(p, static_cast<int64_t>(i));
-        // No edge between disjoint regions, and none between two reads.
-        bool shares = false;
-        for (int x : elems[static_cast<size_t>(p)]) shares = shares || elems[i].count(x);
-        EXPECT_TRUE(shares) << "edge " << p << " -> " << i << " joins disjoint regions";
-        EXPECT_TRUE(writes[i] || writes[static_cast<size_t>(p)]) << "read-read edge " << p << " -> " << i;
+        EXPECT_TRUE(conflict(i, static_cast<size_t>(p))) << "edge " << p << " -> " << i << " joins tasks that do not conflict";
         reach[i].insert(p);
         reach[i].insert(reach[static_cast<size_t>(p)].begin(), reach[static_cast<size_t>(p)].end());
       }
       for (size_t j = 0; j < i; ++j) {
-        if (!writes[i] && !writes[j]) continue;
-        bool shares = false;
-        for (int x : elems[j]) shares = shares || elems[i].count(x);
-        if (shares) EXPECT_TRUE(reach[i].count(static_cast<int64_t>(j))) << "missing order " << j << " -> " << i;
+        if (conflict(i, j)) EXPECT_TRUE(reach[i].count(static_cast<int64_t>(j))) << "missing order " << j << " -> " << i;
       }
     }
+  }
+}
+
+TEST(RegionIndexTest, MatchesBruteForceOnRandomBoxes) { CheckAgainstBruteForce(7, 1, 0); }
+
+TEST(RegionIndexTest, MatchesBruteForceOnRandomMultiRegionTasks) { CheckAgainstBruteForce(11, 4, 0); }
+
+// Boxes drawn from a small pool repeat exactly, so most accesses take the memo fast path; the
+// pool's boxes overlap each other, which must turn the fast path off for them.
+TEST(RegionIndexTest, MatchesBruteForceOnRepeatedBoxes) {
+  for (unsigned seed : {1u, 2u, 3u}) {
+    CheckAgainstBruteForce(seed, 3, 3);
+    CheckAgainstBruteForce(seed + 10, 2, 8);
   }
 }
 

@@ -355,6 +355,93 @@ TEST(RuntimeTest, KernelsThroughTheCApi) {
   }
 }
 
+// A 1-D float tensor of n elements, as generated code passes it.
+pypto_tensor Tensor1D(float* data, int64_t n) {
+  pypto_tensor t{};
+  t.data = data;
+  t.ndim = 1;
+  t.elem_size = sizeof(float);
+  t.shape[0] = n;
+  t.stride[0] = 1;
+  return t;
+}
+
+// The same graph as KernelsThroughTheCApi, submitted one task per call through tensor handles.
+TEST(RuntimeTest, TaskDescriptorsThroughTheCApi) {
+  Runtime rt(2);
+  float x[8];
+  float y[8];
+  for (int i = 0; i < 8; ++i) x[i] = static_cast<float>(i);
+  RunStats stats = rt.run([&](const pypto_runtime_api* api) {
+    const pypto_tensor tx = Tensor1D(x, 8), ty = Tensor1D(y, 8);
+    const int32_t hx = api->tensor_handle(api->rt, &tx);
+    const int32_t hy = api->tensor_handle(api->rt, &ty);
+    EXPECT_NE(hx, hy);
+    EXPECT_EQ(api->tensor_handle(api->rt, &tx), hx);  // one layout, one handle
+    const int64_t four[] = {4};
+    for (int64_t half = 0; half < 2; ++half) {
+      const int64_t off[] = {4 * half};
+      const pypto_task_arg args[] = {{hx, PYPTO_ACCESS_IN, off, four}, {hy, PYPTO_ACCESS_OUT, off, four}};
+      const int64_t sc[] = {2, 1};
+      const pypto_task_desc d = {"axpb", &AxpbKernel, 0, args, sc, 2, 2};
+      ASSERT_EQ(api->task_submit_desc(api->rt, &d), 0);
+    }
+    const int64_t zero[] = {0}, eight[] = {8};
+    const pypto_task_arg args[] = {{hy, PYPTO_ACCESS_IN, zero, eight}, {hy, PYPTO_ACCESS_OUT, zero, eight}};
+    const int64_t sc[] = {10, 0};
+    const pypto_task_desc d = {"scale", &AxpbKernel, 0, args, sc, 2, 2};
+    ASSERT_EQ(api->task_submit_desc(api->rt, &d), 0);
+  });
+  EXPECT_EQ(stats.tasks, 3);
+  EXPECT_EQ(stats.edges, 2);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(y[i], (2.0f * i + 1.0f) * 10.0f);
+}
+
+// Each malformed descriptor fails the run with a message naming the task and what is wrong, and
+// the call returns non-zero so that generated code stops.
+TEST(RuntimeTest, BadTaskDescriptorsAreReported) {
+  float x[8];
+  const int64_t zero[] = {0}, four[] = {4}, minus[] = {-1};
+  struct Case {
+    const char* what;
+    int32_t handle;
+    int32_t mode;
+    const int64_t* extent;
+    pypto_kernel_fn fn;
+  };
+  const Case cases[] = {
+      {"tensor handle 7, expected 0 to 0", 7, PYPTO_ACCESS_IN, four, &AxpbKernel},
+      {"access mode 3", 0, 3, four, &AxpbKernel},
+      {"negative extent -1 in dim 0", 0, PYPTO_ACCESS_IN, minus, &AxpbKernel},
+      {"null kernel function", 0, PYPTO_ACCESS_IN, four, nullptr},
+  };
+  Runtime rt(1);
+  for (const Case& c : cases) {
+    try {
+      rt.run([&](const pypto_runtime_api* api) {
+        const pypto_tensor t = Tensor1D(x, 8);
+        ASSERT_EQ(api->tensor_handle(api->rt, &t), 0);
+        const pypto_task_arg args[] = {{c.handle, c.mode, zero, c.extent}};
+        const pypto_task_desc d = {"bad", c.fn, 0, args, nullptr, 1, 0};
+        EXPECT_NE(api->task_submit_desc(api->rt, &d), 0);
+        EXPECT_NE(api->failed(api->rt), 0);
+      });
+      ADD_FAILURE() << "expected an error for " << c.what;
+    } catch (const std::invalid_argument& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("task 0 (bad)"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(c.what), std::string::npos) << msg;
+    }
+  }
+  // A tensor with a bad element size gets no handle.
+  EXPECT_THROW(rt.run([&](const pypto_runtime_api* api) {
+    pypto_tensor t = Tensor1D(x, 8);
+    t.elem_size = 0;
+    EXPECT_EQ(api->tensor_handle(api->rt, &t), -1);
+  }),
+               std::invalid_argument);
+}
+
 TEST(RuntimeTest, CApiErrorsDoNotEscapeIntoGeneratedCode) {
   Runtime rt(1);
   EXPECT_THROW(rt.run([&](const pypto_runtime_api* api) {

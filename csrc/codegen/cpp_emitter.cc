@@ -414,6 +414,17 @@ class OrchestrationEmitter {
       o += fmt::format("  const pypto_tensor m{} = pto::make_workspace(api, {}, m{}_shape, {});  // %{}\n", m.id,
                        m.shape.size(), m.id, dtype_size(m.dtype), m.name);
     }
+    collect_loop_vars(g_.orchestration);
+    // Views that do not depend on a loop variable are built once; every tensor a call names gets
+    // its runtime handle up front, so a task is submitted in one call.
+    std::set<int> views;
+    for (int id : call_memrefs()) {
+      if (!loop_invariant(id)) continue;
+      emit_view(o, id, "  ", views);
+      o += fmt::format("  const int32_t h{} = api->tensor_handle(rt, &m{});\n", id, id);
+      o += fmt::format("  if (h{} < 0) return 1;\n", id);
+      hoisted_.insert(id);
+    }
     emit_body(o, g_.orchestration, 1);
     o += "  return api->failed(rt) ? 1 : 0;\n}\n\n";
     o += fmt::format("extern \"C\" int32_t {}(void) {{ return PYPTO_ABI_VERSION; }}\n", kAbiSymbol);
@@ -422,26 +433,68 @@ class OrchestrationEmitter {
   }
 
  private:
-  bool used(int id) const {
-    bool u = false;
+  void collect_loop_vars(const std::vector<Stmt>& body) {
+    for (const Stmt& s : body) {
+      if (auto* l = std::get_if<Loop>(&s.node)) {
+        loop_vars_.insert(l->var);
+        collect_loop_vars(l->body);
+      } else if (auto* i = std::get_if<IfThen>(&s.node)) {
+        collect_loop_vars(i->then_body);
+        collect_loop_vars(i->else_body);
+      }
+    }
+  }
+
+  bool uses_loop_var(const Expr& e) const {
+    for (const std::string& v : loop_vars_) {
+      if (e.uses(v)) return true;
+    }
+    return false;
+  }
+
+  /// True when memref `id` (a view chain or a whole tensor) is the same in every iteration.
+  bool loop_invariant(int id) const {
+    for (int m = id; g_.memrefs[m].view; m = g_.memrefs[m].view->base) {
+      for (const Expr& e : g_.memrefs[m].shape) {
+        if (uses_loop_var(e)) return false;
+      }
+      for (const Expr& e : g_.memrefs[m].view->offsets) {
+        if (uses_loop_var(e)) return false;
+      }
+    }
+    return true;
+  }
+
+  /// The memrefs named by call arguments, in order of first appearance.
+  std::vector<int> call_memrefs() const {
+    std::vector<int> out;
+    std::set<int> seen;
     std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
       for (const Stmt& s : body) {
         if (auto* l = std::get_if<Loop>(&s.node)) walk(l->body);
         else if (auto* i = std::get_if<IfThen>(&s.node)) {
           walk(i->then_body);
           walk(i->else_body);
-        } else if (auto* c = std::get_if<Call>(&s.node))
+        } else if (auto* c = std::get_if<Call>(&s.node)) {
           for (const CallArg& a : c->args) {
-            // A view uses every memref down its chain.
-            for (int m = a.memref;; m = g_.memrefs[m].view->base) {
-              u |= m == id;
-              if (!g_.memrefs[m].view) break;
-            }
+            if (seen.insert(a.memref).second) out.push_back(a.memref);
           }
+        }
       }
     };
     walk(g_.orchestration);
-    return u;
+    return out;
+  }
+
+  /// True when some call uses memref `id`: names it, or a view built on it.
+  bool used(int id) const {
+    for (int m : call_memrefs()) {
+      for (;; m = g_.memrefs[m].view->base) {
+        if (m == id) return true;
+        if (!g_.memrefs[m].view) break;
+      }
+    }
+    return false;
   }
 
   /// Declares the descriptor of view memref `id` (and of the views it is built on).
@@ -477,26 +530,35 @@ class OrchestrationEmitter {
 
   void emit_call(std::string& o, const Call& c, const std::string& pad) {
     const InCoreFunction& f = g_.functions.at(c.callee);
+    const std::string in = pad + "  ";
     o += fmt::format("{}{{\n", pad);
-    o += fmt::format("{}  if (api->failed(rt)) return 1;\n", pad);
-    std::set<int> views;
-    for (const CallArg& a : c.args) emit_view(o, a.memref, pad + "  ", views);
-    o += fmt::format("{}  const int64_t task = api->task_alloc(rt, \"{}\", &k_{}, {});\n", pad, f.name, f.name,
-                     f.buffer_bytes);
+    std::set<int> views, handles;
+    for (const CallArg& a : c.args) {
+      if (hoisted_.count(a.memref) || !handles.insert(a.memref).second) continue;
+      emit_view(o, a.memref, in, views);
+      o += fmt::format("{}const int32_t h{} = api->tensor_handle(rt, &m{});\n", in, a.memref, a.memref);
+    }
+    std::vector<std::string> args;
     for (size_t i = 0; i < c.args.size(); ++i) {
       const CallArg& a = c.args[i];
-      o += fmt::format("{}  {{ const int64_t off[] = {{{}}}; const int64_t ext[] = {{{}}};\n", pad, cexprs(a.offsets),
+      o += fmt::format("{}const int64_t o{}[] = {{{}}}; const int64_t e{}[] = {{{}}};\n", in, i, cexprs(a.offsets), i,
                        cexprs(a.extents));
-      o += fmt::format("{}    if (int32_t bad = pto::check_region(m{}, off, ext, \"CALL @{} argument %{} -> %{}\")) return bad;\n",
-                       pad, a.memref, f.name, f.params[i].name, g_.memrefs[a.memref].name);
-      o += fmt::format("{}    const pypto_region r = pto::make_region(m{}, off, ext); api->task_add_{}(rt, task, &r); }}\n",
-                       pad, a.memref, f.params[i].is_output ? "output" : "input");
+      o += fmt::format("{}if (int32_t bad = pto::check_region(m{}, o{}, e{}, \"CALL @{} argument %{} -> %{}\")) return bad;\n",
+                       in, a.memref, i, i, f.name, f.params[i].name, g_.memrefs[a.memref].name);
+      args.push_back(fmt::format("{{h{}, {}, o{}, e{}}}", a.memref,
+                                 f.params[i].is_output ? "PYPTO_ACCESS_OUT" : "PYPTO_ACCESS_IN", i, i));
     }
-    for (const Expr& s : c.scalars) o += fmt::format("{}  api->task_add_scalar(rt, task, {});\n", pad, cexpr(s));
-    o += fmt::format("{}  api->task_submit(rt, task);\n{}}}\n", pad, pad);
+    if (!args.empty()) o += fmt::format("{}const pypto_task_arg args[] = {{{}}};\n", in, list(args));
+    if (!c.scalars.empty()) o += fmt::format("{}const int64_t sc[] = {{{}}};\n", in, cexprs(c.scalars));
+    o += fmt::format("{}const pypto_task_desc d = {{\"{}\", &k_{}, {}, {}, {}, {}, {}}};\n", in, f.name, f.name,
+                     f.buffer_bytes, args.empty() ? "nullptr" : "args", c.scalars.empty() ? "nullptr" : "sc", args.size(),
+                     c.scalars.size());
+    o += fmt::format("{}if (api->task_submit_desc(rt, &d)) return 1;\n{}}}\n", in, pad);
   }
 
   const ExecutionGraph& g_;
+  std::set<std::string> loop_vars_;
+  std::set<int> hoisted_;  // memrefs whose view and handle are built before the loops
 };
 
 }  // namespace

@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 /// Bumped whenever a struct or function table below changes layout.
-#define PYPTO_ABI_VERSION 2
+#define PYPTO_ABI_VERSION 3
 /// Highest tensor rank a region can describe.
 #define PYPTO_MAX_DIMS 6
 
@@ -39,6 +39,40 @@ typedef struct pypto_region {
 typedef int32_t (*pypto_kernel_fn)(const pypto_region* args, int32_t nargs, const int64_t* scalars,
                                    int32_t nscalars);
 
+/// A whole tensor passed to an orchestration function; `buffer` as in pypto_region.
+typedef struct pypto_tensor {
+  void* data;
+  void* buffer;
+  int64_t shape[PYPTO_MAX_DIMS];
+  int64_t stride[PYPTO_MAX_DIMS];
+  int32_t ndim;
+  int32_t elem_size;
+} pypto_tensor;
+
+/// How a task accesses an argument (dependencies follow from it).
+#define PYPTO_ACCESS_IN 1
+#define PYPTO_ACCESS_OUT 2
+
+/// One argument of a task submitted with `task_submit_desc`: a box of a tensor registered with
+/// `tensor_handle`. `offset` and `extent` hold one entry per dim of the tensor.
+typedef struct pypto_task_arg {
+  int32_t tensor;
+  int32_t mode;
+  const int64_t* offset;
+  const int64_t* extent;
+} pypto_task_arg;
+
+/// A whole task: what task_alloc, the task_add_* calls and task_submit describe piecewise.
+typedef struct pypto_task_desc {
+  const char* name;
+  pypto_kernel_fn fn;
+  int64_t buffer_bytes;
+  const pypto_task_arg* args;
+  const int64_t* scalars;
+  int32_t nargs;
+  int32_t nscalars;
+} pypto_task_desc;
+
 /// The services the runtime offers to generated orchestration code.
 typedef struct pypto_runtime_api {
   int32_t abi_version;
@@ -57,17 +91,14 @@ typedef struct pypto_runtime_api {
   void* (*alloc_workspace)(void* rt, int64_t bytes);
   /// Non-zero once a task has failed: orchestration may stop submitting.
   int32_t (*failed)(void* rt);
+  /// The handle of a tensor's layout (data, buffer, strides, rank, element size; the shape is not
+  /// used) for `task_submit_desc`, valid until the run ends; -1 when the run has failed. One layout
+  /// always gets the same handle, so orchestration registers each tensor and view once.
+  int32_t (*tensor_handle)(void* rt, const pypto_tensor* tensor);
+  /// Allocates, fills and submits a task in one call (the fast path); returns non-zero once the run
+  /// has failed, and the orchestration should then stop.
+  int32_t (*task_submit_desc)(void* rt, const pypto_task_desc* task);
 } pypto_runtime_api;
-
-/// A whole tensor passed to an orchestration function; `buffer` as in pypto_region.
-typedef struct pypto_tensor {
-  void* data;
-  void* buffer;
-  int64_t shape[PYPTO_MAX_DIMS];
-  int64_t stride[PYPTO_MAX_DIMS];
-  int32_t ndim;
-  int32_t elem_size;
-} pypto_tensor;
 
 /// Signature of the orchestration entry point of a generated library:
 /// tensors are the parameters then the outputs of the traced function,

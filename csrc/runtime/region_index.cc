@@ -186,6 +186,8 @@ struct RegionIndex::Node {
   uint32_t stamp = 0;
   uint32_t prune_at = kMinReaderPrune;
   bool live = true;
+  // No other live node overlaps this one (conservative: set false when one might).
+  bool isolated = true;
 };
 
 struct RegionIndex::Layout {
@@ -206,6 +208,8 @@ struct RegionIndex::Buffer {
   uint64_t used_levels = 0;
   std::vector<uint32_t> wide;
   size_t sweep_at = kMinSweep;
+  // Bumped whenever node indices change (a sweep), which invalidates the layouts' memos.
+  uint32_t gen = 0;
   // Nodes created since the last sweep check of the current submission.
   bool dirty = false;
 
@@ -253,6 +257,7 @@ struct RegionIndex::Buffer {
 
 // A region of a task in canonical form.
 struct RegionIndex::Canon {
+  const RegionAccess* src;
   Buffer* buf;
   int32_t layout;
   int32_t ndim;
@@ -302,7 +307,9 @@ RegionIndex::RegionIndex() : desc_table_(64, nullptr) {}
 
 RegionIndex::~RegionIndex() = default;
 
-const RegionDesc* RegionIndex::intern(const pypto_region& r) {
+const RegionDesc* RegionIndex::intern(const pypto_region& r) { return lookup(r); }
+
+RegionDesc* RegionIndex::lookup(const pypto_region& r) {
   // A cheap hash: descriptors differ mostly in their base, and the full key is compared anyway.
   uint64_t h = static_cast<uint64_t>(address(r.base)) ^ (static_cast<uint64_t>(address(r.buffer)) << 7) ^
                (static_cast<uint64_t>(r.ndim > 0 ? r.stride[0] : 0) << 17) ^ static_cast<uint64_t>(r.ndim);
@@ -332,6 +339,15 @@ const RegionDesc* RegionIndex::intern(const pypto_region& r) {
 }
 
 
+int32_t RegionIndex::handle(const pypto_region& r) {
+  RegionDesc* d = lookup(r);
+  if (d->handle < 0) {
+    d->handle = static_cast<int32_t>(handles_.size());
+    handles_.push_back(d);
+  }
+  return d->handle;
+}
+
 RegionDesc RegionIndex::make_desc(const pypto_region& r, uint64_t h, Buffer* buf) {
   RegionDesc d{};
   d.base = r.base;
@@ -341,6 +357,8 @@ RegionDesc RegionIndex::make_desc(const pypto_region& r, uint64_t h, Buffer* buf
   std::copy(r.stride, r.stride + r.ndim, d.stride);
   d.hash = h;
   d.index_buffer = buf;
+  d.handle = -1;
+  d.memo_node = kNoNode;
   d.layout = -1;
   const int64_t delta_bytes = address(r.base) - address(buffer_of(r));
   bool regular = r.ndim > 0 && delta_bytes >= 0 && delta_bytes % r.elem_size == 0;
@@ -365,6 +383,7 @@ bool RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
   for (int k = 0; k < d.ndim; ++k) {
     if (a.extent[k] <= 0) return false;
   }
+  c.src = &a;
   c.buf = static_cast<Buffer*>(d.index_buffer);
   c.write = a.write;
   c.ndim = d.ndim;
@@ -402,6 +421,29 @@ bool RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
   c.lo = range.first;
   c.hi = range.second;
   c.layout = -1;
+  return true;
+}
+
+// The fast path: access `a` repeats the last access through its layout, whose node no other live
+// node overlaps, so that node alone gives the predecessors.
+bool RegionIndex::recall(const RegionAccess& a, Canon& c, std::vector<int64_t>& preds) {
+  const RegionDesc& d = *a.desc;
+  if (d.memo_node == kNoNode) return false;
+  Buffer& b = *static_cast<Buffer*>(d.index_buffer);
+  if (d.memo_gen != b.gen) return false;
+  for (int k = 0; k < d.ndim; ++k) {
+    if (a.offset[k] != d.memo_offset[k] || a.extent[k] != d.memo_extent[k]) return false;
+  }
+  Node& n = b.nodes[d.memo_node];
+  if (!n.live || !n.isolated) return false;
+  c.src = &a;
+  c.buf = &b;
+  c.write = a.write;
+  c.exact = d.memo_node;
+  c.first_match = matches_.size();
+  c.num_matches = 0;
+  if (n.writer >= 0) preds.push_back(n.writer);
+  if (a.write) preds.insert(preds.end(), n.readers.begin(), n.readers.end());
   return true;
 }
 
@@ -453,7 +495,8 @@ void RegionIndex::update(Canon& c, int64_t seq) {
       if (buf == &b && same_box(b.nodes[i], c)) e = i;
     }
   }
-  if (e < 0) {
+  const bool created = e < 0;
+  if (created) {
     Node n;
     std::copy(c.offset, c.offset + c.ndim, n.offset);
     std::copy(c.extent, c.extent + c.ndim, n.extent);
@@ -464,13 +507,30 @@ void RegionIndex::update(Canon& c, int64_t seq) {
     b.nodes.push_back(std::move(n));
     e = static_cast<int64_t>(b.nodes.size() - 1);
     b.place(static_cast<uint32_t>(e));
+    // Nodes created earlier by this task were not seen by its queries.
+    for (const auto& [buf, i] : created_) {
+      Node& o = b.nodes[i];
+      if (buf == &b && overlap(o, c)) {
+        o.isolated = false;
+        b.nodes[static_cast<size_t>(e)].isolated = false;
+      }
+    }
     created_.emplace_back(&b, static_cast<uint32_t>(e));
     b.dirty = true;
   }
   c.exact = e;
   Node& n = b.nodes[static_cast<size_t>(e)];
+  const RegionDesc& d = *c.src->desc;
+  d.memo_node = static_cast<uint32_t>(e);
+  d.memo_gen = b.gen;
+  std::copy(c.src->offset, c.src->offset + d.ndim, d.memo_offset);
+  std::copy(c.src->extent, c.src->extent + d.ndim, d.memo_extent);
   if (!c.write) {
     if (n.readers.empty() || n.readers.back() != seq) n.readers.push_back(seq);
+    if (created) {
+      for (size_t k = 0; k < c.num_matches; ++k) b.nodes[matches_[c.first_match + k]].isolated = false;
+      if (c.num_matches > 0) n.isolated = false;
+    }
     return;
   }
   n.writer = seq;
@@ -486,40 +546,58 @@ void RegionIndex::update(Canon& c, int64_t seq) {
       o.writer = -1;
       o.readers.release();
       ++b.dead;
+    } else if (created && static_cast<int64_t>(m) != e) {
+      o.isolated = false;
+      n.isolated = false;
     }
   }
 }
 
 void RegionIndex::add_task(const RegionAccess* accesses, size_t n, int64_t seq, std::vector<int64_t>& preds) {
   preds.clear();
-  canon_.clear();
   matches_.clear();
   created_.clear();
+  if (canon_.size() < n) canon_.resize(n);
+  size_t nc = 0;
   for (size_t i = 0; i < n; ++i) {
-    Canon& c = canon_.emplace_back();
-    if (!canonicalize(accesses[i], c)) {
-      canon_.pop_back();
+    Canon& c = canon_[nc];
+    if (recall(accesses[i], c, preds)) {
+      ++nc;
       continue;
     }
+    if (!canonicalize(accesses[i], c)) continue;
     query(c, preds);
+    ++nc;
   }
+  num_canon_ = nc;
   if (preds.size() > 1) {
-    std::sort(preds.begin(), preds.end());
+    if (preds.size() <= 16) {
+      // Insertion sort: a task has a handful of predecessors.
+      for (size_t i = 1; i < preds.size(); ++i) {
+        const int64_t v = preds[i];
+        size_t j = i;
+        for (; j > 0 && preds[j - 1] > v; --j) preds[j] = preds[j - 1];
+        preds[j] = v;
+      }
+    } else {
+      std::sort(preds.begin(), preds.end());
+    }
     preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
   }
   // Reads first, so a task that reads and writes one box is left as its writer.
-  for (Canon& c : canon_) {
-    if (!c.write) update(c, seq);
+  for (size_t i = 0; i < nc; ++i) {
+    if (!canon_[i].write) update(canon_[i], seq);
   }
-  for (Canon& c : canon_) {
-    if (c.write) update(c, seq);
+  for (size_t i = 0; i < nc; ++i) {
+    if (canon_[i].write) update(canon_[i], seq);
   }
 }
 
 void RegionIndex::prune() {
   if (finished_) {
     // Readers of a box that is never written accumulate; finished ones are dropped as the list doubles.
-    for (const Canon& c : canon_) {
+    for (size_t i = 0; i < num_canon_; ++i) {
+      const Canon& c = canon_[i];
       if (c.write) continue;
       Node& n = c.buf->nodes[static_cast<size_t>(c.exact)];
       if (n.readers.size() < n.prune_at) continue;
@@ -553,6 +631,7 @@ void RegionIndex::sweep(Buffer& b) {
   }
   b.nodes.resize(kept);
   b.dead = 0;
+  ++b.gen;
   b.rebuild();
   b.sweep_at = std::max(kMinSweep, 2 * b.nodes.size());
 }

@@ -36,6 +36,14 @@ struct RegionDesc {
   int64_t cstride[PYPTO_MAX_DIMS];
   void* index_buffer;
   uint64_t hash;
+  // Handle given out by `RegionIndex::handle` (-1 until asked for).
+  int32_t handle;
+  // The box of the last access through this layout and its node (while the buffer's node list has
+  // generation `memo_gen`): repeating that access skips canonicalisation and the grid walk.
+  mutable uint32_t memo_node;
+  mutable uint32_t memo_gen;
+  mutable int64_t memo_offset[PYPTO_MAX_DIMS];
+  mutable int64_t memo_extent[PYPTO_MAX_DIMS];
 };
 
 /// One region of a task: its interned layout and its box.
@@ -55,6 +63,16 @@ class RegionIndex {
 
   /// The interned layout of region `r` (validated by the caller); stable for the index's lifetime.
   const RegionDesc* intern(const pypto_region& r);
+
+  /// The handle of region `r`'s interned layout (validated by the caller): the same layout always
+  /// gets the same handle, numbered from 0 in order of first request.
+  int32_t handle(const pypto_region& r);
+  /// The layout of handle `h`, or null when `h` was not given out.
+  const RegionDesc* by_handle(int32_t h) const {
+    return h >= 0 && static_cast<size_t>(h) < handles_.size() ? handles_[static_cast<size_t>(h)] : nullptr;
+  }
+  /// Number of handles given out.
+  size_t num_handles() const { return handles_.size(); }
 
   /// Sets the predicate telling which tasks have finished; their accesses may then be dropped.
   /// Without one (recording), nothing is ever dropped and the graph is exact.
@@ -81,6 +99,8 @@ class RegionIndex {
   static bool same_box(const Node& n, const Canon& c);
   static bool covers(const Canon& c, const Node& n);
   static bool canonicalize(const RegionAccess& a, Canon& c);
+  bool recall(const RegionAccess& a, Canon& c, std::vector<int64_t>& preds);
+  RegionDesc* lookup(const pypto_region& r);
   static RegionDesc make_desc(const pypto_region& r, uint64_t h, Buffer* buf);
   void query(Canon& c, std::vector<int64_t>& preds);
   void update(Canon& c, int64_t seq);
@@ -90,10 +110,12 @@ class RegionIndex {
   std::deque<RegionDesc> descs_;
   std::vector<RegionDesc*> desc_table_;  // open addressing, power-of-two size
   size_t num_descs_ = 0;
+  std::vector<RegionDesc*> handles_;
   uint32_t stamp_ = 0;
   std::function<bool(int64_t)> finished_;
   // Scratch of the current task.
   std::vector<Canon> canon_;
+  size_t num_canon_ = 0;
   std::vector<uint32_t> matches_;
   std::vector<std::pair<Buffer*, uint32_t>> created_;
 };

@@ -300,6 +300,20 @@ struct CApi {
   }
 
   static int32_t failed(void* rt) { return self(rt)->failed() ? 1 : 0; }
+
+  static int32_t tensor_handle(void* rt, const pypto_tensor* t) {
+    return guarded(rt, [&] {
+      if (t == nullptr) throw std::invalid_argument("tensor_handle: null tensor");
+      return self(rt)->tensor_handle(*t);
+    }, int32_t{-1});
+  }
+
+  static int32_t task_submit_desc(void* rt, const pypto_task_desc* d) {
+    return guarded(rt, [&] {
+      if (d == nullptr) throw std::invalid_argument("task_submit_desc: null task");
+      return self(rt)->submit_desc(*d) ? 0 : 1;
+    }, 1);
+  }
 };
 
 Runtime::Runtime(int num_threads) : sched_(std::make_unique<Scheduler>()), index_(std::make_unique<RegionIndex>()) {
@@ -312,6 +326,8 @@ Runtime::Runtime(int num_threads) : sched_(std::make_unique<Scheduler>()), index
   api_.task_submit = &CApi::task_submit;
   api_.alloc_workspace = &CApi::alloc_workspace;
   api_.failed = &CApi::failed;
+  api_.tensor_handle = &CApi::tensor_handle;
+  api_.task_submit_desc = &CApi::task_submit_desc;
 
   window_.store(resolve_task_window(), std::memory_order_relaxed);
   const int n = resolve_num_threads(num_threads);
@@ -731,7 +747,18 @@ void Runtime::submit(int64_t id) {
   building_.erase(it);
   try {
     // Once the run has failed nothing new would run anyway; skipping tracking keeps the drain short.
-    if (!failed()) enqueue(*st);
+    if (!failed()) {
+      // The record takes the body over; whatever enqueue leaves in spec.fn stays the staged task's.
+      TaskSpec spec{st->id, st->name, st->kernel, std::exchange(st->fn, nullptr), st->buffer_bytes, st->args.data(),
+                    st->args.size(), st->scalars.data(), st->scalars.size()};
+      try {
+        enqueue(spec);
+      } catch (...) {
+        st->fn = spec.fn;
+        throw;
+      }
+      st->fn = spec.fn;
+    }
   } catch (...) {
     recycle(std::move(st));
     throw;
@@ -739,7 +766,67 @@ void Runtime::submit(int64_t id) {
   recycle(std::move(st));
 }
 
-void Runtime::enqueue(Staged& st) {
+int32_t Runtime::tensor_handle(const pypto_tensor& t) {
+  pypto_region r{};
+  r.base = t.data;
+  r.buffer = t.buffer;
+  r.ndim = t.ndim;
+  r.elem_size = t.elem_size;
+  for (int d = 0; d < PYPTO_MAX_DIMS && d < t.ndim; ++d) {
+    r.extent[d] = t.shape[d];
+    r.stride[d] = t.stride[d];
+  }
+  validate_region(r);
+  return index_->handle(r);
+}
+
+bool Runtime::submit_desc(const pypto_task_desc& d) {
+  if (failed()) return false;
+  const char* name = d.name != nullptr ? d.name : "<unnamed>";
+  auto bad = [&](const std::string& what) {
+    return std::invalid_argument("task_submit_desc: task " + std::to_string(next_task_id_) + " (" + name + ") " + what);
+  };
+  if (d.fn == nullptr) throw bad("has a null kernel function");
+  if (d.buffer_bytes < 0) throw bad("has negative buffer_bytes " + std::to_string(d.buffer_bytes));
+  if (d.nargs < 0 || d.nargs > kMaxTaskRegions || (d.nargs > 0 && d.args == nullptr)) {
+    throw bad("has " + std::to_string(d.nargs) + " arguments, expected 0 to " + std::to_string(kMaxTaskRegions));
+  }
+  if (d.nscalars < 0 || d.nscalars > 0xffff || (d.nscalars > 0 && d.scalars == nullptr)) {
+    throw bad("has " + std::to_string(d.nscalars) + " scalars, expected 0 to 65535");
+  }
+  if (desc_args_.size() < static_cast<size_t>(kMaxTaskRegions)) desc_args_.resize(kMaxTaskRegions);
+  for (int32_t i = 0; i < d.nargs; ++i) {
+    const pypto_task_arg& a = d.args[i];
+    const RegionDesc* desc = index_->by_handle(a.tensor);
+    if (desc == nullptr) {
+      throw bad("argument " + std::to_string(i) + " has tensor handle " + std::to_string(a.tensor) + ", expected 0 to " +
+                std::to_string(static_cast<int64_t>(index_->num_handles()) - 1));
+    }
+    if (a.mode != PYPTO_ACCESS_IN && a.mode != PYPTO_ACCESS_OUT) {
+      throw bad("argument " + std::to_string(i) + " has access mode " + std::to_string(a.mode) +
+                ", expected PYPTO_ACCESS_IN (1) or PYPTO_ACCESS_OUT (2)");
+    }
+    RegionAccess& acc = desc_args_[static_cast<size_t>(i)];
+    acc.desc = desc;
+    acc.write = a.mode == PYPTO_ACCESS_OUT;
+    bool empty = false;
+    for (int k = 0; k < desc->ndim; ++k) {
+      const int64_t off = a.offset[k];
+      const int64_t ext = a.extent[k];
+      if (ext < 0) throw bad("argument " + std::to_string(i) + " has negative extent " + std::to_string(ext) + " in dim " + std::to_string(k));
+      empty |= ext == 0;
+      acc.offset[k] = off;
+      acc.extent[k] = ext;
+    }
+    if (desc->base == nullptr && !empty) throw bad("argument " + std::to_string(i) + " has a null base");
+  }
+  TaskSpec spec{next_task_id_++, name, d.fn, nullptr, d.buffer_bytes, desc_args_.data(), static_cast<size_t>(d.nargs),
+                d.scalars, static_cast<size_t>(d.nscalars)};
+  enqueue(spec);
+  return !failed();
+}
+
+void Runtime::enqueue(TaskSpec& st) {
   Scheduler& s = *sched_;
   const int64_t seq = next_seq_;
 
@@ -752,7 +839,7 @@ void Runtime::enqueue(Staged& st) {
   }
 
   std::vector<int64_t>& preds = preds_;
-  index_->add_task(st.args.data(), st.args.size(), seq, preds);
+  index_->add_task(st.args, st.nargs, seq, preds);
   stats_.edges += static_cast<int64_t>(preds.size());
   ++stats_.tasks;
 
@@ -771,8 +858,8 @@ void Runtime::enqueue(Staged& st) {
     }
   } else {
     // The record: header, scalars, regions, one link per predecessor.
-    size_t bytes = sizeof(Task) + st.scalars.size() * sizeof(int64_t) + preds.size() * sizeof(Link);
-    for (const RegionAccess& a : st.args) bytes += region_record_bytes(a.desc->ndim);
+    size_t bytes = sizeof(Task) + st.nscalars * sizeof(int64_t) + preds.size() * sizeof(Link);
+    for (size_t i = 0; i < st.nargs; ++i) bytes += region_record_bytes(st.args[i].desc->ndim);
     bytes = (bytes + 7) & ~size_t{7};
     if (bytes > s.arena_size / 4) {
       throw std::invalid_argument("task " + std::to_string(st.id) + " (" + st.name + ") needs a " +
@@ -797,11 +884,12 @@ void Runtime::enqueue(Staged& st) {
     t->succ.store(nullptr, std::memory_order_relaxed);
     t->end = arena_head_;
     t->done.store(0, std::memory_order_relaxed);
-    t->nargs = static_cast<uint8_t>(st.args.size());
-    t->nscalars = static_cast<uint16_t>(st.scalars.size());
-    std::copy(st.scalars.begin(), st.scalars.end(), t->scalars());
+    t->nargs = static_cast<uint8_t>(st.nargs);
+    t->nscalars = static_cast<uint16_t>(st.nscalars);
+    std::copy(st.scalars, st.scalars + st.nscalars, t->scalars());
     char* p = t->regions();
-    for (const RegionAccess& a : st.args) {
+    for (size_t i = 0; i < st.nargs; ++i) {
+      const RegionAccess& a = st.args[i];
       const int nd = a.desc->ndim;
       *reinterpret_cast<const RegionDesc**>(p) = a.desc;
       auto* box = reinterpret_cast<int64_t*>(p + sizeof(const RegionDesc*));

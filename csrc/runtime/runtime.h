@@ -29,6 +29,7 @@
 namespace pypto::runtime {
 
 class RegionIndex;
+struct RegionAccess;
 
 /// Counters describing one task graph (executed by `run`, or built by `record`/`build`).
 struct RunStats {
@@ -148,6 +149,10 @@ class Runtime {
   void add_scalar(int64_t task, int64_t value);
   /// Resolves the task's dependencies and hands it to the scheduler.
   void submit(int64_t task);
+  /// The handle of tensor `t`'s layout for `submit_desc` (see pypto_runtime_api::tensor_handle).
+  int32_t tensor_handle(const pypto_tensor& t);
+  /// Creates and submits the task `d` describes in one step; returns false once the run has failed.
+  bool submit_desc(const pypto_task_desc& d);
   /// Returns zeroed, 64-byte aligned memory that stays valid until the run's tasks have finished.
   void* alloc_workspace(int64_t bytes);
   /// True once a task (or the orchestration) of the current run has failed.
@@ -168,6 +173,18 @@ class Runtime {
   struct Link;
   struct Staged;
   struct Scheduler;
+  // A task ready to be enqueued, however it was described; `fn` is owned by the caller.
+  struct TaskSpec {
+    int64_t id;
+    const char* name;
+    pypto_kernel_fn kernel;
+    TaskFn* fn;
+    int64_t buffer_bytes;
+    const RegionAccess* args;
+    size_t nargs;
+    const int64_t* scalars;
+    size_t nscalars;
+  };
 
   enum class Mode { kRun, kRecord, kBuild };
 
@@ -205,7 +222,7 @@ class Runtime {
   std::vector<std::unique_ptr<Staged>>::iterator find_staged(int64_t id, const char* what);
   Staged* staged_task(int64_t id, const char* what);
   void add_region(int64_t task, const pypto_region& r, bool write);
-  void enqueue(Staged& st);
+  void enqueue(TaskSpec& spec);
   // True when the task with submission number `seq` has finished (only meaningful in Mode::kRun).
   bool finished(int64_t seq) const;
   void begin_run(Mode mode);
@@ -240,6 +257,7 @@ class Runtime {
   std::vector<std::unique_ptr<Staged>> staged_pool_;
   std::unique_ptr<RegionIndex> index_;
   std::vector<int64_t> preds_;
+  std::vector<RegionAccess> desc_args_;
   std::deque<std::string> fn_names_;
   std::vector<int64_t> record_ids_;
   TaskGraphRecord record_;
