@@ -65,7 +65,8 @@ def child(seq: int, runs: int) -> dict:
 
 
 def run_child(seq: int, workers: int, runs: int) -> dict:
-    env = dict(os.environ, PYPTO_NUM_THREADS=str(workers))
+    # NumPy's BLAS threads would spin beside the runtime's; nothing here calls BLAS.
+    env = dict(os.environ, PYPTO_NUM_THREADS=str(workers), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     out = subprocess.run([sys.executable, __file__, "--child", str(seq), "--runs", str(runs)], env=env,
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -162,6 +162,34 @@ class FanIn {
   Matrix buf_;
 };
 
+// The flash-attention phase of the LLaMA layer over n x n tiles, three tasks per pair (as in
+// models/llama/layer.py): for query tile i and key tile j, score S_i = f(Q_i, K_j); online-softmax
+// update of (M_i, L_i, ACC_i, P_i) from S_i; ACC_i += P_i V_j.
+class Attention {
+ public:
+  explicit Attention(int64_t n)
+      : n_(n), q_(n * kBlockRows), k_(n * kBlockRows), v_(n * kBlockRows), s_(n * kBlockRows), m_(n * kBlockRows),
+        l_(n * kBlockRows), acc_(n * kBlockRows), p_(n * kBlockRows) {}
+  int64_t tasks() const { return 3 * n_ * n_; }
+  void operator()(const pypto_runtime_api* api) const {
+    const int32_t hq = q_.Handle(api), hk = k_.Handle(api), hv = v_.Handle(api), hs = s_.Handle(api);
+    const int32_t hm = m_.Handle(api), hl = l_.Handle(api), hacc = acc_.Handle(api), hp = p_.Handle(api);
+    for (int64_t i = 0; i < n_; ++i) {
+      const Rows q = Block(hq, i), s = Block(hs, i), m = Block(hm, i), l = Block(hl, i), acc = Block(hacc, i),
+                 p = Block(hp, i);
+      for (int64_t j = 0; j < n_; ++j) {
+        Submit(api, "score", {q, Block(hk, j)}, {s}, j);
+        Submit(api, "softmax", {s}, {m, l, acc, p}, j);
+        Submit(api, "output", {p, Block(hv, j)}, {acc}, j);
+      }
+    }
+  }
+
+ private:
+  int64_t n_;
+  Matrix q_, k_, v_, s_, m_, l_, acc_, p_;
+};
+
 using Clock = std::chrono::steady_clock;
 
 // `elapsed` is the wall-clock time of all iterations' timed work.
@@ -222,24 +250,28 @@ void BM_Run(benchmark::State& state) {
   ReportTasks(state, workload.tasks(), elapsed);
 }
 
-constexpr int64_t kSizes[] = {int64_t{1} << 10, int64_t{1} << 14, int64_t{1} << 17};
+constexpr std::initializer_list<int64_t> kSizes = {int64_t{1} << 10, int64_t{1} << 14, int64_t{1} << 17};
+// Tiles per side of the attention workload: 3 n^2 tasks (about 3K, 49K and 786K).
+constexpr std::initializer_list<int64_t> kTiles = {32, 128, 512};
 
-void BuildArgs(benchmark::internal::Benchmark* b, const char* size_name) {
-  for (int64_t n : kSizes) b->Arg(n);
+void BuildArgs(benchmark::internal::Benchmark* b, const char* size_name, std::initializer_list<int64_t> sizes) {
+  for (int64_t n : sizes) b->Arg(n);
   b->ArgNames({size_name})->Unit(benchmark::kMillisecond);
 }
 
-void RunArgs(benchmark::internal::Benchmark* b, const char* size_name) {
-  for (int64_t n : kSizes) {
+void RunArgs(benchmark::internal::Benchmark* b, const char* size_name, std::initializer_list<int64_t> sizes) {
+  for (int64_t n : sizes) {
     for (int64_t threads : {1, 2}) b->Args({n, threads});
   }
   b->ArgNames({size_name, "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
-void TaskArgs(benchmark::internal::Benchmark* b) { BuildArgs(b, "n"); }
-void TaskRunArgs(benchmark::internal::Benchmark* b) { RunArgs(b, "n"); }
-void BlockArgs(benchmark::internal::Benchmark* b) { BuildArgs(b, "blocks"); }
-void BlockRunArgs(benchmark::internal::Benchmark* b) { RunArgs(b, "blocks"); }
+void TaskArgs(benchmark::internal::Benchmark* b) { BuildArgs(b, "n", kSizes); }
+void TaskRunArgs(benchmark::internal::Benchmark* b) { RunArgs(b, "n", kSizes); }
+void BlockArgs(benchmark::internal::Benchmark* b) { BuildArgs(b, "blocks", kSizes); }
+void BlockRunArgs(benchmark::internal::Benchmark* b) { RunArgs(b, "blocks", kSizes); }
+void TileArgs(benchmark::internal::Benchmark* b) { BuildArgs(b, "tiles", kTiles); }
+void TileRunArgs(benchmark::internal::Benchmark* b) { RunArgs(b, "tiles", kTiles); }
 
 BENCHMARK(BM_Build<Independent>)->Name("BM_BuildIndependent")->Apply(TaskArgs);
 BENCHMARK(BM_Run<Independent>)->Name("BM_RunIndependent")->Apply(TaskRunArgs);
@@ -247,6 +279,8 @@ BENCHMARK(BM_Run<Chain>)->Name("BM_RunChain")->Apply(TaskRunArgs);
 BENCHMARK(BM_Build<RowPipeline>)->Name("BM_BuildRowPipeline")->Apply(BlockArgs);
 BENCHMARK(BM_Run<RowPipeline>)->Name("BM_RunRowPipeline")->Apply(BlockRunArgs);
 BENCHMARK(BM_Run<FanIn>)->Name("BM_RunFanIn")->Apply(TaskRunArgs);
+BENCHMARK(BM_Build<Attention>)->Name("BM_BuildAttention")->Apply(TileArgs);
+BENCHMARK(BM_Run<Attention>)->Name("BM_RunAttention")->Apply(TileRunArgs);
 
 }  // namespace
 

@@ -25,11 +25,9 @@ class Tasks {
     for (const auto& [r, write] : regions) {
       RegionAccess a{};
       a.desc = index_.intern(r);
+      a.offset = r.offset;
+      a.extent = r.extent;
       a.write = write;
-      for (int d = 0; d < r.ndim; ++d) {
-        a.offset[d] = r.offset[d];
-        a.extent[d] = r.extent[d];
-      }
       acc.push_back(a);
     }
     std::vector<int64_t> preds;

@@ -543,8 +543,8 @@ class OrchestrationEmitter {
       const CallArg& a = c.args[i];
       o += fmt::format("{}const int64_t o{}[] = {{{}}}; const int64_t e{}[] = {{{}}};\n", in, i, cexprs(a.offsets), i,
                        cexprs(a.extents));
-      o += fmt::format("{}if (int32_t bad = pto::check_region(m{}, o{}, e{}, \"CALL @{} argument %{} -> %{}\")) return bad;\n",
-                       in, a.memref, i, i, f.name, f.params[i].name, g_.memrefs[a.memref].name);
+      o += fmt::format("{}if (int32_t bad = pto::check_region<{}>(m{}, o{}, e{}, \"CALL @{} argument %{} -> %{}\")) return bad;\n",
+                       in, a.offsets.size(), a.memref, i, i, f.name, f.params[i].name, g_.memrefs[a.memref].name);
       args.push_back(fmt::format("{{h{}, {}, o{}, e{}}}", a.memref,
                                  f.params[i].is_output ? "PYPTO_ACCESS_OUT" : "PYPTO_ACCESS_IN", i, i));
     }

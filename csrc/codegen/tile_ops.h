@@ -104,34 +104,26 @@ inline char* region_error_text() {
   return text;
 }
 
-/// 0 when the box `off`/`ext` lies inside tensor `t`; otherwise writes what is
-/// wrong to region_error_text() and returns 4 (the orchestration's status).
-inline int32_t check_region(const pypto_tensor& t, const int64_t* off, const int64_t* ext, const char* where) {
-  for (int d = 0; d < t.ndim; ++d) {
-    if (off[d] < 0 || ext[d] < 0 || off[d] + ext[d] > t.shape[d]) {
-      snprintf(region_error_text(), 512,
-                    "%s: dim %d of the region is [%lld, %lld), outside the tensor's extent %lld", where, d,
-                    static_cast<long long>(off[d]), static_cast<long long>(off[d] + ext[d]),
-                    static_cast<long long>(t.shape[d]));
-      return 4;
+/// Writes why the box `off`/`ext` is outside tensor `t` in dim `d` to
+/// region_error_text() and returns 4 (the orchestration's status).
+[[gnu::cold, gnu::noinline]] inline int32_t region_error(const pypto_tensor& t, const int64_t* off,
+                                                         const int64_t* ext, int d, const char* where) {
+  snprintf(region_error_text(), 512, "%s: dim %d of the region is [%lld, %lld), outside the tensor's extent %lld",
+           where, d, static_cast<long long>(off[d]), static_cast<long long>(off[d] + ext[d]),
+           static_cast<long long>(t.shape[d]));
+  return 4;
+}
+
+/// 0 when the box `off`/`ext` of rank N lies inside tensor `t`; otherwise the
+/// status of region_error.
+template <int N>
+[[gnu::always_inline]] inline int32_t check_region(const pypto_tensor& t, const int64_t* off, const int64_t* ext, const char* where) {
+  for (int d = 0; d < N; ++d) {
+    if (__builtin_expect(off[d] < 0 || ext[d] < 0 || off[d] + ext[d] > t.shape[d], 0)) {
+      return region_error(t, off, ext, d, where);
     }
   }
   return 0;
-}
-
-/// A region of a whole tensor: `off`/`ext` give the box.
-inline pypto_region make_region(const pypto_tensor& t, const int64_t* off, const int64_t* ext) {
-  pypto_region r;
-  r.base = t.data;
-  r.buffer = t.buffer;
-  r.ndim = t.ndim;
-  r.elem_size = t.elem_size;
-  for (int d = 0; d < PYPTO_MAX_DIMS; ++d) {
-    r.offset[d] = d < t.ndim ? off[d] : 0;
-    r.extent[d] = d < t.ndim ? ext[d] : 1;
-    r.stride[d] = d < t.ndim ? t.stride[d] : 0;
-  }
-  return r;
 }
 
 /// A zeroed, contiguous global workspace tensor for the current run.

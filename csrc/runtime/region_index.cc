@@ -198,7 +198,7 @@ struct RegionIndex::Layout {
 
 struct RegionIndex::Buffer {
   std::vector<Layout> layouts;
-  std::deque<Node> nodes;
+  std::vector<Node> nodes;
   // Nodes superseded by a covering write, dropped at the next sweep.
   size_t dead = 0;
   // Nodes of the primary layout by outermost coordinate, on a grid per size class: level L holds
@@ -266,6 +266,8 @@ struct RegionIndex::Canon {
   int64_t lo;
   int64_t hi;
   bool write;
+  // Found by `recall`: the memo's node, no other node overlaps.
+  bool recalled;
   // Filled by `query`: the node with exactly this box (or -1) and the overlapping nodes.
   int64_t exact;
   size_t first_match;
@@ -386,6 +388,7 @@ bool RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
   c.src = &a;
   c.buf = static_cast<Buffer*>(d.index_buffer);
   c.write = a.write;
+  c.recalled = false;
   c.ndim = d.ndim;
   c.layout = d.layout;
   if (d.layout >= 0) {
@@ -439,6 +442,7 @@ bool RegionIndex::recall(const RegionAccess& a, Canon& c, std::vector<int64_t>& 
   c.src = &a;
   c.buf = &b;
   c.write = a.write;
+  c.recalled = true;
   c.exact = d.memo_node;
   c.first_match = matches_.size();
   c.num_matches = 0;
@@ -489,6 +493,18 @@ void RegionIndex::query(Canon& c, std::vector<int64_t>& preds) {
 // writes one box leaves itself as the box's writer.
 void RegionIndex::update(Canon& c, int64_t seq) {
   Buffer& b = *c.buf;
+  if (c.recalled) {
+    // The memo already names this box and node, which overlaps no other.
+    Node& n = b.nodes[static_cast<size_t>(c.exact)];
+    if (!c.write) {
+      if (n.readers.empty() || n.readers.back() != seq) n.readers.push_back(seq);
+    } else {
+      n.writer = seq;
+      n.readers.clear();
+      n.prune_at = kMinReaderPrune;
+    }
+    return;
+  }
   int64_t e = c.exact;
   if (e < 0) {
     for (const auto& [buf, i] : created_) {

@@ -46,12 +46,13 @@ struct RegionDesc {
   mutable int64_t memo_extent[PYPTO_MAX_DIMS];
 };
 
-/// One region of a task: its interned layout and its box.
+/// One region of a task: its interned layout and its box (`offset` and `extent` point to `desc->ndim`
+/// values each, owned by the caller for the duration of the call that takes the access).
 struct RegionAccess {
   const RegionDesc* desc;
+  const int64_t* offset;
+  const int64_t* extent;
   bool write;
-  int64_t offset[PYPTO_MAX_DIMS];
-  int64_t extent[PYPTO_MAX_DIMS];
 };
 
 class RegionIndex {

@@ -3,6 +3,7 @@
 #include "runtime/region_index.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <climits>
@@ -159,6 +160,9 @@ struct Runtime::Staged {
   TaskFn* fn = nullptr;
   int64_t buffer_bytes = 0;
   std::vector<RegionAccess> args;
+  // The boxes of `args`: offsets then extents, PYPTO_MAX_DIMS each (the accesses point here once
+  // the task is submitted).
+  std::vector<std::array<int64_t, 2 * PYPTO_MAX_DIMS>> boxes;
   std::vector<int64_t> scalars;
 };
 
@@ -692,6 +696,7 @@ Runtime::Staged& Runtime::new_staged(const char* name, int64_t buffer_bytes) {
   st->fn = nullptr;
   st->buffer_bytes = buffer_bytes;
   st->args.clear();
+  st->boxes.clear();
   st->scalars.clear();
   building_.push_back(std::move(st));
   return *building_.back();
@@ -725,8 +730,9 @@ void Runtime::add_region(int64_t task, const pypto_region& r, bool write) {
   RegionAccess& a = st->args.emplace_back();
   a.desc = index_->intern(r);
   a.write = write;
-  std::copy(r.offset, r.offset + r.ndim, a.offset);
-  std::copy(r.extent, r.extent + r.ndim, a.extent);
+  auto& box = st->boxes.emplace_back();
+  std::copy(r.offset, r.offset + r.ndim, box.begin());
+  std::copy(r.extent, r.extent + r.ndim, box.begin() + PYPTO_MAX_DIMS);
 }
 
 void Runtime::add_input(int64_t task, const pypto_region& r) { add_region(task, r, false); }
@@ -748,6 +754,10 @@ void Runtime::submit(int64_t id) {
   try {
     // Once the run has failed nothing new would run anyway; skipping tracking keeps the drain short.
     if (!failed()) {
+      for (size_t i = 0; i < st->args.size(); ++i) {
+        st->args[i].offset = st->boxes[i].data();
+        st->args[i].extent = st->boxes[i].data() + PYPTO_MAX_DIMS;
+      }
       // The record takes the body over; whatever enqueue leaves in spec.fn stays the staged task's.
       TaskSpec spec{st->id, st->name, st->kernel, std::exchange(st->fn, nullptr), st->buffer_bytes, st->args.data(),
                     st->args.size(), st->scalars.data(), st->scalars.size()};
@@ -808,15 +818,14 @@ bool Runtime::submit_desc(const pypto_task_desc& d) {
     }
     RegionAccess& acc = desc_args_[static_cast<size_t>(i)];
     acc.desc = desc;
+    acc.offset = a.offset;
+    acc.extent = a.extent;
     acc.write = a.mode == PYPTO_ACCESS_OUT;
     bool empty = false;
     for (int k = 0; k < desc->ndim; ++k) {
-      const int64_t off = a.offset[k];
       const int64_t ext = a.extent[k];
       if (ext < 0) throw bad("argument " + std::to_string(i) + " has negative extent " + std::to_string(ext) + " in dim " + std::to_string(k));
       empty |= ext == 0;
-      acc.offset[k] = off;
-      acc.extent[k] = ext;
     }
     if (desc->base == nullptr && !empty) throw bad("argument " + std::to_string(i) + " has a null base");
   }
