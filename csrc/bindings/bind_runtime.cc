@@ -24,6 +24,22 @@ py::list recorded_tasks(const runtime::TaskGraphRecord& graph);
 
 namespace {
 
+// A block of the output cache, owned by Python: the arrays viewing it keep it alive, and it goes
+// back to the cache when the last one is gone.
+class OutputBlock {
+ public:
+  explicit OutputBlock(size_t bytes) : data_(runtime::BlockCache::instance().acquire(bytes)), bytes_(bytes) {}
+  ~OutputBlock() { runtime::BlockCache::instance().release(data_, bytes_); }
+  OutputBlock(const OutputBlock&) = delete;
+  OutputBlock& operator=(const OutputBlock&) = delete;
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_;
+  size_t bytes_;
+};
+
 using runtime::Runtime;
 
 // Region given as (buffer_id, offsets, extents).
@@ -235,6 +251,37 @@ void bind_runtime(py::module_& m) {
       py::arg("ptr"), py::arg("bytes"),
       "Asks for transparent huge pages on the 2 MiB-aligned part of a fresh allocation; returns whether "
       "anything was advised.");
+
+  py::class_<OutputBlock>(rt, "OutputBlock", py::buffer_protocol(),
+                          "Writable memory from the output cache (a bytes-like buffer); returned to the cache when "
+                          "the last array viewing it is gone.")
+      .def(py::init<size_t>(), py::arg("bytes"))
+      .def_property_readonly("address", [](const OutputBlock& b) { return reinterpret_cast<uintptr_t>(b.data()); })
+      .def_property_readonly("nbytes", &OutputBlock::bytes)
+      .def_buffer([](OutputBlock& b) {
+        return py::buffer_info(b.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(b.bytes())}, {py::ssize_t{1}});
+      });
+  rt.def(
+      "output_cache_limit", [] { return runtime::BlockCache::instance().limit(); },
+      "Byte limit of the blocks the output cache keeps.");
+  rt.def(
+      "set_output_cache_limit", [](size_t bytes) { runtime::BlockCache::instance().set_limit(bytes); },
+      py::arg("bytes"), "Sets the output cache's byte limit, freeing cached blocks beyond it.");
+  rt.def(
+      "clear_output_cache", [] { runtime::BlockCache::instance().clear(); }, "Frees every cached output block.");
+  rt.def(
+      "output_cache_stats",
+      [] {
+        const auto st = runtime::BlockCache::instance().stats();
+        py::dict d;
+        d["cached_bytes"] = st.cached_bytes;
+        d["hits"] = st.hits;
+        d["misses"] = st.misses;
+        d["limit"] = runtime::BlockCache::instance().limit();
+        return d;
+      },
+      "Cached bytes, hits, misses and limit of the output cache.");
 
   rt.def(
       "default_num_workers", [] { return runtime::default_runtime().num_workers(); },

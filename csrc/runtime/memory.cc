@@ -2,7 +2,11 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <string>
 
 namespace pypto::runtime {
 
@@ -19,6 +23,105 @@ bool advise_huge_pages(void* ptr, size_t bytes) {
   (void)bytes;
   return false;
 #endif
+}
+
+namespace {
+
+constexpr size_t kBlockAlign = size_t{2} << 20;
+constexpr size_t kDefaultCacheMiB = 1024;
+
+size_t limit_from_environment() {
+  const char* env = std::getenv("PYPTO_OUTPUT_CACHE_MB");
+  if (env == nullptr || *env == '\0') return kDefaultCacheMiB << 20;
+  char* end = nullptr;
+  const long long mib = std::strtoll(env, &end, 10);
+  if (*end != '\0' || mib < 0 || mib > (int64_t{1} << 30)) return kDefaultCacheMiB << 20;
+  return static_cast<size_t>(mib) << 20;
+}
+
+}  // namespace
+
+BlockCache& BlockCache::instance() {
+  // Intentionally leaked: outputs may be released during interpreter shutdown, after static
+  // destructors would have run.
+  static BlockCache* cache = new BlockCache(limit_from_environment());
+  return *cache;
+}
+
+BlockCache::~BlockCache() { clear(); }
+
+size_t BlockCache::size_class(size_t bytes) {
+  return std::max<size_t>(kBlockAlign, (bytes + kBlockAlign - 1) / kBlockAlign * kBlockAlign);
+}
+
+void* BlockCache::acquire(size_t bytes) {
+  const size_t size = size_class(bytes);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.find(size);
+    if (it != free_.end() && !it->second.empty()) {
+      void* block = it->second.back();
+      it->second.pop_back();
+      order_.erase(std::find(order_.begin(), order_.end(), std::make_pair(block, size)));
+      stats_.cached_bytes -= size;
+      ++stats_.hits;
+      return block;
+    }
+    ++stats_.misses;
+  }
+  void* block = std::aligned_alloc(kBlockAlign, size);
+  if (block == nullptr) throw std::bad_alloc();
+  advise_huge_pages(block, size);
+  return block;
+}
+
+void BlockCache::release(void* block, size_t bytes) {
+  if (block == nullptr) return;
+  const size_t size = size_class(bytes);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (size <= limit_) {
+      evict_until(limit_ - size);
+      free_[size].push_back(block);
+      order_.emplace_back(block, size);
+      stats_.cached_bytes += size;
+      return;
+    }
+  }
+  std::free(block);
+}
+
+void BlockCache::evict_until(size_t bytes) {
+  size_t n = 0;
+  while (stats_.cached_bytes > bytes && n < order_.size()) {
+    const auto [block, size] = order_[n++];
+    auto& same = free_[size];
+    same.erase(std::find(same.begin(), same.end(), block));
+    stats_.cached_bytes -= size;
+    std::free(block);
+  }
+  order_.erase(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+void BlockCache::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  evict_until(0);
+}
+
+size_t BlockCache::limit() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return limit_;
+}
+
+void BlockCache::set_limit(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  limit_ = bytes;
+  evict_until(bytes);
+}
+
+BlockCache::Stats BlockCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
 }
 
 }  // namespace pypto::runtime

@@ -51,6 +51,7 @@ from pypto.shape_ops import (
 from pypto.frontend.control import cond, is_loop_begin, is_loop_end, loop
 from pypto.options import RunMode, options
 from pypto.taskgraph import TaskGraph, get_task_window, set_task_window, visualize_task_graph
+from pypto.memory import clear_output_cache, get_output_cache_limit, output_cache_info, set_output_cache_limit
 from pypto.frontend.config import OptionWarning
 
 tensor = Tensor
@@ -68,5 +69,6 @@ __all__ = [
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",
     "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "set_cube_tile_shapes", "get_cube_tile_shapes",
     "PyptoError", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
+    "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "PtoSyntaxError",
 ]

@@ -78,21 +78,63 @@ def contiguous(x: Any) -> Any:
     return x.contiguous()
 
 
-# Outputs from this size on are backed by transparent huge pages (NumPy does the same for its own
-# large arrays); a fresh 64 MiB torch tensor otherwise takes 16,384 page faults as it is filled.
-_HUGE_PAGE_BYTES = 4 << 20
+# Outputs from this size on come from the runtime's output cache: 2 MiB-aligned blocks advised into
+# transparent huge pages and recycled once the caller drops the output, so a kernel called in a loop
+# writes into mapped memory (a fresh 64 MiB array takes 16,384 page faults, or 32 huge-page clears,
+# as it is filled, which costs about as much as the kernel).
+_CACHED_OUTPUT_BYTES = 4 << 20
 
 
 def empty_like_kind(like: Any, shape: list[int], dt) -> Any:
     """A new contiguous array of the caller's kind."""
+    from pypto import _C
+
+    numel = 1
+    for d in shape:
+        numel *= int(d)
     if is_torch(like):
         import torch
 
-        out = torch.empty(shape, dtype=_dtypes.to_torch(dt))
-        nbytes = out.numel() * out.element_size()
-        if nbytes >= _HUGE_PAGE_BYTES:
-            from pypto import _C
+        tdt = _dtypes.to_torch(dt)
+        nbytes = numel * torch.empty((), dtype=tdt).element_size()
+        if nbytes < _CACHED_OUTPUT_BYTES:
+            return torch.empty(shape, dtype=tdt)
+        return torch.frombuffer(_C.runtime.OutputBlock(nbytes), dtype=tdt, count=numel).view(shape)
+    ndt = _dtypes.to_numpy(dt)
+    nbytes = numel * np.dtype(ndt).itemsize
+    if nbytes < _CACHED_OUTPUT_BYTES:
+        return np.empty(shape, dtype=ndt)
+    return np.frombuffer(_C.runtime.OutputBlock(nbytes), dtype=ndt, count=numel).reshape(shape)
 
-            _C.runtime.advise_huge_pages(out.data_ptr(), nbytes)
-        return out
-    return np.empty(shape, dtype=_dtypes.to_numpy(dt))
+
+def set_output_cache_limit(nbytes: int) -> None:
+    """Sets how many bytes of released output blocks pypto keeps for reuse (0 turns recycling off).
+    The limit starts from PYPTO_OUTPUT_CACHE_MB (MiB, default 1024)."""
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int):
+        raise TypeError(f"pypto.set_output_cache_limit: nbytes must be a non-negative int, found {type(nbytes).__name__}")
+    if nbytes < 0:
+        raise ValueError(f"pypto.set_output_cache_limit: nbytes must be a non-negative int, found {nbytes}")
+    from pypto import _C
+
+    _C.runtime.set_output_cache_limit(nbytes)
+
+
+def get_output_cache_limit() -> int:
+    """The byte limit of the output cache."""
+    from pypto import _C
+
+    return int(_C.runtime.output_cache_limit())
+
+
+def output_cache_info() -> dict:
+    """Bytes the output cache holds, its hits and misses so far, and its limit."""
+    from pypto import _C
+
+    return dict(_C.runtime.output_cache_stats())
+
+
+def clear_output_cache() -> None:
+    """Frees the output blocks pypto keeps for reuse (outputs still in use are not affected)."""
+    from pypto import _C
+
+    _C.runtime.clear_output_cache()
