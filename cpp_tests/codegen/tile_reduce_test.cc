@@ -55,5 +55,40 @@ TEST(TileReduceTest, MaxPropagatesNaNFromAnyLane) {
   }
 }
 
+TEST(TileReduceTest, MinPropagatesNaNAndVectorLanesHoldOtherTypes) {
+  std::vector<float> f(40, 2.0f);
+  f[33] = std::numeric_limits<float>::quiet_NaN();
+  float m;
+  pto::treduce<pto::OpMin, float, 1, 40, 1>(&m, f.data(), 40, pto::highest<float>());
+  EXPECT_TRUE(std::isnan(m));
+  // int32, int64 and double take the vector-lane path too; sums, extremes and a tail of 3.
+  std::vector<int32_t> i32(35);
+  std::vector<int64_t> i64(35);
+  std::vector<double> f64(35);
+  for (int k = 0; k < 35; ++k) {
+    i32[k] = (k * 37) % 23 - 11;
+    i64[k] = (int64_t{k} << 33) - 5;
+    f64[k] = 0.5 * k - 3.0;
+  }
+  int32_t s32, mn32;
+  int64_t mx64;
+  double s64;
+  pto::treduce<pto::OpAdd, int32_t, 1, 35, 1>(&s32, i32.data(), 35, 0);
+  pto::treduce<pto::OpMin, int32_t, 1, 35, 1>(&mn32, i32.data(), 35, std::numeric_limits<int32_t>::max());
+  pto::treduce<pto::OpMax, int64_t, 1, 35, 1>(&mx64, i64.data(), 35, std::numeric_limits<int64_t>::min());
+  pto::treduce<pto::OpAdd, double, 1, 35, 1>(&s64, f64.data(), 35, 0.0);
+  int32_t want_s = 0, want_mn = 1 << 30;
+  double want_d = 0;
+  for (int k = 0; k < 35; ++k) {
+    want_s += i32[k];
+    want_mn = std::min(want_mn, i32[k]);
+    want_d += f64[k];
+  }
+  EXPECT_EQ(s32, want_s);
+  EXPECT_EQ(mn32, want_mn);
+  EXPECT_EQ(mx64, i64[34]);
+  EXPECT_DOUBLE_EQ(s64, want_d);
+}
+
 }  // namespace
 }  // namespace pypto::codegen

@@ -62,12 +62,30 @@ void emit_control(std::string& o, const std::vector<Stmt>& body, int indent,
   }
 }
 
+/// Calls `leaf` for every statement of `body` that is not a loop or a condition, in program order
+/// (both branches of a condition, then before else).
+void for_each_leaf(const std::vector<Stmt>& body, const std::function<void(const Stmt&)>& leaf) {
+  for (const Stmt& s : body) {
+    if (auto* l = std::get_if<Loop>(&s.node)) {
+      for_each_leaf(l->body, leaf);
+    } else if (auto* c = std::get_if<IfThen>(&s.node)) {
+      for_each_leaf(c->then_body, leaf);
+      for_each_leaf(c->else_body, leaf);
+    } else {
+      leaf(s);
+    }
+  }
+}
+
 int64_t numel(const std::vector<int64_t>& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;
 }
 
+
+/// Outputs from this size on are written with streaming stores (far beyond the caches).
+constexpr int64_t kStreamStoreBytes = int64_t{16} << 20;
 
 /// Emits one InCore function as a static kernel.
 class KernelEmitter {
@@ -132,11 +150,19 @@ class KernelEmitter {
       mem_extent_[l] = fmt::format("l{}_e", l);
       offset += local_bytes(m);
     }
+    plan_view_loads();
     for (const TileDecl& t : f_.tiles) {
       std::string ty = dtype_cpp_type(t.dtype);
       int64_t at = f_.tile_offsets.count(t.id) ? f_.tile_offsets.at(t.id) : offset;
-      decls += fmt::format("  {}* {} = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, t.name, ty, at,
-                           tile_type(t));
+      if (view_tiles_.count(t.id)) {
+        // Only loaded and read: the tile may view its source instead of a copy (pto::tload_view).
+        decls += fmt::format("  {}* {}_buf = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, t.name, ty, at,
+                             tile_type(t));
+        decls += fmt::format("  const {}* {} = {}_buf;\n", ty, t.name, t.name);
+      } else {
+        decls += fmt::format("  {}* {} = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, t.name, ty, at,
+                             tile_type(t));
+      }
       decls += fmt::format("  static const int64_t {}_shape[] = {{{}}};\n", t.name, ints(t.shape));
       offset += tile_bytes(t);
     }
@@ -147,11 +173,68 @@ class KernelEmitter {
     if (arena > 0) o += fmt::format("  alignas(64) static thread_local unsigned char arena[{}];\n", arena);
     o += decls;
     emit_body(o, f_.body, 1);
+    if (streams_) o += "  pto::stream_fence();\n";
     o += "  return 0;\n}\n\n";
     return o;
   }
 
  private:
+  /// Finds the loads whose tile can view the source memory when it lies there densely
+  /// (pto::tload_view) instead of copying it: the tile is written by loads only, has the source's
+  /// element type, is never read before a load defines it (no value carried around a loop), and
+  /// no instruction writes memory between the load and the last read of what it loaded.
+  void plan_view_loads() {
+    std::vector<const Instr*> seq;
+    for_each_leaf(f_.body, [&](const Stmt& s) {
+      if (auto* in = std::get_if<Instr>(&s.node)) seq.push_back(in);
+    });
+    std::set<int> excluded;
+    for (const Instr* in : seq) {
+      if (in->op == Opcode::TLOAD) {
+        if (tile(in->dst).dtype != memrefs_.at(in->memref).dtype) excluded.insert(in->dst);
+      } else if (in->dst >= 0) {
+        excluded.insert(in->dst);
+      }
+    }
+    // The load that defines each tile at each position; a read with none is loop-carried.
+    std::map<int, size_t> current;
+    std::map<size_t, size_t> last_read;  // load position -> position of the last read of its value
+    for (size_t q = 0; q < seq.size(); ++q) {
+      const Instr& in = *seq[q];
+      for (int src : in.srcs) {
+        auto it = current.find(src);
+        if (it == current.end()) {
+          excluded.insert(src);
+        } else {
+          last_read[it->second] = q;
+        }
+      }
+      if (in.op == Opcode::TLOAD) current[in.dst] = q;
+    }
+    for (size_t p = 0; p < seq.size(); ++p) {
+      const Instr& in = *seq[p];
+      if (in.op != Opcode::TLOAD || excluded.count(in.dst)) continue;
+      view_tiles_.insert(in.dst);
+      const size_t end = last_read.count(p) ? last_read.at(p) : p;
+      bool stored = false;
+      for (size_t q = p + 1; q <= end && !stored; ++q) stored = writes_memory(seq[q]->op);
+      if (!stored) view_loads_.insert(&in);
+    }
+  }
+
+  /// True when stores into memref `id` should stream past the caches: a returned tensor of a
+  /// known size of at least kStreamStoreBytes, which nothing in the program reads back.
+  bool streams_to(int id) const {
+    const MemRef& m = memrefs_.at(id);
+    if (m.kind != MemKind::Output) return false;
+    int64_t bytes = dtype_size(m.dtype);
+    for (const Expr& d : m.shape) {
+      if (!d.is_const()) return false;
+      bytes *= d.value();
+    }
+    return bytes >= kStreamStoreBytes;
+  }
+
   const TileDecl& tile(int id) const {
     for (const auto& t : f_.tiles)
       if (t.id == id) return t;
@@ -234,15 +317,30 @@ class KernelEmitter {
       case Opcode::TLOAD: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, cexprs(in.valid), comment);
+        if (view_loads_.count(&in)) {
+          o += fmt::format("{}  {} = pto::tload_view<{}, {}>({}_buf, {}, {}_shape, {}, {}, valid); }}\n", pad, t.name,
+                           ctype(t.dtype), t.shape.back(), t.name, t.shape.size(), t.name, address(in),
+                           mem_stride_.at(in.memref));
+          return;
+        }
+        if (view_tiles_.count(in.dst)) {
+          o += fmt::format("{}  {} = {}_buf;\n", pad, t.name, t.name);
+          o += fmt::format("{}  pto::tload<{}, {}>({}_buf, {}, {}_shape, {}, {}, valid); }}\n", pad, ctype(t.dtype),
+                           t.shape.back(), t.name, t.shape.size(), t.name, address(in), mem_stride_.at(in.memref));
+          return;
+        }
         o += fmt::format("{}  pto::tload<{}, {}>({}, {}, {}_shape, {}, {}, valid); }}\n", pad, ctype(t.dtype),
                          t.shape.back(), t.name, t.shape.size(), t.name, address(in), mem_stride_.at(in.memref));
         return;
       }
       case Opcode::TSTORE: {
         const TileDecl& t = tile(in.srcs[0]);
+        const bool stream = streams_to(in.memref);
+        streams_ = streams_ || stream;
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, cexprs(in.valid), comment);
-        o += fmt::format("{}  pto::tstore<{}, {}>({}, {}, valid, {}, {}_shape, {}); }}\n", pad, ctype(t.dtype),
-                         t.shape.back(), address(in), mem_stride_.at(in.memref), t.shape.size(), t.name, t.name);
+        o += fmt::format("{}  pto::{}<{}, {}>({}, {}, valid, {}, {}_shape, {}); }}\n", pad,
+                         stream ? "tstore_stream" : "tstore", ctype(t.dtype), t.shape.back(), address(in),
+                         mem_stride_.at(in.memref), t.shape.size(), t.name, t.name);
         return;
       }
       case Opcode::TFILL: {
@@ -388,6 +486,9 @@ class KernelEmitter {
   const InCoreFunction& f_;
   const std::vector<MemRef>& memrefs_;
   std::map<int, std::string> mem_ptr_, mem_stride_, mem_extent_;
+  bool streams_ = false;                // some store streams (the kernel ends with a fence)
+  std::set<int> view_tiles_;            // tiles declared as views (const pointers)
+  std::set<const Instr*> view_loads_;   // their loads that may view the source
 };
 
 /// Emits the orchestration entry point.
@@ -469,20 +570,13 @@ class OrchestrationEmitter {
   std::vector<int> call_memrefs() const {
     std::vector<int> out;
     std::set<int> seen;
-    std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
-      for (const Stmt& s : body) {
-        if (auto* l = std::get_if<Loop>(&s.node)) walk(l->body);
-        else if (auto* i = std::get_if<IfThen>(&s.node)) {
-          walk(i->then_body);
-          walk(i->else_body);
-        } else if (auto* c = std::get_if<Call>(&s.node)) {
-          for (const CallArg& a : c->args) {
-            if (seen.insert(a.memref).second) out.push_back(a.memref);
-          }
+    for_each_leaf(g_.orchestration, [&](const Stmt& s) {
+      if (auto* c = std::get_if<Call>(&s.node)) {
+        for (const CallArg& a : c->args) {
+          if (seen.insert(a.memref).second) out.push_back(a.memref);
         }
       }
-    };
-    walk(g_.orchestration);
+    });
     return out;
   }
 

@@ -17,6 +17,11 @@
 #include <limits>
 #include <type_traits>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#define PTO_STREAM_STORES 1
+#endif
+
 namespace pto {
 
 /// bfloat16 storage: the top 16 bits of an IEEE float.
@@ -238,6 +243,23 @@ inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* _
   }
 }
 
+/// TLOAD of a tile that is only read: when the whole tile lies densely at `src` (every dim valid,
+/// innermost stride 1, each outer stride the size of the tile dims inside it) the tile is `src`
+/// itself and nothing is copied; otherwise it is loaded into `buf` as tload does.
+template <typename T, int64_t C>
+inline const T* tload_view(T* __restrict buf, int rank, const int64_t* tshape, const T* src, const int64_t* stride,
+                           const int64_t* valid) {
+  bool dense = true;
+  int64_t inner = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    dense = dense && valid[d] >= tshape[d] && (tshape[d] == 1 || stride[d] == inner);
+    inner *= tshape[d];
+  }
+  if (dense) return src;
+  tload<T, C>(buf, rank, tshape, src, stride, valid);
+  return buf;
+}
+
 /// TSTORE: the valid part of a tile (last dim C) into a strided box.
 template <typename T, int64_t C, typename S>
 inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
@@ -259,6 +281,51 @@ inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* vali
       for (int64_t c = 0; c < vc; ++c) drow[c * sc] = cvt<S>(srow[c]);
     }
   }
+}
+
+/// TSTORE into a large output that is not read again soon: full rows whose start is 64-byte
+/// aligned are written with non-temporal (streaming) stores, which do not first read the
+/// destination's cache lines from memory; other rows, types and layouts go through tstore.
+/// A kernel that calls it ends with stream_fence().
+template <typename T, int64_t C, typename S>
+inline void tstore_stream(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank,
+                          const int64_t* tshape, const T* __restrict src) {
+#ifdef PTO_STREAM_STORES
+  if constexpr (std::is_same<T, float>::value && std::is_same<S, float>::value && C % 16 == 0) {
+    if (stride[rank - 1] == 1 && valid[rank - 1] >= C) {
+      int64_t rows = 1;
+      for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t off = 0;
+        bool inside = true;
+        row_position(rank, tshape, valid, stride, r, off, inside);
+        if (!inside) continue;
+        float* drow = dst + off;
+        const float* srow = src + r * C;
+        if ((reinterpret_cast<uintptr_t>(drow) & 63) != 0) {
+          for (int64_t c = 0; c < C; ++c) drow[c] = srow[c];
+          continue;
+        }
+#if defined(__AVX512F__)
+        for (int64_t c = 0; c < C; c += 16) _mm512_stream_ps(drow + c, _mm512_loadu_ps(srow + c));
+#elif defined(__AVX__)
+        for (int64_t c = 0; c < C; c += 8) _mm256_stream_ps(drow + c, _mm256_loadu_ps(srow + c));
+#else
+        for (int64_t c = 0; c < C; c += 4) _mm_stream_ps(drow + c, _mm_loadu_ps(srow + c));
+#endif
+      }
+      return;
+    }
+  }
+#endif
+  tstore<T, C>(dst, stride, valid, rank, tshape, src);
+}
+
+/// Orders a kernel's streaming stores before the runtime marks its task finished.
+inline void stream_fence() {
+#ifdef PTO_STREAM_STORES
+  _mm_sfence();
+#endif
 }
 
 template <typename T, int64_t N>
@@ -385,9 +452,22 @@ struct OpAdd { template <typename T> static T f(T a, T b) { return a + b; } };
 struct OpSub { template <typename T> static T f(T a, T b) { return a - b; } };
 struct OpMul { template <typename T> static T f(T a, T b) { return a * b; } };
 struct OpDiv { template <typename T> static T f(T a, T b) { return a / b; } };
-// NaN propagates through maximum/minimum, as in torch.
-struct OpMax { template <typename T> static T f(T a, T b) { return (a > b || a != a) ? a : b; } };
-struct OpMin { template <typename T> static T f(T a, T b) { return (a < b || a != a) ? a : b; } };
+// NaN propagates through maximum/minimum, as in torch. Written as two selects (no ||) so that they
+// also apply to vector-extension types, lane by lane.
+struct OpMax {
+  template <typename T>
+  static T f(T a, T b) {
+    const T m = a > b ? a : b;
+    return a != a ? a : m;
+  }
+};
+struct OpMin {
+  template <typename T>
+  static T f(T a, T b) {
+    const T m = a < b ? a : b;
+    return a != a ? a : m;
+  }
+};
 struct OpPow {
   template <typename T>
   static T f(T a, T b) {
@@ -509,9 +589,24 @@ inline void treduce(T* __restrict dst, const T* __restrict a, int64_t valid, T i
     for (int64_t o = 0; o < OUTER; ++o) {
       const T* __restrict row = a + o * RED;
       T lanes[kReduceLanes];
-      for (int64_t l = 0; l < kReduceLanes; ++l) lanes[l] = init;
-      for (int64_t c = 0; c < chunks; ++c)
-        for (int64_t l = 0; l < kReduceLanes; ++l) lanes[l] = Op::f(lanes[l], row[c * kReduceLanes + l]);
+      if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value ||
+                    std::is_same<T, int32_t>::value || std::is_same<T, int64_t>::value) {
+        // The lanes as one vector-extension value: compilers keep it in SIMD registers, where a
+        // plain array of lanes is often reduced with scalar instructions.
+        typedef T Lanes __attribute__((vector_size(kReduceLanes * sizeof(T))));
+        Lanes acc;
+        for (int64_t l = 0; l < kReduceLanes; ++l) acc[l] = init;
+        for (int64_t c = 0; c < chunks; ++c) {
+          Lanes x;
+          memcpy(&x, row + c * kReduceLanes, sizeof x);
+          acc = Op::f(acc, x);
+        }
+        memcpy(lanes, &acc, sizeof acc);
+      } else {
+        for (int64_t l = 0; l < kReduceLanes; ++l) lanes[l] = init;
+        for (int64_t c = 0; c < chunks; ++c)
+          for (int64_t l = 0; l < kReduceLanes; ++l) lanes[l] = Op::f(lanes[l], row[c * kReduceLanes + l]);
+      }
       for (int64_t w = kReduceLanes / 2; w >= 1; w /= 2)
         for (int64_t l = 0; l < w; ++l) lanes[l] = Op::f(lanes[l], lanes[l + w]);
       T r = lanes[0];

@@ -4,12 +4,13 @@ imported only when the caller passes torch tensors."""
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
 import numpy as np
 
-from pypto import _dtypes
+from pypto import _C, _dtypes
 
 
 def is_torch(x: Any) -> bool:
@@ -87,16 +88,11 @@ _CACHED_OUTPUT_BYTES = 4 << 20
 
 def empty_like_kind(like: Any, shape: list[int], dt) -> Any:
     """A new contiguous array of the caller's kind."""
-    from pypto import _C
-
-    numel = 1
-    for d in shape:
-        numel *= int(d)
+    numel = math.prod(shape)
     if is_torch(like):
-        import torch
-
+        torch = sys.modules["torch"]
         tdt = _dtypes.to_torch(dt)
-        nbytes = numel * torch.empty((), dtype=tdt).element_size()
+        nbytes = numel * tdt.itemsize
         if nbytes < _CACHED_OUTPUT_BYTES:
             return torch.empty(shape, dtype=tdt)
         return torch.frombuffer(_C.runtime.OutputBlock(nbytes), dtype=tdt, count=numel).view(shape)
@@ -114,27 +110,19 @@ def set_output_cache_limit(nbytes: int) -> None:
         raise TypeError(f"pypto.set_output_cache_limit: nbytes must be a non-negative int, found {type(nbytes).__name__}")
     if nbytes < 0:
         raise ValueError(f"pypto.set_output_cache_limit: nbytes must be a non-negative int, found {nbytes}")
-    from pypto import _C
-
     _C.runtime.set_output_cache_limit(nbytes)
 
 
 def get_output_cache_limit() -> int:
     """The byte limit of the output cache."""
-    from pypto import _C
-
     return int(_C.runtime.output_cache_limit())
 
 
 def output_cache_info() -> dict:
     """Bytes the output cache holds, its hits and misses so far, and its limit."""
-    from pypto import _C
-
     return dict(_C.runtime.output_cache_stats())
 
 
 def clear_output_cache() -> None:
     """Frees the output blocks pypto keeps for reuse (outputs still in use are not affected)."""
-    from pypto import _C
-
     _C.runtime.clear_output_cache()

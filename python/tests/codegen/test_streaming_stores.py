@@ -1,0 +1,32 @@
+"""Streaming stores (pto::tstore_stream): returned tensors of 16 MiB or more are written with
+non-temporal stores where rows are aligned, and the results are those of plain stores."""
+
+import pytest
+import torch
+
+import pypto
+
+
+def scaled_softmax(m, n, tile):
+    @pypto.frontend.jit
+    def f(x: pypto.Tensor((m, n), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*tile)
+        e = pypto.exp(pypto.sub(x, pypto.amax(x, -1, True)))
+        return pypto.div(e, pypto.sum(e, -1, True)) * 3.0
+    return f
+
+
+@pytest.mark.parametrize("m,n,tile", [(2048, 2048, (4, 2048)),   # 16 MiB, aligned rows: streamed
+                                      (2047, 2056, (8, 2056)),   # rows alternate between aligned and not
+                                      (2048, 2048, (4, 512))])   # tiles narrower than a row
+def test_large_outputs_stream_and_match_torch(m, n, tile):
+    x = torch.randn(m, n)
+    f = scaled_softmax(m, n, tile)
+    assert "pto::tstore_stream<" in pypto.compile(f, x).source()
+    torch.testing.assert_close(f(x), torch.softmax(x, -1) * 3.0, atol=1e-6, rtol=1e-5)
+
+
+def test_small_outputs_use_plain_stores():
+    x = torch.randn(64, 256)
+    src = pypto.compile(scaled_softmax(64, 256, (16, 256)), x).source()
+    assert "pto::tstore_stream<" not in src and "pto::tstore<" in src

@@ -1,0 +1,75 @@
+"""Loads that view their source (csrc/codegen/cpp_emitter.cc, pto::tload_view): a tile that is only
+loaded and read points into the source when the source holds it densely, and is copied otherwise.
+Results must not depend on which happens."""
+
+import numpy as np
+import pytest
+import torch
+
+import pypto
+import pypto.pto
+from pypto.pto import ElementType, MemorySpace, PTOFunctionBuilder, PTOModule
+
+F32 = ElementType.F32
+GM = MemorySpace.GLOBAL
+
+
+def softmax_of(m, n, tile):
+    @pypto.frontend.jit
+    def softmax(x: pypto.Tensor((m, n), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*tile)
+        e = pypto.exp(pypto.sub(x, pypto.amax(x, -1, True)))
+        return pypto.div(e, pypto.sum(e, -1, True))
+    return softmax
+
+
+def test_read_only_loads_of_the_input_become_views():
+    x = torch.randn(64, 256)
+    src = pypto.compile(softmax_of(64, 256, (16, 256)), x).source()
+    assert "pto::tload_view<float, 256>" in src
+    assert src.count("= pto::tload_view<") >= 2  # both reads of x
+
+
+@pytest.mark.parametrize("m,n,tile", [(64, 256, (16, 256)),   # dense whole-row tiles: views
+                                      (50, 256, (16, 256)),   # a tail tile: copied
+                                      (64, 200, (16, 64))])   # tiles narrower than a row: copied
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "padded rows"])
+def test_results_match_torch_for_dense_and_strided_inputs(m, n, tile, layout):
+    base = torch.randn(m, n)
+    if layout == "transposed":
+        x = base.t().contiguous().t()        # column-major storage
+    elif layout == "padded rows":
+        x = torch.randn(m, n + 8)[:, :n]     # row stride larger than the row
+    else:
+        x = base
+    y = softmax_of(m, n, tile)(x)
+    torch.testing.assert_close(y, torch.softmax(x, -1), atol=1e-6, rtol=1e-5)
+    assert torch.equal(x, x.clone())  # the input is left as it was
+
+
+def test_a_tile_read_after_a_store_is_copied_even_when_the_memory_aliases():
+    # t is loaded from `a`, then `b` is stored, then t is read again. When a and b are one tensor, a view
+    # of `a` would see the stored values; the load must copy.
+    m = PTOModule("alias")
+    (PTOFunctionBuilder("k", module=m).in_core()
+        .memref("a", GM, F32).memref("b", GM, F32).memref("c", GM, F32)
+        .tile("t", 4, 8, F32).tile("u", 4, 8, F32).tile("v", 4, 8, F32)
+        .load("t", "a").muls("u", "t", 2.0).store("u", "b").add("v", "t", "u").store("v", "c").build())
+    (PTOFunctionBuilder("main", module=m).not_in_core()
+        .memref("X", GM, F32).memref("Y", GM, F32)
+        .call("k", {"a": ("X", 0, 0), "b": ("X", 0, 0), "c": ("Y", 0, 0)}).build())
+    prog = pypto.pto.compile(m)
+    assert "= pto::tload_view<" not in prog.source()
+    x = torch.randn(4, 8)
+    orig = x.clone()
+    y = torch.zeros(4, 8)
+    prog(x, y)
+    torch.testing.assert_close(x, orig * 2)
+    torch.testing.assert_close(y, orig * 3)
+
+
+def test_numpy_inputs_take_the_same_path():
+    x = np.random.default_rng(0).standard_normal((64, 256)).astype(np.float32)
+    y = softmax_of(64, 256, (16, 256))(x)
+    ref = torch.softmax(torch.from_numpy(x), -1).numpy()
+    np.testing.assert_allclose(y, ref, atol=1e-6, rtol=1e-5)
