@@ -453,7 +453,29 @@ def time_interleaved(fns: dict[str, Callable], repeats: int) -> dict[str, list[f
     return samples
 
 
+class _Copier:
+    """np.copyto of COPY_MIB, the memory-bound kernels' yardstick, timed in the same rounds as
+    each kernel (the machine's bandwidth drifts between kernels)."""
+
+    def __init__(self):
+        self.src = np.ones(COPY_MIB * 2 ** 20 // 4, dtype=np.float32)
+        self.dst = np.empty_like(self.src)
+        np.copyto(self.dst, self.src)
+
+    def __call__(self):
+        np.copyto(self.dst, self.src)
+
+    def gbs(self, seconds: float) -> float:
+        return 2 * self.src.nbytes / seconds * 1e-9
+
+
+_COPIER: "_Copier | None" = None
+
+
 def run_kernel(k: Kernel, repeats: int, copy_gbs: float) -> dict:
+    """Times the kernel's implementations round-robin; memory-bound kernels also time the copy in
+    the same rounds and report pypto's GB/s as a fraction of it."""
+    global _COPIER
     ref = k.reference_output()
     rows, timed = [], {}
     for impl, (label, fn) in implementations(k).items():
@@ -463,7 +485,12 @@ def run_kernel(k: Kernel, repeats: int, copy_gbs: float) -> dict:
             row.note = fn
         elif warm_up_and_check(row, fn, ref, k.tol):
             timed[impl] = fn
+    if k.unit == "GB/s":
+        _COPIER = _COPIER or _Copier()
+        timed["copy"] = _COPIER
     samples = time_interleaved(timed, repeats)
+    if "copy" in samples:
+        copy_gbs = _COPIER.gbs(statistics.median(samples.pop("copy")))
     for row in rows:
         if row.impl in samples:
             row.samples_ms = [t * 1e3 for t in samples[row.impl]]
@@ -475,8 +502,9 @@ def run_kernel(k: Kernel, repeats: int, copy_gbs: float) -> dict:
             if row.median_ms:
                 row.ratio = row.median_ms / pypto_row.median_ms
         if k.unit == "GB/s" and not pypto_row.note:
-            pypto_row.note = f"{100 * pypto_row.rate / copy_gbs:.0f}% of copy bandwidth"
-    return {"name": k.name, "unit": k.unit, "work": k.work, "footnote": k.footnote, "rows": [asdict(r) for r in rows]}
+            pypto_row.note = f"{100 * pypto_row.rate / copy_gbs:.0f}% of copy bandwidth ({copy_gbs:.1f} GB/s)"
+    return {"name": k.name, "unit": k.unit, "work": k.work, "footnote": k.footnote, "rows": [asdict(r) for r in rows],
+            "copy_gbs": copy_gbs if k.unit == "GB/s" else None}
 
 
 def copy_bandwidth(repeats: int) -> float:
