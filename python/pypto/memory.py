@@ -64,7 +64,9 @@ def describe(x: Any) -> tuple[Any, tuple]:
         return x, (ptr, list(x.shape), [s // item for s in x.strides], item, buffer)
     if x.device.type != "cpu":
         raise ValueError(f"pypto runs on the CPU; found a torch tensor on device '{x.device}'")
-    return x, (x.data_ptr(), list(x.shape), list(x.stride()), x.element_size(), x.untyped_storage().data_ptr())
+    ptr, item = x.data_ptr(), x.element_size()
+    # The storage's start (views of one storage share it) without materialising the storage object.
+    return x, (ptr, list(x.shape), list(x.stride()), item, ptr - x.storage_offset() * item)
 
 
 def is_contiguous(x: Any) -> bool:
