@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <deque>
 
 #include "runtime/runtime.h"
 
@@ -429,6 +428,23 @@ bool RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
 
 // The fast path: access `a` repeats the last access through its layout, whose node no other live
 // node overlaps, so that node alone gives the predecessors.
+// Appends the tasks an access of node `n` must wait for: its writer, and its readers when writing.
+void RegionIndex::conflicts(const Node& n, bool write, std::vector<int64_t>& preds) {
+  if (n.writer >= 0) preds.push_back(n.writer);
+  if (write) preds.insert(preds.end(), n.readers.begin(), n.readers.end());
+}
+
+// Records task `seq`'s access of node `n`: a reader (once), or the writer that supersedes them.
+void RegionIndex::record(Node& n, bool write, int64_t seq) {
+  if (!write) {
+    if (n.readers.empty() || n.readers.back() != seq) n.readers.push_back(seq);
+    return;
+  }
+  n.writer = seq;
+  n.readers.clear();
+  n.prune_at = kMinReaderPrune;
+}
+
 bool RegionIndex::recall(const RegionAccess& a, Canon& c, std::vector<int64_t>& preds) {
   const RegionDesc& d = *a.desc;
   if (d.memo_node == kNoNode) return false;
@@ -446,8 +462,7 @@ bool RegionIndex::recall(const RegionAccess& a, Canon& c, std::vector<int64_t>& 
   c.exact = d.memo_node;
   c.first_match = matches_.size();
   c.num_matches = 0;
-  if (n.writer >= 0) preds.push_back(n.writer);
-  if (a.write) preds.insert(preds.end(), n.readers.begin(), n.readers.end());
+  conflicts(n, a.write, preds);
   return true;
 }
 
@@ -464,8 +479,7 @@ void RegionIndex::query(Canon& c, std::vector<int64_t>& preds) {
     if (!n.live || !overlap(n, c)) return;
     matches_.push_back(i);
     if (c.exact < 0 && same_box(n, c)) c.exact = i;
-    if (n.writer >= 0) preds.push_back(n.writer);
-    if (c.write) preds.insert(preds.end(), n.readers.begin(), n.readers.end());
+    conflicts(n, c.write, preds);
   };
   if (c.layout == 0 && c.ndim > 0) {
     for (uint64_t used = b.used_levels; used != 0; used &= used - 1) {
@@ -495,14 +509,7 @@ void RegionIndex::update(Canon& c, int64_t seq) {
   Buffer& b = *c.buf;
   if (c.recalled) {
     // The memo already names this box and node, which overlaps no other.
-    Node& n = b.nodes[static_cast<size_t>(c.exact)];
-    if (!c.write) {
-      if (n.readers.empty() || n.readers.back() != seq) n.readers.push_back(seq);
-    } else {
-      n.writer = seq;
-      n.readers.clear();
-      n.prune_at = kMinReaderPrune;
-    }
+    record(b.nodes[static_cast<size_t>(c.exact)], c.write, seq);
     return;
   }
   int64_t e = c.exact;
@@ -541,17 +548,14 @@ void RegionIndex::update(Canon& c, int64_t seq) {
   d.memo_gen = b.gen;
   std::copy(c.src->offset, c.src->offset + d.ndim, d.memo_offset);
   std::copy(c.src->extent, c.src->extent + d.ndim, d.memo_extent);
+  record(n, c.write, seq);
   if (!c.write) {
-    if (n.readers.empty() || n.readers.back() != seq) n.readers.push_back(seq);
     if (created) {
       for (size_t k = 0; k < c.num_matches; ++k) b.nodes[matches_[c.first_match + k]].isolated = false;
       if (c.num_matches > 0) n.isolated = false;
     }
     return;
   }
-  n.writer = seq;
-  n.readers.clear();
-  n.prune_at = kMinReaderPrune;
   // Any later access overlapping a covered node also overlaps this write, which already depends
   // on the node's tasks, so the ordering is kept transitively.
   for (size_t k = 0; k < c.num_matches; ++k) {

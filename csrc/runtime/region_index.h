@@ -103,6 +103,8 @@ class RegionIndex {
   bool recall(const RegionAccess& a, Canon& c, std::vector<int64_t>& preds);
   RegionDesc* lookup(const pypto_region& r);
   static RegionDesc make_desc(const pypto_region& r, uint64_t h, Buffer* buf);
+  static void conflicts(const Node& n, bool write, std::vector<int64_t>& preds);
+  static void record(Node& n, bool write, int64_t seq);
   void query(Canon& c, std::vector<int64_t>& preds);
   void update(Canon& c, int64_t seq);
   void sweep(Buffer& b);

@@ -6,12 +6,10 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <climits>
 #include <cstring>
 #include <fstream>
 #include <new>
 #include <sstream>
-#include <unordered_map>
 #include <utility>
 
 namespace pypto::runtime {
@@ -320,7 +318,8 @@ struct CApi {
   }
 };
 
-Runtime::Runtime(int num_threads) : sched_(std::make_unique<Scheduler>()), index_(std::make_unique<RegionIndex>()) {
+Runtime::Runtime(int num_threads)
+    : sched_(std::make_unique<Scheduler>()), index_(std::make_unique<RegionIndex>()), desc_args_(kMaxTaskRegions) {
   api_.abi_version = PYPTO_ABI_VERSION;
   api_.rt = this;
   api_.task_alloc = &CApi::task_alloc;
@@ -804,7 +803,6 @@ bool Runtime::submit_desc(const pypto_task_desc& d) {
   if (d.nscalars < 0 || d.nscalars > 0xffff || (d.nscalars > 0 && d.scalars == nullptr)) {
     throw bad("has " + std::to_string(d.nscalars) + " scalars, expected 0 to 65535");
   }
-  if (desc_args_.size() < static_cast<size_t>(kMaxTaskRegions)) desc_args_.resize(kMaxTaskRegions);
   for (int32_t i = 0; i < d.nargs; ++i) {
     const pypto_task_arg& a = d.args[i];
     const RegionDesc* desc = index_->by_handle(a.tensor);
