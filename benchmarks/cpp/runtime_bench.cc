@@ -202,52 +202,39 @@ void ReportTasks(benchmark::State& state, int64_t tasks_per_iteration, Clock::du
   }
 }
 
-// Builds the task graph (`Runtime::build`: dependencies resolved, nothing runs or is kept).
-template <class Workload>
-void BM_Build(benchmark::State& state) {
+// Times `Runtime::build` (dependencies resolved, nothing runs or is kept) or `Runtime::run` (built
+// and executed on state.range(1) threads, the orchestrating thread included) of the workload.
+template <class Workload, bool kExecute>
+void BM_Graph(benchmark::State& state) {
   const Workload workload(state.range(0));
-  Runtime rt(1);
+  Runtime rt(kExecute ? static_cast<int>(state.range(1)) : 1);
   Clock::duration elapsed{};
   for (auto _ : state) {
     RunStats stats;
     const Clock::time_point start = Clock::now();
     try {
-      stats = rt.build(std::cref(workload));
+      stats = kExecute ? rt.run(std::cref(workload)) : rt.build(std::cref(workload));
     } catch (const std::exception& e) {
       state.SkipWithError(e.what());
       break;
     }
     elapsed += Clock::now() - start;
     if (stats.tasks != workload.tasks()) {
-      state.SkipWithError("build() reported an unexpected number of tasks");
+      state.SkipWithError("the runtime reported an unexpected number of tasks");
       break;
     }
   }
   ReportTasks(state, workload.tasks(), elapsed);
 }
 
-// Builds and executes the task graph on state.range(1) threads (the orchestrating thread included).
+template <class Workload>
+void BM_Build(benchmark::State& state) {
+  BM_Graph<Workload, false>(state);
+}
+
 template <class Workload>
 void BM_Run(benchmark::State& state) {
-  const Workload workload(state.range(0));
-  Runtime rt(static_cast<int>(state.range(1)));
-  Clock::duration elapsed{};
-  for (auto _ : state) {
-    RunStats stats;
-    const Clock::time_point start = Clock::now();
-    try {
-      stats = rt.run(std::cref(workload));
-    } catch (const std::exception& e) {
-      state.SkipWithError(e.what());
-      break;
-    }
-    if (stats.tasks != workload.tasks()) {
-      state.SkipWithError("run() reported an unexpected number of tasks");
-      break;
-    }
-    elapsed += Clock::now() - start;
-  }
-  ReportTasks(state, workload.tasks(), elapsed);
+  BM_Graph<Workload, true>(state);
 }
 
 constexpr std::initializer_list<int64_t> kSizes = {int64_t{1} << 10, int64_t{1} << 14, int64_t{1} << 17};
