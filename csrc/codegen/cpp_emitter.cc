@@ -317,20 +317,18 @@ class KernelEmitter {
       case Opcode::TLOAD: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, cexprs(in.valid), comment);
-        if (view_loads_.count(&in)) {
-          o += fmt::format("{}  {} = pto::tload_view<{}, {}>({}_buf, {}, {}_shape, {}, {}, valid); }}\n", pad, t.name,
-                           ctype(t.dtype), t.shape.back(), t.name, t.shape.size(), t.name, address(in),
-                           mem_stride_.at(in.memref));
-          return;
+        // A view tile is a pointer: a viewing load sets it, a copying load points it back at its buffer.
+        const bool view_tile = view_tiles_.count(in.dst) > 0;
+        const bool view = view_loads_.count(&in) > 0;
+        const std::string buf = view_tile ? t.name + "_buf" : t.name;
+        std::string call = fmt::format("<{}, {}>({}, {}, {}_shape, {}, {}, valid)", ctype(t.dtype), t.shape.back(), buf,
+                                       t.shape.size(), t.name, address(in), mem_stride_.at(in.memref));
+        if (view) {
+          o += fmt::format("{}  {} = pto::tload_view{}; }}\n", pad, t.name, call);
+        } else {
+          if (view_tile) o += fmt::format("{}  {} = {};\n", pad, t.name, buf);
+          o += fmt::format("{}  pto::tload{}; }}\n", pad, call);
         }
-        if (view_tiles_.count(in.dst)) {
-          o += fmt::format("{}  {} = {}_buf;\n", pad, t.name, t.name);
-          o += fmt::format("{}  pto::tload<{}, {}>({}_buf, {}, {}_shape, {}, {}, valid); }}\n", pad, ctype(t.dtype),
-                           t.shape.back(), t.name, t.shape.size(), t.name, address(in), mem_stride_.at(in.memref));
-          return;
-        }
-        o += fmt::format("{}  pto::tload<{}, {}>({}, {}, {}_shape, {}, {}, valid); }}\n", pad, ctype(t.dtype),
-                         t.shape.back(), t.name, t.shape.size(), t.name, address(in), mem_stride_.at(in.memref));
         return;
       }
       case Opcode::TSTORE: {
@@ -494,7 +492,7 @@ class KernelEmitter {
 /// Emits the orchestration entry point.
 class OrchestrationEmitter {
  public:
-  explicit OrchestrationEmitter(const ExecutionGraph& g) : g_(g) {}
+  explicit OrchestrationEmitter(const ExecutionGraph& g) : g_(g), call_memrefs_(call_memrefs()) {}
 
   std::string emit() {
     std::string o = fmt::format(
@@ -519,7 +517,7 @@ class OrchestrationEmitter {
     // Views that do not depend on a loop variable are built once; every tensor a call names gets
     // its runtime handle up front, so a task is submitted in one call.
     std::set<int> views;
-    for (int id : call_memrefs()) {
+    for (int id : call_memrefs_) {
       if (!loop_invariant(id)) continue;
       emit_view(o, id, "  ", views);
       o += fmt::format("  const int32_t h{} = api->tensor_handle(rt, &m{});\n", id, id);
@@ -582,7 +580,7 @@ class OrchestrationEmitter {
 
   /// True when some call uses memref `id`: names it, or a view built on it.
   bool used(int id) const {
-    for (int m : call_memrefs()) {
+    for (int m : call_memrefs_) {
       for (;; m = g_.memrefs[m].view->base) {
         if (m == id) return true;
         if (!g_.memrefs[m].view) break;
@@ -651,6 +649,7 @@ class OrchestrationEmitter {
   }
 
   const ExecutionGraph& g_;
+  std::vector<int> call_memrefs_;  // memrefs named by call arguments, in order of first appearance
   std::set<std::string> loop_vars_;
   std::set<int> hoisted_;  // memrefs whose view and handle are built before the loops
 };

@@ -260,8 +260,24 @@ inline const T* tload_view(T* __restrict buf, int rank, const int64_t* tshape, c
   return buf;
 }
 
-/// TSTORE: the valid part of a tile (last dim C) into a strided box.
-template <typename T, int64_t C, typename S>
+#ifdef PTO_STREAM_STORES
+/// Writes one full row of C floats to a 64-byte-aligned `drow` with non-temporal (streaming) stores,
+/// which do not first read the destination's cache lines from memory.
+template <int64_t C>
+inline void stream_row(float* drow, const float* srow) {
+#if defined(__AVX512F__)
+  for (int64_t c = 0; c < C; c += 16) _mm512_stream_ps(drow + c, _mm512_loadu_ps(srow + c));
+#elif defined(__AVX__)
+  for (int64_t c = 0; c < C; c += 8) _mm256_stream_ps(drow + c, _mm256_loadu_ps(srow + c));
+#else
+  for (int64_t c = 0; c < C; c += 4) _mm_stream_ps(drow + c, _mm_loadu_ps(srow + c));
+#endif
+}
+#endif
+
+/// TSTORE: the valid part of a tile (last dim C) into a strided box. With STREAM, full float rows
+/// whose start is 64-byte aligned go through stream_row.
+template <typename T, int64_t C, typename S, bool STREAM = false>
 inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
                    const T* __restrict src) {
   int64_t rows = 1;
@@ -276,6 +292,14 @@ inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* vali
     const T* __restrict srow = src + r * C;
     S* __restrict drow = dst + off;
     if (sc == 1) {
+#ifdef PTO_STREAM_STORES
+      if constexpr (STREAM && std::is_same<T, float>::value && std::is_same<S, float>::value && C % 16 == 0) {
+        if (vc == C && (reinterpret_cast<uintptr_t>(drow) & 63) == 0) {
+          stream_row<C>(drow, srow);
+          continue;
+        }
+      }
+#endif
       for (int64_t c = 0; c < vc; ++c) drow[c] = cvt<S>(srow[c]);
     } else {
       for (int64_t c = 0; c < vc; ++c) drow[c * sc] = cvt<S>(srow[c]);
@@ -283,42 +307,12 @@ inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* vali
   }
 }
 
-/// TSTORE into a large output that is not read again soon: full rows whose start is 64-byte
-/// aligned are written with non-temporal (streaming) stores, which do not first read the
-/// destination's cache lines from memory; other rows, types and layouts go through tstore.
-/// A kernel that calls it ends with stream_fence().
+/// TSTORE into a large output that is not read again soon (see tstore's STREAM). A kernel that
+/// calls it ends with stream_fence().
 template <typename T, int64_t C, typename S>
 inline void tstore_stream(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank,
                           const int64_t* tshape, const T* __restrict src) {
-#ifdef PTO_STREAM_STORES
-  if constexpr (std::is_same<T, float>::value && std::is_same<S, float>::value && C % 16 == 0) {
-    if (stride[rank - 1] == 1 && valid[rank - 1] >= C) {
-      int64_t rows = 1;
-      for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
-      for (int64_t r = 0; r < rows; ++r) {
-        int64_t off = 0;
-        bool inside = true;
-        row_position(rank, tshape, valid, stride, r, off, inside);
-        if (!inside) continue;
-        float* drow = dst + off;
-        const float* srow = src + r * C;
-        if ((reinterpret_cast<uintptr_t>(drow) & 63) != 0) {
-          for (int64_t c = 0; c < C; ++c) drow[c] = srow[c];
-          continue;
-        }
-#if defined(__AVX512F__)
-        for (int64_t c = 0; c < C; c += 16) _mm512_stream_ps(drow + c, _mm512_loadu_ps(srow + c));
-#elif defined(__AVX__)
-        for (int64_t c = 0; c < C; c += 8) _mm256_stream_ps(drow + c, _mm256_loadu_ps(srow + c));
-#else
-        for (int64_t c = 0; c < C; c += 4) _mm_stream_ps(drow + c, _mm_loadu_ps(srow + c));
-#endif
-      }
-      return;
-    }
-  }
-#endif
-  tstore<T, C>(dst, stride, valid, rank, tshape, src);
+  tstore<T, C, S, true>(dst, stride, valid, rank, tshape, src);
 }
 
 /// Orders a kernel's streaming stores before the runtime marks its task finished.
@@ -574,6 +568,15 @@ inline void tcast(D* __restrict dst, const T* __restrict src) {
   for (int64_t i = 0; i < N; ++i) dst[i] = cvt<D>(cvt<S>(src[i]));
 }
 
+/// Floats in a native SIMD vector (bytes / 4).
+#if defined(__AVX512F__)
+constexpr int64_t kVecFloats = 16;
+#elif defined(__AVX__)
+constexpr int64_t kVecFloats = 8;
+#else
+constexpr int64_t kVecFloats = 4;
+#endif
+
 /// Reduces axis RED of a tile viewed as [OUTER, RED, INNER] over its first
 /// `valid` entries (TROW*: INNER = 1; TCOL*: OUTER = 1; TRED*: a middle axis).
 /// A row (INNER = 1) is reduced in kReduceLanes interleaved partial results,
@@ -591,17 +594,23 @@ inline void treduce(T* __restrict dst, const T* __restrict a, int64_t valid, T i
       T lanes[kReduceLanes];
       if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value ||
                     std::is_same<T, int32_t>::value || std::is_same<T, int64_t>::value) {
-        // The lanes as one vector-extension value: compilers keep it in SIMD registers, where a
-        // plain array of lanes is often reduced with scalar instructions.
-        typedef T Lanes __attribute__((vector_size(kReduceLanes * sizeof(T))));
-        Lanes acc;
-        for (int64_t l = 0; l < kReduceLanes; ++l) acc[l] = init;
+        // The lanes as native vector-extension values (kReduceLanes elements in all): compilers
+        // keep them in SIMD registers, where a plain array of lanes is often reduced with scalar
+        // instructions.
+        constexpr int64_t kPer = kVecFloats * 4 / static_cast<int64_t>(sizeof(T));
+        constexpr int64_t kVecs = kReduceLanes / kPer;
+        typedef T Vec __attribute__((vector_size(kPer * sizeof(T))));
+        Vec acc[kVecs];
+        for (int64_t v = 0; v < kVecs; ++v)
+          for (int64_t l = 0; l < kPer; ++l) acc[v][l] = init;
         for (int64_t c = 0; c < chunks; ++c) {
-          Lanes x;
-          memcpy(&x, row + c * kReduceLanes, sizeof x);
-          acc = Op::f(acc, x);
+          for (int64_t v = 0; v < kVecs; ++v) {
+            Vec x;
+            memcpy(&x, row + c * kReduceLanes + v * kPer, sizeof x);
+            acc[v] = Op::f(acc[v], x);
+          }
         }
-        memcpy(lanes, &acc, sizeof acc);
+        memcpy(lanes, acc, sizeof acc);
       } else {
         for (int64_t l = 0; l < kReduceLanes; ++l) lanes[l] = init;
         for (int64_t c = 0; c < chunks; ++c)
@@ -626,13 +635,6 @@ inline void treduce(T* __restrict dst, const T* __restrict a, int64_t valid, T i
 }
 
 /// Native SIMD vectors of floats for the matmul micro-kernel (GCC/Clang vector extensions).
-#if defined(__AVX512F__)
-constexpr int64_t kVecFloats = 16;
-#elif defined(__AVX__)
-constexpr int64_t kVecFloats = 8;
-#else
-constexpr int64_t kVecFloats = 4;
-#endif
 typedef float vfloat __attribute__((vector_size(kVecFloats * sizeof(float))));
 
 inline vfloat vload(const float* p) {
