@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -58,11 +59,11 @@ void* BlockCache::acquire(size_t bytes) {
   const size_t size = size_class(bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = free_.find(size);
-    if (it != free_.end() && !it->second.empty()) {
-      void* block = it->second.back();
-      it->second.pop_back();
-      order_.erase(std::find(order_.begin(), order_.end(), std::make_pair(block, size)));
+    // The most recently cached block of this size class: its pages are the likeliest still warm.
+    for (auto it = cached_.rbegin(); it != cached_.rend(); ++it) {
+      if (it->second != size) continue;
+      void* block = it->first;
+      cached_.erase(std::next(it).base());
       stats_.cached_bytes -= size;
       ++stats_.hits;
       return block;
@@ -82,8 +83,7 @@ void BlockCache::release(void* block, size_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     if (size <= limit_) {
       evict_until(limit_ - size);
-      free_[size].push_back(block);
-      order_.emplace_back(block, size);
+      cached_.emplace_back(block, size);
       stats_.cached_bytes += size;
       return;
     }
@@ -93,14 +93,12 @@ void BlockCache::release(void* block, size_t bytes) {
 
 void BlockCache::evict_until(size_t bytes) {
   size_t n = 0;
-  while (stats_.cached_bytes > bytes && n < order_.size()) {
-    const auto [block, size] = order_[n++];
-    auto& same = free_[size];
-    same.erase(std::find(same.begin(), same.end(), block));
+  while (stats_.cached_bytes > bytes && n < cached_.size()) {
+    const auto [block, size] = cached_[n++];
     stats_.cached_bytes -= size;
     std::free(block);
   }
-  order_.erase(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n));
+  cached_.erase(cached_.begin(), cached_.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 void BlockCache::clear() {

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace pypto::runtime {
@@ -64,9 +64,8 @@ class BlockCache {
 
   mutable std::mutex mu_;
   size_t limit_;
-  // Cached blocks by size class, and the order they were cached in (oldest first) for eviction.
-  std::unordered_map<size_t, std::vector<void*>> free_;
-  std::vector<std::pair<void*, size_t>> order_;
+  // Cached blocks and their size classes, oldest first (evicted first). At most limit / 2 MiB.
+  std::vector<std::pair<void*, size_t>> cached_;
   Stats stats_;
 };
 
