@@ -36,6 +36,11 @@ class Tasks {
     return preds;
   }
   RegionIndex& index() { return index_; }
+  // Starts a new graph on the same index, as a runtime does between runs.
+  void Reset() {
+    index_.reset();
+    next_ = 0;
+  }
 
  private:
   RegionIndex index_;
@@ -108,6 +113,44 @@ TEST(RegionIndexTest, DifferentBuffersNeverConflict) {
   EXPECT_EQ(t.Add({{StridedBox(a, 0, 16, 1, 0, 0, 16, 16), false}}), Preds{0});
 }
 
+TEST(RegionIndexTest, ResetForgetsEarlierTasks) {
+  float m[64 * 64], other[64 * 64];
+  Tasks t;
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 32, 64), true}}), Preds{});
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 32, 64), false}, {StridedBox(other, 0, 64, 1, 0, 0, 8, 8), true}}),
+            Preds{0});
+  EXPECT_EQ(t.index().num_handles(), 0u);
+  t.index().handle(StridedBox(m, 0, 64, 1, 0, 0, 64, 64));
+  EXPECT_EQ(t.index().num_handles(), 1u);
+  t.Reset();
+  EXPECT_EQ(t.index().num_nodes(), 0u);
+  EXPECT_EQ(t.index().num_handles(), 0u);
+  // The same box again, through a reused layout record and buffer: nothing earlier is remembered.
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 32, 64), false}}), Preds{});
+  EXPECT_EQ(t.Add({{StridedBox(other, 0, 64, 1, 0, 0, 8, 8), false}}), Preds{});
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 32, 64), true}}), Preds{0});
+}
+
+TEST(RegionIndexTest, InvalidBoxesAreReportedBeforeAnythingIsRecorded) {
+  float m[16 * 16];
+  RegionIndex index;
+  const pypto_region r = StridedBox(m, 0, 16, 1, 0, 0, 4, 4);
+  const int64_t offset[2] = {0, 0}, good[2] = {4, 4}, negative[2] = {4, -1};
+  const RegionAccess ok{index.intern(r), offset, good, true};
+  const RegionAccess bad{index.intern(r), offset, negative, false};
+  const RegionAccess accesses[2] = {ok, bad};
+  std::vector<int64_t> preds;
+  EXPECT_EQ(index.add_task(accesses, 2, 0, preds), 1);
+  EXPECT_EQ(index.num_nodes(), 0u);
+  pypto_region null_base = r;
+  null_base.base = nullptr;
+  null_base.buffer = m;
+  const RegionAccess null_access{index.intern(null_base), offset, good, false};
+  EXPECT_EQ(index.add_task(&null_access, 1, 0, preds), 0);
+  EXPECT_EQ(index.add_task(&ok, 1, 0, preds), -1);
+  EXPECT_EQ(index.num_nodes(), 1u);
+}
+
 TEST(RegionIndexTest, EmptyRegionsHaveNoDependencies) {
   float m[256];
   Tasks t;
@@ -132,10 +175,13 @@ void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool) {
     return Box{r0, c0, 1 + static_cast<int>(rng() % (kRows - r0)), 1 + static_cast<int>(rng() % (kCols - c0)),
                rng() % 2 == 0};
   };
+  // One index for every round, reset in between: what an earlier round left (layouts, memos,
+  // buffers kept for reuse) must not leak into the next.
+  Tasks t;
   for (int round = 0; round < 20; ++round) {
     std::vector<Box> boxes;
     for (int i = 0; i < pool; ++i) boxes.push_back(random_box());
-    Tasks t;
+    t.Reset();
     // Per task: the elements it reads and the elements it writes.
     std::vector<std::set<int>> reads, writes;
     std::vector<std::vector<int64_t>> preds_of;

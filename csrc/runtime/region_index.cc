@@ -6,6 +6,14 @@
 
 #include "runtime/runtime.h"
 
+// The submission path is a chain of small steps called from more than one place; GCC would not
+// inline them on its own.
+#if defined(__GNUC__)
+#define PYPTO_HOT_INLINE [[gnu::always_inline]] inline
+#else
+#define PYPTO_HOT_INLINE inline
+#endif
+
 namespace pypto::runtime {
 
 namespace {
@@ -14,6 +22,9 @@ namespace {
 constexpr int64_t kMaxBuckets = int64_t{1} << 22;
 constexpr int kLevels = 63;
 constexpr uint32_t kNoNode = UINT32_MAX;
+// A layout's memo generation before its first access: no buffer generation equals it.
+constexpr uint64_t kNoMemo = UINT64_MAX;
+enum : int { kAccessEmpty, kAccessOk, kAccessInvalid };
 
 // The grid level of a box with outermost extent `extent`: buckets of 2^level coordinates, so the
 // box spans at most two buckets.
@@ -23,6 +34,10 @@ int level_of(int64_t extent) {
   return level;
 }
 constexpr size_t kMinSweep = 256;
+// Capacity a reused buffer keeps across runs (nodes) and that the layout table keeps (slots).
+constexpr size_t kKeepNodes = size_t{1} << 16;
+constexpr size_t kKeepDescSlots = size_t{1} << 12;
+constexpr size_t kKeepBuffers = 256;
 constexpr uint32_t kMinReaderPrune = 16;
 
 /// The allocation a region belongs to: its `buffer`, or `base` when unset.
@@ -208,7 +223,7 @@ struct RegionIndex::Buffer {
   std::vector<uint32_t> wide;
   size_t sweep_at = kMinSweep;
   // Bumped whenever node indices change (a sweep), which invalidates the layouts' memos.
-  uint32_t gen = 0;
+  uint64_t gen = 0;
   // Nodes created since the last sweep check of the current submission.
   bool dirty = false;
 
@@ -245,6 +260,23 @@ struct RegionIndex::Buffer {
       }
     }
     wide.push_back(i);
+  }
+
+  // Empties the buffer for reuse by another allocation, keeping modest capacity.
+  void clear() {
+    layouts.clear();
+    if (nodes.capacity() > kKeepNodes) {
+      std::vector<Node>().swap(nodes);
+    } else {
+      nodes.clear();
+    }
+    dead = 0;
+    for (auto& heads : levels) heads.clear();
+    used_levels = 0;
+    wide.clear();
+    sweep_at = kMinSweep;
+    ++gen;
+    dirty = false;
   }
 
   void rebuild() {
@@ -308,6 +340,27 @@ RegionIndex::RegionIndex() : desc_table_(64, nullptr) {}
 
 RegionIndex::~RegionIndex() = default;
 
+void RegionIndex::reset() {
+  for (auto& [key, b] : buffers_) {
+    if (spare_.size() >= kKeepBuffers) break;
+    b->clear();
+    spare_.push_back(std::move(b));
+  }
+  buffers_.clear();
+  num_descs_ = 0;
+  if (desc_table_.size() > kKeepDescSlots) {
+    std::vector<RegionDesc*>(64, nullptr).swap(desc_table_);
+    descs_.clear();
+  } else {
+    std::fill(desc_table_.begin(), desc_table_.end(), nullptr);
+  }
+  handles_.clear();
+  finished_ = nullptr;
+  num_canon_ = 0;
+  matches_.clear();
+  created_.clear();
+}
+
 const RegionDesc* RegionIndex::intern(const pypto_region& r) { return lookup(r); }
 
 RegionDesc* RegionIndex::lookup(const pypto_region& r) {
@@ -325,8 +378,17 @@ RegionDesc* RegionIndex::lookup(const pypto_region& r) {
     }
   }
   auto& buf = buffers_[buffer_of(r)];
-  if (!buf) buf = std::make_unique<Buffer>();
-  RegionDesc& d = descs_.emplace_back(make_desc(r, h, buf.get()));
+  if (!buf) {
+    if (spare_.empty()) {
+      buf = std::make_unique<Buffer>();
+    } else {
+      buf = std::move(spare_.back());
+      spare_.pop_back();
+    }
+  }
+  // Layout records of earlier runs are reused in place.
+  RegionDesc& d = num_descs_ < descs_.size() ? descs_[num_descs_] : descs_.emplace_back();
+  d = make_desc(r, h, buf.get());
   if (2 * (num_descs_ + 1) > desc_table_.size()) {
     std::vector<RegionDesc*> table(desc_table_.size() * 2, nullptr);
     for (RegionDesc* e : desc_table_) {
@@ -360,6 +422,7 @@ RegionDesc RegionIndex::make_desc(const pypto_region& r, uint64_t h, Buffer* buf
   d.index_buffer = buf;
   d.handle = -1;
   d.memo_node = kNoNode;
+  d.memo_gen = kNoMemo;
   d.layout = -1;
   const int64_t delta_bytes = address(r.base) - address(buffer_of(r));
   bool regular = r.ndim > 0 && delta_bytes >= 0 && delta_bytes % r.elem_size == 0;
@@ -378,12 +441,17 @@ RegionDesc RegionIndex::make_desc(const pypto_region& r, uint64_t h, Buffer* buf
   return d;
 }
 
-// The canonical form of a staged region; returns false for an empty region (no dependencies).
-bool RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
+// The canonical form of access `a`: kAccessEmpty for an empty box (no dependencies), kAccessInvalid
+// for a negative extent or a non-empty box of a null base, kAccessOk otherwise.
+int RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
   const RegionDesc& d = *a.desc;
+  bool empty = false;
   for (int k = 0; k < d.ndim; ++k) {
-    if (a.extent[k] <= 0) return false;
+    if (a.extent[k] < 0) return kAccessInvalid;
+    empty |= a.extent[k] == 0;
   }
+  if (empty) return kAccessEmpty;
+  if (d.base == nullptr) return kAccessInvalid;
   c.src = &a;
   c.buf = static_cast<Buffer*>(d.index_buffer);
   c.write = a.write;
@@ -408,7 +476,7 @@ bool RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
     const int64_t origin = address(d.buffer != nullptr ? d.buffer : d.base);
     c.lo = origin + lo * d.elem_size;
     c.hi = origin + (span + 1) * d.elem_size;
-    if (c.layout >= 0) return true;
+    if (c.layout >= 0) return kAccessOk;
   }
   pypto_region r{};
   r.base = d.base;
@@ -423,19 +491,17 @@ bool RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
   c.lo = range.first;
   c.hi = range.second;
   c.layout = -1;
-  return true;
+  return kAccessOk;
 }
 
-// The fast path: access `a` repeats the last access through its layout, whose node no other live
-// node overlaps, so that node alone gives the predecessors.
 // Appends the tasks an access of node `n` must wait for: its writer, and its readers when writing.
-void RegionIndex::conflicts(const Node& n, bool write, std::vector<int64_t>& preds) {
+PYPTO_HOT_INLINE void RegionIndex::conflicts(const Node& n, bool write, std::vector<int64_t>& preds) {
   if (n.writer >= 0) preds.push_back(n.writer);
-  if (write) preds.insert(preds.end(), n.readers.begin(), n.readers.end());
+  if (write && !n.readers.empty()) preds.insert(preds.end(), n.readers.begin(), n.readers.end());
 }
 
 // Records task `seq`'s access of node `n`: a reader (once), or the writer that supersedes them.
-void RegionIndex::record(Node& n, bool write, int64_t seq) {
+PYPTO_HOT_INLINE void RegionIndex::record(Node& n, bool write, int64_t seq) {
   if (!write) {
     if (n.readers.empty() || n.readers.back() != seq) n.readers.push_back(seq);
     return;
@@ -445,23 +511,22 @@ void RegionIndex::record(Node& n, bool write, int64_t seq) {
   n.prune_at = kMinReaderPrune;
 }
 
-bool RegionIndex::recall(const RegionAccess& a, Canon& c, std::vector<int64_t>& preds) {
+// The fast path: access `a` repeats the last access through its layout (so its box is valid and
+// non-empty), and that box's node is live and overlaps no other live node, so the node alone gives
+// the predecessors. Fills only the fields of `c` that `update` and `prune` read for a recalled access.
+PYPTO_HOT_INLINE bool RegionIndex::recall(const RegionAccess& a, Canon& c, std::vector<int64_t>& preds) {
   const RegionDesc& d = *a.desc;
-  if (d.memo_node == kNoNode) return false;
   Buffer& b = *static_cast<Buffer*>(d.index_buffer);
   if (d.memo_gen != b.gen) return false;
   for (int k = 0; k < d.ndim; ++k) {
-    if (a.offset[k] != d.memo_offset[k] || a.extent[k] != d.memo_extent[k]) return false;
+    if ((a.offset[k] ^ d.memo_offset[k]) | (a.extent[k] ^ d.memo_extent[k])) return false;
   }
   Node& n = b.nodes[d.memo_node];
-  if (!n.live || !n.isolated) return false;
-  c.src = &a;
+  if (!(n.live & n.isolated)) return false;
   c.buf = &b;
   c.write = a.write;
   c.recalled = true;
   c.exact = d.memo_node;
-  c.first_match = matches_.size();
-  c.num_matches = 0;
   conflicts(n, a.write, preds);
   return true;
 }
@@ -503,15 +568,10 @@ void RegionIndex::query(Canon& c, std::vector<int64_t>& preds) {
   c.num_matches = matches_.size() - c.first_match;
 }
 
-// Records access `c` of task `seq`. Reads are recorded before writes, so a task that reads and
-// writes one box leaves itself as the box's writer.
+// Records access `c` of task `seq` (not recalled). Reads are recorded before writes, so a task that
+// reads and writes one box leaves itself as the box's writer.
 void RegionIndex::update(Canon& c, int64_t seq) {
   Buffer& b = *c.buf;
-  if (c.recalled) {
-    // The memo already names this box and node, which overlaps no other.
-    record(b.nodes[static_cast<size_t>(c.exact)], c.write, seq);
-    return;
-  }
   int64_t e = c.exact;
   if (e < 0) {
     for (const auto& [buf, i] : created_) {
@@ -573,10 +633,11 @@ void RegionIndex::update(Canon& c, int64_t seq) {
   }
 }
 
-void RegionIndex::add_task(const RegionAccess* accesses, size_t n, int64_t seq, std::vector<int64_t>& preds) {
+int RegionIndex::add_task(const RegionAccess* accesses, size_t n, int64_t seq, std::vector<int64_t>& preds) {
   preds.clear();
   matches_.clear();
   created_.clear();
+  num_canon_ = 0;
   if (canon_.size() < n) canon_.resize(n);
   size_t nc = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -585,7 +646,9 @@ void RegionIndex::add_task(const RegionAccess* accesses, size_t n, int64_t seq, 
       ++nc;
       continue;
     }
-    if (!canonicalize(accesses[i], c)) continue;
+    const int kind = canonicalize(accesses[i], c);
+    if (kind == kAccessEmpty) continue;
+    if (kind == kAccessInvalid) return static_cast<int>(i);
     query(c, preds);
     ++nc;
   }
@@ -604,13 +667,21 @@ void RegionIndex::add_task(const RegionAccess* accesses, size_t n, int64_t seq, 
     }
     preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
   }
-  // Reads first, so a task that reads and writes one box is left as its writer.
-  for (size_t i = 0; i < nc; ++i) {
-    if (!canon_[i].write) update(canon_[i], seq);
+  // Reads first, so a task that reads and writes one box is left as its writer. A recalled access
+  // already names its node, which overlaps no other.
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool write = pass == 1;
+    for (size_t i = 0; i < nc; ++i) {
+      Canon& c = canon_[i];
+      if (c.write != write) continue;
+      if (c.recalled) {
+        record(c.buf->nodes[static_cast<size_t>(c.exact)], write, seq);
+      } else {
+        update(c, seq);
+      }
+    }
   }
-  for (size_t i = 0; i < nc; ++i) {
-    if (canon_[i].write) update(canon_[i], seq);
-  }
+  return -1;
 }
 
 void RegionIndex::prune() {

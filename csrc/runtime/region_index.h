@@ -41,7 +41,7 @@ struct RegionDesc {
   // The box of the last access through this layout and its node (while the buffer's node list has
   // generation `memo_gen`): repeating that access skips canonicalisation and the grid walk.
   mutable uint32_t memo_node;
-  mutable uint32_t memo_gen;
+  mutable uint64_t memo_gen;
   mutable int64_t memo_offset[PYPTO_MAX_DIMS];
   mutable int64_t memo_extent[PYPTO_MAX_DIMS];
 };
@@ -62,6 +62,10 @@ class RegionIndex {
   RegionIndex(const RegionIndex&) = delete;
   RegionIndex& operator=(const RegionIndex&) = delete;
 
+  /// Forgets every layout, handle, box and the finished predicate, keeping allocated memory for the
+  /// next run (up to a bound, so one huge run does not pin its peak).
+  void reset();
+
   /// The interned layout of region `r` (validated by the caller); stable for the index's lifetime.
   const RegionDesc* intern(const pypto_region& r);
 
@@ -80,8 +84,10 @@ class RegionIndex {
   void set_finished(std::function<bool(int64_t)> finished) { finished_ = std::move(finished); }
 
   /// Fills `preds` with the tasks task `seq` depends on (ascending, unique) and records its accesses.
-  /// Every access is checked before any is recorded, so a task never depends on itself.
-  void add_task(const RegionAccess* accesses, size_t n, int64_t seq, std::vector<int64_t>& preds);
+  /// Every access is checked before any is recorded, so a task never depends on itself. Returns -1,
+  /// or the index of the first access with a negative extent or a non-empty box of a null base, in
+  /// which case nothing is recorded.
+  int add_task(const RegionAccess* accesses, size_t n, int64_t seq, std::vector<int64_t>& preds);
 
   /// Drops finished readers of the boxes the last task read and sweeps buffers whose node list has
   /// doubled. Call after the last task's record exists (the predicate may ask about it).
@@ -99,7 +105,7 @@ class RegionIndex {
   static bool overlap(const Node& n, const Canon& c);
   static bool same_box(const Node& n, const Canon& c);
   static bool covers(const Canon& c, const Node& n);
-  static bool canonicalize(const RegionAccess& a, Canon& c);
+  static int canonicalize(const RegionAccess& a, Canon& c);
   bool recall(const RegionAccess& a, Canon& c, std::vector<int64_t>& preds);
   RegionDesc* lookup(const pypto_region& r);
   static RegionDesc make_desc(const pypto_region& r, uint64_t h, Buffer* buf);
@@ -110,6 +116,9 @@ class RegionIndex {
   void sweep(Buffer& b);
 
   std::unordered_map<void*, std::unique_ptr<Buffer>> buffers_;
+  // Emptied buffers of earlier runs, reused before allocating new ones.
+  std::vector<std::unique_ptr<Buffer>> spare_;
+  // Interned layouts; the first `num_descs_` are in use (the rest are kept from earlier runs).
   std::deque<RegionDesc> descs_;
   std::vector<RegionDesc*> desc_table_;  // open addressing, power-of-two size
   size_t num_descs_ = 0;

@@ -526,7 +526,7 @@ void Runtime::begin_run(Mode mode) {
   tail_seq_ = 0;
   arena_head_ = arena_tail_ = 0;
   stats_ = RunStats();
-  index_ = std::make_unique<RegionIndex>();
+  index_->reset();
   if (mode == Mode::kRun) index_->set_finished([this](int64_t seq) { return finished(seq); });
   record_ = TaskGraphRecord();
   record_ids_.clear();
@@ -541,7 +541,7 @@ void Runtime::end_run() {
   // Tasks allocated but never submitted are dropped without running.
   for (auto& st : building_) recycle(std::move(st));
   building_.clear();
-  index_ = std::make_unique<RegionIndex>();
+  index_->reset();
   fn_names_.clear();
   std::vector<int64_t>().swap(record_ids_);
   std::lock_guard<std::mutex> lock(workspace_mu_);
@@ -761,7 +761,8 @@ void Runtime::submit(int64_t id) {
       TaskSpec spec{st->id, st->name, st->kernel, std::exchange(st->fn, nullptr), st->buffer_bytes, st->args.data(),
                     st->args.size(), st->scalars.data(), st->scalars.size()};
       try {
-        enqueue(spec);
+        // Regions added piecewise were validated then, so the index finds no bad box.
+        if (enqueue(spec) >= 0) throw std::logic_error("submit: the region index rejected a validated region");
       } catch (...) {
         st->fn = spec.fn;
         throw;
@@ -792,48 +793,58 @@ int32_t Runtime::tensor_handle(const pypto_tensor& t) {
 bool Runtime::submit_desc(const pypto_task_desc& d) {
   if (failed()) return false;
   const char* name = d.name != nullptr ? d.name : "<unnamed>";
-  auto bad = [&](const std::string& what) {
-    return std::invalid_argument("task_submit_desc: task " + std::to_string(next_task_id_) + " (" + name + ") " + what);
-  };
-  if (d.fn == nullptr) throw bad("has a null kernel function");
-  if (d.buffer_bytes < 0) throw bad("has negative buffer_bytes " + std::to_string(d.buffer_bytes));
-  if (d.nargs < 0 || d.nargs > kMaxTaskRegions || (d.nargs > 0 && d.args == nullptr)) {
-    throw bad("has " + std::to_string(d.nargs) + " arguments, expected 0 to " + std::to_string(kMaxTaskRegions));
-  }
-  if (d.nscalars < 0 || d.nscalars > 0xffff || (d.nscalars > 0 && d.scalars == nullptr)) {
-    throw bad("has " + std::to_string(d.nscalars) + " scalars, expected 0 to 65535");
+  if (d.fn == nullptr || d.buffer_bytes < 0 || static_cast<uint32_t>(d.nargs) > kMaxTaskRegions ||
+      (d.nargs > 0 && d.args == nullptr) || static_cast<uint32_t>(d.nscalars) > 0xffff ||
+      (d.nscalars > 0 && d.scalars == nullptr)) {
+    reject_desc(d, name, -1);
   }
   for (int32_t i = 0; i < d.nargs; ++i) {
     const pypto_task_arg& a = d.args[i];
     const RegionDesc* desc = index_->by_handle(a.tensor);
-    if (desc == nullptr) {
-      throw bad("argument " + std::to_string(i) + " has tensor handle " + std::to_string(a.tensor) + ", expected 0 to " +
-                std::to_string(static_cast<int64_t>(index_->num_handles()) - 1));
-    }
-    if (a.mode != PYPTO_ACCESS_IN && a.mode != PYPTO_ACCESS_OUT) {
-      throw bad("argument " + std::to_string(i) + " has access mode " + std::to_string(a.mode) +
-                ", expected PYPTO_ACCESS_IN (1) or PYPTO_ACCESS_OUT (2)");
-    }
-    RegionAccess& acc = desc_args_[static_cast<size_t>(i)];
-    acc.desc = desc;
-    acc.offset = a.offset;
-    acc.extent = a.extent;
-    acc.write = a.mode == PYPTO_ACCESS_OUT;
-    bool empty = false;
-    for (int k = 0; k < desc->ndim; ++k) {
-      const int64_t ext = a.extent[k];
-      if (ext < 0) throw bad("argument " + std::to_string(i) + " has negative extent " + std::to_string(ext) + " in dim " + std::to_string(k));
-      empty |= ext == 0;
-    }
-    if (desc->base == nullptr && !empty) throw bad("argument " + std::to_string(i) + " has a null base");
+    if (desc == nullptr || (a.mode != PYPTO_ACCESS_IN && a.mode != PYPTO_ACCESS_OUT)) reject_desc(d, name, i);
+    // Boxes are checked by the region index, which sees most of them repeat an earlier valid one.
+    desc_args_[static_cast<size_t>(i)] = RegionAccess{desc, a.offset, a.extent, a.mode == PYPTO_ACCESS_OUT};
   }
-  TaskSpec spec{next_task_id_++, name, d.fn, nullptr, d.buffer_bytes, desc_args_.data(), static_cast<size_t>(d.nargs),
+  TaskSpec spec{next_task_id_, name, d.fn, nullptr, d.buffer_bytes, desc_args_.data(), static_cast<size_t>(d.nargs),
                 d.scalars, static_cast<size_t>(d.nscalars)};
-  enqueue(spec);
+  const int bad = enqueue(spec);
+  if (bad >= 0) reject_desc(d, name, bad);
+  ++next_task_id_;
   return !failed();
 }
 
-void Runtime::enqueue(TaskSpec& st) {
+void Runtime::reject_desc(const pypto_task_desc& d, const char* name, int arg) {
+  auto bad = [&](const std::string& what) {
+    return std::invalid_argument("task_submit_desc: task " + std::to_string(next_task_id_) + " (" + name + ") " + what);
+  };
+  if (arg < 0) {
+    if (d.fn == nullptr) throw bad("has a null kernel function");
+    if (d.buffer_bytes < 0) throw bad("has negative buffer_bytes " + std::to_string(d.buffer_bytes));
+    if (d.nargs < 0 || d.nargs > kMaxTaskRegions || (d.nargs > 0 && d.args == nullptr)) {
+      throw bad("has " + std::to_string(d.nargs) + " arguments, expected 0 to " + std::to_string(kMaxTaskRegions));
+    }
+    throw bad("has " + std::to_string(d.nscalars) + " scalars, expected 0 to 65535");
+  }
+  const pypto_task_arg& a = d.args[arg];
+  const std::string which = "argument " + std::to_string(arg);
+  const RegionDesc* desc = index_->by_handle(a.tensor);
+  if (desc == nullptr) {
+    throw bad(which + " has tensor handle " + std::to_string(a.tensor) + ", expected 0 to " +
+              std::to_string(static_cast<int64_t>(index_->num_handles()) - 1));
+  }
+  if (a.mode != PYPTO_ACCESS_IN && a.mode != PYPTO_ACCESS_OUT) {
+    throw bad(which + " has access mode " + std::to_string(a.mode) +
+              ", expected PYPTO_ACCESS_IN (1) or PYPTO_ACCESS_OUT (2)");
+  }
+  for (int k = 0; k < desc->ndim; ++k) {
+    if (a.extent[k] < 0) {
+      throw bad(which + " has negative extent " + std::to_string(a.extent[k]) + " in dim " + std::to_string(k));
+    }
+  }
+  throw bad(which + " has a null base");
+}
+
+int Runtime::enqueue(TaskSpec& st) {
   Scheduler& s = *sched_;
   const int64_t seq = next_seq_;
 
@@ -846,7 +857,7 @@ void Runtime::enqueue(TaskSpec& st) {
   }
 
   std::vector<int64_t>& preds = preds_;
-  index_->add_task(st.args, st.nargs, seq, preds);
+  if (const int bad = index_->add_task(st.args, st.nargs, seq, preds); bad >= 0) return bad;
   stats_.edges += static_cast<int64_t>(preds.size());
   ++stats_.tasks;
 
@@ -936,6 +947,7 @@ void Runtime::enqueue(TaskSpec& st) {
   }
 
   index_->prune();
+  return -1;
 }
 
 void* Runtime::alloc_workspace(int64_t bytes) {

@@ -222,7 +222,11 @@ class Runtime {
   std::vector<std::unique_ptr<Staged>>::iterator find_staged(int64_t id, const char* what);
   Staged* staged_task(int64_t id, const char* what);
   void add_region(int64_t task, const pypto_region& r, bool write);
-  void enqueue(TaskSpec& spec);
+  // Tracks and schedules (or records) the task; returns -1, or the index of an argument whose box
+  // the region index rejected (nothing was recorded then).
+  int enqueue(TaskSpec& spec);
+  // Throws the message for the malformed descriptor `d`: its header (`arg` < 0) or argument `arg`.
+  [[noreturn]] void reject_desc(const pypto_task_desc& d, const char* name, int arg);
   // True when the task with submission number `seq` has finished (only meaningful in Mode::kRun).
   bool finished(int64_t seq) const;
   void begin_run(Mode mode);
