@@ -161,8 +161,9 @@ TEST(RegionIndexTest, EmptyRegionsHaveNoDependencies) {
 // Random tasks over one matrix through row-major and transposed views: the index finds exactly the
 // conflicts a brute-force check of element sets finds, up to edges implied transitively. Each task
 // makes 1 to `max_accesses` accesses; with `pool` > 0 boxes are drawn from that many fixed boxes, so
-// exact repeats (the index's memo fast path) are frequent.
-void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool) {
+// exact repeats (the index's memo fast path) are frequent. With `tiles`, the pool is the 30 disjoint
+// 4 x 4 tiles of the matrix instead, revisited in random order (the layouts' box tables).
+void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool, bool tiles = false) {
   constexpr int kRows = 24, kCols = 20;
   float m[kRows * kCols];
   std::mt19937 rng(seed);
@@ -180,7 +181,13 @@ void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool) {
   Tasks t;
   for (int round = 0; round < 20; ++round) {
     std::vector<Box> boxes;
-    for (int i = 0; i < pool; ++i) boxes.push_back(random_box());
+    if (tiles) {
+      for (int r = 0; r < kRows; r += 4) {
+        for (int c = 0; c < kCols; c += 4) boxes.push_back(Box{r, c, 4, 4, rng() % 2 == 0});
+      }
+      pool = static_cast<int>(boxes.size());
+    }
+    for (int i = static_cast<int>(boxes.size()); i < pool; ++i) boxes.push_back(random_box());
     t.Reset();
     // Per task: the elements it reads and the elements it writes.
     std::vector<std::set<int>> reads, writes;
@@ -240,6 +247,12 @@ TEST(RegionIndexTest, MatchesBruteForceOnRepeatedBoxes) {
     CheckAgainstBruteForce(seed, 3, 3);
     CheckAgainstBruteForce(seed + 10, 2, 8);
   }
+}
+
+// Disjoint tiles revisited in random order, through a row-major and a transposed layout: most
+// accesses are found in the layouts' box tables, which grow past their initial size.
+TEST(RegionIndexTest, MatchesBruteForceOnRevisitedTiles) {
+  for (unsigned seed : {4u, 5u, 6u}) CheckAgainstBruteForce(seed, 3, 0, true);
 }
 
 TEST(RegionIndexTest, FinishedTasksArePrunedSoTheIndexStaysSmall) {

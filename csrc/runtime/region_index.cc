@@ -38,6 +38,9 @@ constexpr size_t kMinSweep = 256;
 constexpr size_t kKeepNodes = size_t{1} << 16;
 constexpr size_t kKeepDescSlots = size_t{1} << 12;
 constexpr size_t kKeepBuffers = 256;
+// Slots of a layout's box table: initial, and the bound beyond which it is emptied instead of grown.
+constexpr size_t kMinBoxSlots = 16;
+constexpr size_t kMaxBoxSlots = size_t{1} << 16;
 constexpr uint32_t kMinReaderPrune = 16;
 
 /// The allocation a region belongs to: its `buffer`, or `base` when unset.
@@ -355,6 +358,8 @@ void RegionIndex::reset() {
     std::fill(desc_table_.begin(), desc_table_.end(), nullptr);
   }
   handles_.clear();
+  num_box_tables_ = 0;
+  if (box_tables_.size() > kKeepBuffers) box_tables_.clear();
   finished_ = nullptr;
   num_canon_ = 0;
   matches_.clear();
@@ -423,6 +428,7 @@ RegionDesc RegionIndex::make_desc(const pypto_region& r, uint64_t h, Buffer* buf
   d.handle = -1;
   d.memo_node = kNoNode;
   d.memo_gen = kNoMemo;
+  d.box_table = -1;
   d.layout = -1;
   const int64_t delta_bytes = address(r.base) - address(buffer_of(r));
   bool regular = r.ndim > 0 && delta_bytes >= 0 && delta_bytes % r.elem_size == 0;
@@ -497,7 +503,9 @@ int RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
 // Appends the tasks an access of node `n` must wait for: its writer, and its readers when writing.
 PYPTO_HOT_INLINE void RegionIndex::conflicts(const Node& n, bool write, std::vector<int64_t>& preds) {
   if (n.writer >= 0) preds.push_back(n.writer);
-  if (write && !n.readers.empty()) preds.insert(preds.end(), n.readers.begin(), n.readers.end());
+  if (write) {
+    for (int64_t r : n.readers) preds.push_back(r);
+  }
 }
 
 // Records task `seq`'s access of node `n`: a reader (once), or the writer that supersedes them.
@@ -518,17 +526,115 @@ PYPTO_HOT_INLINE bool RegionIndex::recall(const RegionAccess& a, Canon& c, std::
   const RegionDesc& d = *a.desc;
   Buffer& b = *static_cast<Buffer*>(d.index_buffer);
   if (d.memo_gen != b.gen) return false;
+  uint32_t node = d.memo_node;
   for (int k = 0; k < d.ndim; ++k) {
-    if ((a.offset[k] ^ d.memo_offset[k]) | (a.extent[k] ^ d.memo_extent[k])) return false;
+    if ((a.offset[k] ^ d.memo_offset[k]) | (a.extent[k] ^ d.memo_extent[k])) {
+      // Not the last box: maybe an earlier one of this layout.
+      node = lookup_box(a, b.gen);
+      if (node == kNoNode) return false;
+      break;
+    }
   }
-  Node& n = b.nodes[d.memo_node];
+  Node& n = b.nodes[node];
   if (!(n.live & n.isolated)) return false;
+  if (node != d.memo_node) set_memo(d, a, node, b.gen);
   c.buf = &b;
   c.write = a.write;
   c.recalled = true;
-  c.exact = d.memo_node;
+  c.exact = node;
   conflicts(n, a.write, preds);
   return true;
+}
+
+namespace {
+
+// Slot of box (`offset`, `extent`) in a box table of `mask + 1` slots.
+size_t box_slot(const int64_t* offset, int ndim, uint64_t mask) {
+  uint64_t h = 0;
+  for (int k = 0; k < ndim; ++k) h = (h + static_cast<uint64_t>(offset[k])) * 0x9e3779b97f4a7c15ull;
+  return static_cast<size_t>((h >> 40) & mask);
+}
+
+}  // namespace
+
+// The node an earlier access of `a`'s layout with `a`'s box resolved to, while the buffer is at
+// generation `gen`; kNoNode when unknown.
+uint32_t RegionIndex::lookup_box(const RegionAccess& a, uint64_t gen) const {
+  const RegionDesc& d = *a.desc;
+  if (d.box_table < 0) return kNoNode;
+  const BoxTable& t = box_tables_[static_cast<size_t>(d.box_table)];
+  if (t.gen != gen) return kNoNode;
+  const uint64_t mask = t.slots.size() - 1;
+  for (size_t i = box_slot(a.offset, d.ndim, mask);; i = (i + 1) & mask) {
+    const BoxEntry& e = t.slots[i];
+    if (e.node == kNoNode) return kNoNode;
+    bool same = true;
+    for (int k = 0; k < d.ndim; ++k) same &= e.box[k] == a.offset[k] && e.box[kBoxTableDims + k] == a.extent[k];
+    if (same) return e.node;
+  }
+}
+
+void RegionIndex::set_memo(const RegionDesc& d, const RegionAccess& a, uint32_t node, uint64_t gen) {
+  d.memo_node = node;
+  d.memo_gen = gen;
+  copy_dims(a.offset, d.ndim, d.memo_offset);
+  copy_dims(a.extent, d.ndim, d.memo_extent);
+}
+
+// Enters `a`'s box and its node in the box table of `a`'s layout (layouts of up to kBoxTableDims
+// dims), creating the table on first use.
+void RegionIndex::remember(const RegionAccess& a, uint32_t node, uint64_t gen) {
+  const RegionDesc& d = *a.desc;
+  if (d.ndim > kBoxTableDims) return;
+  if (d.box_table < 0) {
+    if (num_box_tables_ == box_tables_.size()) box_tables_.emplace_back();
+    d.box_table = static_cast<int32_t>(num_box_tables_++);
+    BoxTable& t = box_tables_[static_cast<size_t>(d.box_table)];
+    t.slots.assign(kMinBoxSlots, BoxEntry{});
+    t.used = 0;
+    t.gen = gen;
+  }
+  BoxTable& t = box_tables_[static_cast<size_t>(d.box_table)];
+  if (t.gen != gen) {
+    // Node numbers changed (a sweep): every entry is stale.
+    std::fill(t.slots.begin(), t.slots.end(), BoxEntry{});
+    t.used = 0;
+    t.gen = gen;
+  }
+  if (2 * (t.used + 1) > t.slots.size()) {
+    if (t.slots.size() >= kMaxBoxSlots) {
+      std::fill(t.slots.begin(), t.slots.end(), BoxEntry{});
+      t.used = 0;
+    } else {
+      std::vector<BoxEntry> old(t.slots.size() * 2, BoxEntry{});
+      old.swap(t.slots);
+      t.used = 0;
+      for (const BoxEntry& e : old) {
+        if (e.node != kNoNode) insert_box(t, e.box, e.box + kBoxTableDims, d.ndim, e.node);
+      }
+    }
+  }
+  insert_box(t, a.offset, a.extent, d.ndim, node);
+}
+
+void RegionIndex::insert_box(BoxTable& t, const int64_t* offset, const int64_t* extent, int ndim, uint32_t node) {
+  const uint64_t mask = t.slots.size() - 1;
+  for (size_t i = box_slot(offset, ndim, mask);; i = (i + 1) & mask) {
+    BoxEntry& e = t.slots[i];
+    if (e.node == kNoNode) {
+      copy_dims(offset, ndim, e.box);
+      copy_dims(extent, ndim, e.box + kBoxTableDims);
+      e.node = node;
+      ++t.used;
+      return;
+    }
+    bool same = true;
+    for (int k = 0; k < ndim; ++k) same &= e.box[k] == offset[k] && e.box[kBoxTableDims + k] == extent[k];
+    if (same) {
+      e.node = node;
+      return;
+    }
+  }
 }
 
 // Collects the predecessors of access `c` into `preds` and its overlapping nodes into `matches`.
@@ -572,6 +678,7 @@ void RegionIndex::query(Canon& c, std::vector<int64_t>& preds) {
 // reads and writes one box leaves itself as the box's writer.
 void RegionIndex::update(Canon& c, int64_t seq) {
   Buffer& b = *c.buf;
+  const RegionDesc& d = *c.src->desc;
   int64_t e = c.exact;
   if (e < 0) {
     for (const auto& [buf, i] : created_) {
@@ -581,8 +688,8 @@ void RegionIndex::update(Canon& c, int64_t seq) {
   const bool created = e < 0;
   if (created) {
     Node n;
-    std::copy(c.offset, c.offset + c.ndim, n.offset);
-    std::copy(c.extent, c.extent + c.ndim, n.extent);
+    copy_dims(c.offset, c.ndim, n.offset);
+    copy_dims(c.extent, c.ndim, n.extent);
     n.lo = c.lo;
     n.hi = c.hi;
     n.layout = c.layout;
@@ -603,11 +710,10 @@ void RegionIndex::update(Canon& c, int64_t seq) {
   }
   c.exact = e;
   Node& n = b.nodes[static_cast<size_t>(e)];
-  const RegionDesc& d = *c.src->desc;
-  d.memo_node = static_cast<uint32_t>(e);
-  d.memo_gen = b.gen;
-  std::copy(c.src->offset, c.src->offset + d.ndim, d.memo_offset);
-  std::copy(c.src->extent, c.src->extent + d.ndim, d.memo_extent);
+  set_memo(d, *c.src, static_cast<uint32_t>(e), b.gen);
+  // A box seen before (its node existed) is likely to come back: tile loops revisit boxes. Boxes
+  // touched once, such as the row blocks of a streaming pass, stay out of the table.
+  if (!created) remember(*c.src, static_cast<uint32_t>(e), b.gen);
   record(n, c.write, seq);
   if (!c.write) {
     if (created) {

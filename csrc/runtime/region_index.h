@@ -19,7 +19,25 @@
 
 #include "runtime/pypto_abi.h"
 
+static_assert(PYPTO_MAX_DIMS <= 8, "copy_dims handles up to 8 dims");
+
 namespace pypto::runtime {
+
+/// Copies `n` (at most PYPTO_MAX_DIMS) coordinates. Boxes have a handful of dims; a library copy of
+/// a run-time length would cost a call per box.
+inline void copy_dims(const int64_t* src, int n, int64_t* dst) {
+  switch (n) {
+    case 8: dst[7] = src[7]; [[fallthrough]];
+    case 7: dst[6] = src[6]; [[fallthrough]];
+    case 6: dst[5] = src[5]; [[fallthrough]];
+    case 5: dst[4] = src[4]; [[fallthrough]];
+    case 4: dst[3] = src[3]; [[fallthrough]];
+    case 3: dst[2] = src[2]; [[fallthrough]];
+    case 2: dst[1] = src[1]; [[fallthrough]];
+    case 1: dst[0] = src[0]; [[fallthrough]];
+    default: break;
+  }
+}
 
 /// The layout of a region minus its box, interned per run: task records point to it.
 struct RegionDesc {
@@ -44,6 +62,9 @@ struct RegionDesc {
   mutable uint64_t memo_gen;
   mutable int64_t memo_offset[PYPTO_MAX_DIMS];
   mutable int64_t memo_extent[PYPTO_MAX_DIMS];
+  // The layout's table of earlier boxes and their nodes (index into the index's tables, -1 while the
+  // layout has seen one box): a tile loop revisiting boxes finds them without a grid walk.
+  mutable int32_t box_table;
 };
 
 /// One region of a task: its interned layout and its box (`offset` and `extent` point to `desc->ndim`
@@ -102,11 +123,28 @@ class RegionIndex {
   struct Buffer;
   struct Canon;
 
+  // Layouts of up to this many dims keep a box table.
+  static constexpr int kBoxTableDims = 4;
+  struct BoxEntry {
+    uint32_t node = UINT32_MAX;  // UINT32_MAX: empty slot
+    int64_t box[2 * kBoxTableDims] = {};  // offsets, then extents
+  };
+  // Open addressing over a power-of-two number of slots, valid while the buffer is at `gen`.
+  struct BoxTable {
+    std::vector<BoxEntry> slots;
+    size_t used = 0;
+    uint64_t gen = 0;
+  };
+
   static bool overlap(const Node& n, const Canon& c);
   static bool same_box(const Node& n, const Canon& c);
   static bool covers(const Canon& c, const Node& n);
   static int canonicalize(const RegionAccess& a, Canon& c);
   bool recall(const RegionAccess& a, Canon& c, std::vector<int64_t>& preds);
+  uint32_t lookup_box(const RegionAccess& a, uint64_t gen) const;
+  void remember(const RegionAccess& a, uint32_t node, uint64_t gen);
+  static void set_memo(const RegionDesc& d, const RegionAccess& a, uint32_t node, uint64_t gen);
+  static void insert_box(BoxTable& t, const int64_t* offset, const int64_t* extent, int ndim, uint32_t node);
   RegionDesc* lookup(const pypto_region& r);
   static RegionDesc make_desc(const pypto_region& r, uint64_t h, Buffer* buf);
   static void conflicts(const Node& n, bool write, std::vector<int64_t>& preds);
@@ -123,6 +161,9 @@ class RegionIndex {
   std::vector<RegionDesc*> desc_table_;  // open addressing, power-of-two size
   size_t num_descs_ = 0;
   std::vector<RegionDesc*> handles_;
+  // Box tables of the layouts; the first `num_box_tables_` are in use.
+  std::vector<BoxTable> box_tables_;
+  size_t num_box_tables_ = 0;
   uint32_t stamp_ = 0;
   std::function<bool(int64_t)> finished_;
   // Scratch of the current task.

@@ -911,8 +911,8 @@ int Runtime::enqueue(TaskSpec& st) {
       const int nd = a.desc->ndim;
       *reinterpret_cast<const RegionDesc**>(p) = a.desc;
       auto* box = reinterpret_cast<int64_t*>(p + sizeof(const RegionDesc*));
-      std::copy(a.offset, a.offset + nd, box);
-      std::copy(a.extent, a.extent + nd, box + nd);
+      copy_dims(a.offset, nd, box);
+      copy_dims(a.extent, nd, box + nd);
       p += region_record_bytes(nd);
     }
     s.slots[static_cast<uint64_t>(seq) & s.mask] = t;
