@@ -29,9 +29,9 @@ enum : int { kAccessEmpty, kAccessOk, kAccessInvalid };
 // The grid level of a box with outermost extent `extent`: buckets of 2^level coordinates, so the
 // box spans at most two buckets.
 int level_of(int64_t extent) {
-  int level = 0;
-  while (level < kLevels - 1 && (int64_t{1} << level) < extent) ++level;
-  return level;
+  if (extent <= 1) return 0;
+  const int level = 64 - __builtin_clzll(static_cast<uint64_t>(extent - 1));
+  return level < kLevels - 1 ? level : kLevels - 1;
 }
 constexpr size_t kMinSweep = 256;
 // Capacity a reused buffer keeps across runs (nodes) and that the layout table keeps (slots).
@@ -122,6 +122,50 @@ bool region_covers(const pypto_region& outer, const pypto_region& inner) {
 
 namespace {
 
+// Freed reader-list blocks, by power-of-two capacity, for reuse by the next list that grows: a
+// graph's lists grow again the same way every run, and this keeps that off the allocator. Per
+// thread, so that indexes on different threads never share state; bounded in bytes.
+class ReaderBlocks {
+ public:
+  ReaderBlocks() = default;
+  ReaderBlocks(const ReaderBlocks&) = delete;
+  ReaderBlocks& operator=(const ReaderBlocks&) = delete;
+  ~ReaderBlocks() {
+    for (auto& blocks : free_) {
+      for (int64_t* p : blocks) delete[] p;
+    }
+  }
+
+  static ReaderBlocks& local() {
+    thread_local ReaderBlocks blocks;
+    return blocks;
+  }
+
+  int64_t* take(uint32_t cap) {
+    auto& blocks = free_[__builtin_ctz(cap)];
+    if (blocks.empty()) return new int64_t[cap];
+    int64_t* p = blocks.back();
+    blocks.pop_back();
+    kept_bytes_ -= cap * sizeof(int64_t);
+    return p;
+  }
+
+  void give(int64_t* p, uint32_t cap) {
+    const size_t bytes = cap * sizeof(int64_t);
+    if (kept_bytes_ + bytes > kMaxKeptBytes) {
+      delete[] p;
+      return;
+    }
+    free_[__builtin_ctz(cap)].push_back(p);
+    kept_bytes_ += bytes;
+  }
+
+ private:
+  static constexpr size_t kMaxKeptBytes = size_t{16} << 20;
+  std::vector<int64_t*> free_[32];
+  size_t kept_bytes_ = 0;
+};
+
 // The readers of a box since its last write: most boxes have one or two, kept inline.
 class ReaderList {
  public:
@@ -154,9 +198,9 @@ class ReaderList {
   void push_back(int64_t v) {
     if (size_ == cap_) {
       const uint32_t cap = cap_ * 2;
-      auto* heap = new int64_t[cap];
+      int64_t* heap = ReaderBlocks::local().take(cap);
       std::copy(begin(), end(), heap);
-      delete[] heap_;
+      if (heap_ != nullptr) ReaderBlocks::local().give(heap_, cap_);
       heap_ = heap;
       cap_ = cap;
     }
@@ -165,7 +209,7 @@ class ReaderList {
 
   // Frees the storage.
   void release() {
-    delete[] heap_;
+    if (heap_ != nullptr) ReaderBlocks::local().give(heap_, cap_);
     heap_ = nullptr;
     size_ = 0;
     cap_ = kInline;
@@ -253,7 +297,10 @@ struct RegionIndex::Buffer {
       if (b1 < kMaxBuckets) {
         if (levels.size() <= static_cast<size_t>(level)) levels.resize(static_cast<size_t>(level) + 1);
         auto& heads = levels[static_cast<size_t>(level)];
-        if (static_cast<int64_t>(heads.size()) <= b1) heads.resize(static_cast<size_t>(b1) + 1, kNoNode);
+        if (static_cast<int64_t>(heads.size()) <= b1) {
+          // Geometric growth: boxes usually arrive in increasing order, one new bucket at a time.
+          heads.resize(std::max(static_cast<size_t>(b1) + 1, std::min(2 * heads.size(), static_cast<size_t>(kMaxBuckets))), kNoNode);
+        }
         for (int64_t b = b0; b <= b1; ++b) {
           n.next[b - b0] = heads[static_cast<size_t>(b)];
           heads[static_cast<size_t>(b)] = i;
@@ -339,17 +386,19 @@ bool RegionIndex::covers(const Canon& c, const Node& n) {
 }
 
 
-RegionIndex::RegionIndex() : desc_table_(64, nullptr) {}
+RegionIndex::RegionIndex() : buffer_table_(64), desc_table_(64, nullptr) {}
 
 RegionIndex::~RegionIndex() = default;
 
 void RegionIndex::reset() {
-  for (auto& [key, b] : buffers_) {
-    if (spare_.size() >= kKeepBuffers) break;
-    b->clear();
-    spare_.push_back(std::move(b));
+  if (buffers_.size() > kKeepBuffers) buffers_.resize(kKeepBuffers);
+  for (size_t i = 0; i < std::min(num_buffers_, buffers_.size()); ++i) buffers_[i]->clear();
+  num_buffers_ = 0;
+  if (buffer_table_.size() > kKeepDescSlots) {
+    std::vector<BufferSlot>(64).swap(buffer_table_);
+  } else {
+    std::fill(buffer_table_.begin(), buffer_table_.end(), BufferSlot{});
   }
-  buffers_.clear();
   num_descs_ = 0;
   if (desc_table_.size() > kKeepDescSlots) {
     std::vector<RegionDesc*>(64, nullptr).swap(desc_table_);
@@ -382,18 +431,10 @@ RegionDesc* RegionIndex::lookup(const pypto_region& r) {
       return d;
     }
   }
-  auto& buf = buffers_[buffer_of(r)];
-  if (!buf) {
-    if (spare_.empty()) {
-      buf = std::make_unique<Buffer>();
-    } else {
-      buf = std::move(spare_.back());
-      spare_.pop_back();
-    }
-  }
+  Buffer* buf = buffer(buffer_of(r));
   // Layout records of earlier runs are reused in place.
   RegionDesc& d = num_descs_ < descs_.size() ? descs_[num_descs_] : descs_.emplace_back();
-  d = make_desc(r, h, buf.get());
+  d = make_desc(r, h, buf);
   if (2 * (num_descs_ + 1) > desc_table_.size()) {
     std::vector<RegionDesc*> table(desc_table_.size() * 2, nullptr);
     for (RegionDesc* e : desc_table_) {
@@ -406,6 +447,40 @@ RegionDesc* RegionIndex::lookup(const pypto_region& r) {
   return &d;
 }
 
+
+namespace {
+
+size_t pointer_slot(const void* key, size_t mask) {
+  return static_cast<size_t>(((reinterpret_cast<uintptr_t>(key) >> 4) * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+}
+
+}  // namespace
+
+// The index's record of allocation `key`, created (or taken from an earlier run) on first use.
+RegionIndex::Buffer* RegionIndex::buffer(void* key) {
+  size_t mask = buffer_table_.size() - 1;
+  size_t i = pointer_slot(key, mask);
+  for (; buffer_table_[i].key != nullptr; i = (i + 1) & mask) {
+    if (buffer_table_[i].key == key) return buffer_table_[i].buf;
+  }
+  if (num_buffers_ == buffers_.size()) buffers_.push_back(std::make_unique<Buffer>());
+  Buffer* b = buffers_[num_buffers_++].get();
+  if (2 * num_buffers_ > buffer_table_.size()) {
+    std::vector<BufferSlot> table(buffer_table_.size() * 2);
+    table.swap(buffer_table_);
+    mask = buffer_table_.size() - 1;
+    for (const BufferSlot& e : table) {
+      if (e.key == nullptr) continue;
+      size_t j = pointer_slot(e.key, mask);
+      while (buffer_table_[j].key != nullptr) j = (j + 1) & mask;
+      buffer_table_[j] = e;
+    }
+    i = pointer_slot(key, mask);
+    while (buffer_table_[i].key != nullptr) i = (i + 1) & mask;
+  }
+  buffer_table_[i] = BufferSlot{key, b};
+  return b;
+}
 
 int32_t RegionIndex::handle(const pypto_region& r) {
   RegionDesc* d = lookup(r);
@@ -564,13 +639,15 @@ uint32_t RegionIndex::lookup_box(const RegionAccess& a, uint64_t gen) const {
   if (d.box_table < 0) return kNoNode;
   const BoxTable& t = box_tables_[static_cast<size_t>(d.box_table)];
   if (t.gen != gen) return kNoNode;
-  const uint64_t mask = t.slots.size() - 1;
-  for (size_t i = box_slot(a.offset, d.ndim, mask);; i = (i + 1) & mask) {
-    const BoxEntry& e = t.slots[i];
-    if (e.node == kNoNode) return kNoNode;
+  const int nd = d.ndim;
+  const size_t stride = static_cast<size_t>(1 + 2 * nd);
+  const uint64_t mask = t.num_slots - 1;
+  for (size_t i = box_slot(a.offset, nd, mask);; i = (i + 1) & mask) {
+    const int64_t* e = &t.words[i * stride];
+    if (e[0] < 0) return kNoNode;
     bool same = true;
-    for (int k = 0; k < d.ndim; ++k) same &= e.box[k] == a.offset[k] && e.box[kBoxTableDims + k] == a.extent[k];
-    if (same) return e.node;
+    for (int k = 0; k < nd; ++k) same &= (e[1 + k] == a.offset[k]) & (e[1 + nd + k] == a.extent[k]);
+    if (same) return static_cast<uint32_t>(e[0]);
   }
 }
 
@@ -585,53 +662,48 @@ void RegionIndex::set_memo(const RegionDesc& d, const RegionAccess& a, uint32_t 
 // dims), creating the table on first use.
 void RegionIndex::remember(const RegionAccess& a, uint32_t node, uint64_t gen) {
   const RegionDesc& d = *a.desc;
-  if (d.ndim > kBoxTableDims) return;
+  const int nd = d.ndim;
+  if (nd > kBoxTableDims) return;
+  const size_t stride = static_cast<size_t>(1 + 2 * nd);
   if (d.box_table < 0) {
     if (num_box_tables_ == box_tables_.size()) box_tables_.emplace_back();
     d.box_table = static_cast<int32_t>(num_box_tables_++);
     BoxTable& t = box_tables_[static_cast<size_t>(d.box_table)];
-    t.slots.assign(kMinBoxSlots, BoxEntry{});
+    t.num_slots = kMinBoxSlots;
+    t.words.assign(kMinBoxSlots * stride, -1);
     t.used = 0;
     t.gen = gen;
   }
   BoxTable& t = box_tables_[static_cast<size_t>(d.box_table)];
-  if (t.gen != gen) {
-    // Node numbers changed (a sweep): every entry is stale.
-    std::fill(t.slots.begin(), t.slots.end(), BoxEntry{});
+  if (t.gen != gen || (2 * (t.used + 1) > t.num_slots && t.num_slots >= kMaxBoxSlots)) {
+    // Node numbers changed (a sweep), or the table is full at its bound: start over.
+    std::fill(t.words.begin(), t.words.end(), -1);
     t.used = 0;
     t.gen = gen;
-  }
-  if (2 * (t.used + 1) > t.slots.size()) {
-    if (t.slots.size() >= kMaxBoxSlots) {
-      std::fill(t.slots.begin(), t.slots.end(), BoxEntry{});
-      t.used = 0;
-    } else {
-      std::vector<BoxEntry> old(t.slots.size() * 2, BoxEntry{});
-      old.swap(t.slots);
-      t.used = 0;
-      for (const BoxEntry& e : old) {
-        if (e.node != kNoNode) insert_box(t, e.box, e.box + kBoxTableDims, d.ndim, e.node);
-      }
+  } else if (2 * (t.used + 1) > t.num_slots) {
+    std::vector<int64_t> old(t.words.size() * 2, -1);
+    old.swap(t.words);
+    t.num_slots *= 2;
+    t.used = 0;
+    for (size_t i = 0; i < old.size(); i += stride) {
+      if (old[i] >= 0) insert_box(t, &old[i + 1], &old[i + 1 + nd], nd, static_cast<uint32_t>(old[i]));
     }
   }
-  insert_box(t, a.offset, a.extent, d.ndim, node);
+  insert_box(t, a.offset, a.extent, nd, node);
 }
 
-void RegionIndex::insert_box(BoxTable& t, const int64_t* offset, const int64_t* extent, int ndim, uint32_t node) {
-  const uint64_t mask = t.slots.size() - 1;
-  for (size_t i = box_slot(offset, ndim, mask);; i = (i + 1) & mask) {
-    BoxEntry& e = t.slots[i];
-    if (e.node == kNoNode) {
-      copy_dims(offset, ndim, e.box);
-      copy_dims(extent, ndim, e.box + kBoxTableDims);
-      e.node = node;
-      ++t.used;
-      return;
-    }
-    bool same = true;
-    for (int k = 0; k < ndim; ++k) same &= e.box[k] == offset[k] && e.box[kBoxTableDims + k] == extent[k];
-    if (same) {
-      e.node = node;
+void RegionIndex::insert_box(BoxTable& t, const int64_t* offset, const int64_t* extent, int nd, uint32_t node) {
+  const size_t stride = static_cast<size_t>(1 + 2 * nd);
+  const uint64_t mask = t.num_slots - 1;
+  for (size_t i = box_slot(offset, nd, mask);; i = (i + 1) & mask) {
+    int64_t* e = &t.words[i * stride];
+    bool same = e[0] >= 0;
+    for (int k = 0; k < nd && same; ++k) same = e[1 + k] == offset[k] && e[1 + nd + k] == extent[k];
+    if (e[0] < 0 || same) {
+      if (e[0] < 0) ++t.used;
+      e[0] = node;
+      copy_dims(offset, nd, e + 1);
+      copy_dims(extent, nd, e + 1 + nd);
       return;
     }
   }
@@ -687,14 +759,13 @@ void RegionIndex::update(Canon& c, int64_t seq) {
   }
   const bool created = e < 0;
   if (created) {
-    Node n;
+    Node& n = b.nodes.emplace_back();
     copy_dims(c.offset, c.ndim, n.offset);
     copy_dims(c.extent, c.ndim, n.extent);
     n.lo = c.lo;
     n.hi = c.hi;
     n.layout = c.layout;
     n.ndim = c.ndim;
-    b.nodes.push_back(std::move(n));
     e = static_cast<int64_t>(b.nodes.size() - 1);
     b.place(static_cast<uint32_t>(e));
     // Nodes created earlier by this task were not seen by its queries.
@@ -790,7 +861,7 @@ int RegionIndex::add_task(const RegionAccess* accesses, size_t n, int64_t seq, s
   return -1;
 }
 
-void RegionIndex::prune() {
+void RegionIndex::prune_slow() {
   if (finished_) {
     // Readers of a box that is never written accumulate; finished ones are dropped as the list doubles.
     for (size_t i = 0; i < num_canon_; ++i) {
@@ -835,7 +906,7 @@ void RegionIndex::sweep(Buffer& b) {
 
 size_t RegionIndex::num_nodes() const {
   size_t n = 0;
-  for (const auto& [key, b] : buffers_) n += b->nodes.size();
+  for (size_t i = 0; i < num_buffers_; ++i) n += buffers_[i]->nodes.size();
   return n;
 }
 

@@ -112,7 +112,9 @@ class RegionIndex {
 
   /// Drops finished readers of the boxes the last task read and sweeps buffers whose node list has
   /// doubled. Call after the last task's record exists (the predicate may ask about it).
-  void prune();
+  void prune() {
+    if (finished_ || !created_.empty()) prune_slow();
+  }
 
   /// Number of box nodes held (for tests).
   size_t num_nodes() const;
@@ -125,13 +127,11 @@ class RegionIndex {
 
   // Layouts of up to this many dims keep a box table.
   static constexpr int kBoxTableDims = 4;
-  struct BoxEntry {
-    uint32_t node = UINT32_MAX;  // UINT32_MAX: empty slot
-    int64_t box[2 * kBoxTableDims] = {};  // offsets, then extents
-  };
-  // Open addressing over a power-of-two number of slots, valid while the buffer is at `gen`.
+  // Open addressing over a power-of-two number of slots, valid while the buffer is at `gen`. A slot
+  // is 1 + 2 ndim words: the node (-1 for an empty slot), the offsets, the extents.
   struct BoxTable {
-    std::vector<BoxEntry> slots;
+    std::vector<int64_t> words;
+    size_t num_slots = 0;
     size_t used = 0;
     uint64_t gen = 0;
   };
@@ -152,10 +152,19 @@ class RegionIndex {
   void query(Canon& c, std::vector<int64_t>& preds);
   void update(Canon& c, int64_t seq);
   void sweep(Buffer& b);
+  void prune_slow();
 
-  std::unordered_map<void*, std::unique_ptr<Buffer>> buffers_;
-  // Emptied buffers of earlier runs, reused before allocating new ones.
-  std::vector<std::unique_ptr<Buffer>> spare_;
+  struct BufferSlot {
+    void* key = nullptr;
+    Buffer* buf = nullptr;
+  };
+  Buffer* buffer(void* key);
+
+  // Records of the allocations seen; the first `num_buffers_` are in use, the rest are kept emptied
+  // from earlier runs. `buffer_table_` finds them by allocation (open addressing).
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+  size_t num_buffers_ = 0;
+  std::vector<BufferSlot> buffer_table_;
   // Interned layouts; the first `num_descs_` are in use (the rest are kept from earlier runs).
   std::deque<RegionDesc> descs_;
   std::vector<RegionDesc*> desc_table_;  // open addressing, power-of-two size
