@@ -61,3 +61,25 @@ def test_settings_changes_recompile():
     assert unfused.stats()["incore_functions"] > fused.stats()["incore_functions"]
     torch.testing.assert_close(exp_plus(x), torch.exp(x) + x)
     assert exp_plus.compile(x) is fused
+
+
+def test_cached_calls_on_views_and_large_outputs():
+    # Row slices of one storage start at different offsets: each call must read its own pointer.
+    base = torch.randn(40, 48)
+    for start in (0, 3, 11):
+        view = base[start:start + 20]
+        torch.testing.assert_close(scaled_exp(view), torch.exp(view) * 2)
+    # Outputs of 4 MiB and more come from the runtime's output cache, also on the cached path.
+    big = torch.randn(32768, 48)
+    for _ in range(3):
+        out = scaled_exp(big)
+        assert out.shape == (32768, 48) and out.dtype == torch.float32
+        torch.testing.assert_close(out, torch.exp(big) * 2)
+
+
+def test_cached_call_rejects_a_tensor_off_the_cpu():
+    x = torch.randn(6, 48)
+    scaled_exp(x)
+    scaled_exp(x)
+    with pytest.raises(ValueError, match="pypto runs on the CPU; found a torch tensor on device 'meta'"):
+        scaled_exp(torch.empty(6, 48, device="meta"))
