@@ -11,6 +11,7 @@
 #include "passes/binary_expand.h"
 #include "passes/build_orchestration.h"
 #include "passes/expand_tiles.h"
+#include "passes/flatten_loops.h"
 #include "passes/forward_tiles.h"
 #include "passes/fuse_blocks.h"
 #include "passes/fuse_loops.h"
@@ -23,8 +24,8 @@ namespace pypto {
 namespace {
 
 /// Passes that only improve a program and are skipped when disabled by name.
-const std::set<std::string> kOptional = {"reorder_loops", "fuse_loops", "forward_tiles", "rematerialize",
-                                         "binary_expand"};
+const std::set<std::string> kOptional = {"reorder_loops", "fuse_loops", "flatten_loops", "forward_tiles",
+                                         "rematerialize", "binary_expand"};
 /// Passes that produce the next level: disabled, they run in a plain mode.
 const std::map<std::string, std::string> kPlainMode = {
     {"fuse_blocks", "disabled: one InCore function per tile nest"},
@@ -105,8 +106,9 @@ void plain_mode(PassRecord& rec, const PassOptions& opts) {
 
 const std::vector<std::string>& pass_names() {
   static const std::vector<std::string> names = {"expand_tiles",  "reorder_loops", "fuse_blocks",
-                                                 "fuse_loops",    "forward_tiles", "rematerialize",
-                                                 "plan_buffers",  "build_orchestration", "binary_expand"};
+                                                 "fuse_loops",    "flatten_loops", "forward_tiles",
+                                                 "rematerialize", "plan_buffers",  "build_orchestration",
+                                                 "binary_expand"};
   return names;
 }
 
@@ -152,6 +154,7 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
     size_t fuse_record = r.passes.size() - 1;
     plain_mode(r.passes.back(), cur);
     b = optional_step(r, "fuse_loops", b, cur, FuseLoops);
+    b = optional_step(r, "flatten_loops", b, cur, FlattenLoops);
     b = optional_step(r, "forward_tiles", b, cur, ForwardTiles);
     b = optional_step(r, "rematerialize", b, cur, Rematerialize);
     r.block = step<BlockGraph>(r, "plan_buffers", b, cur, PlanBuffers);

@@ -276,38 +276,50 @@ def test_layer_norm_fuse_loops_merges_the_variance_and_the_epilogue(ln):
     assert sorted(_ops(fb["body"])) == sorted(_ops(fa["body"]))  # nothing added or dropped
 
 
+def test_layer_norm_flatten_loops_makes_the_per_row_scalar_loops_straight_code(ln):
+    # The mean, variance and rsqrt nests work on [32, 1] blocks: their column loops run once.
+    assert ln.passes["flatten_loops"]["state"] == "changed"
+    (fb,), (fa,) = _functions(ln.before("flatten_loops")), _functions(ln.after("flatten_loops"))
+    assert _top_level(fb["body"]) == "tfill FOR tstore FOR tfill FOR tstore FOR FOR FOR FOR"
+    assert _top_level(fa["body"]) == ("tfill FOR tstore tload tdivs tstore tfill FOR tstore tload tdivs tstore "
+                                      "tload tadds tstore tload trsqrt tstore FOR")
+    assert sorted(_ops(fb["body"])) == sorted(_ops(fa["body"]))  # nothing added or dropped
+
+
 def test_layer_norm_forward_tiles_drops_the_row_blocks_read_in_the_same_loop(ln):
     before, after = ln.before("forward_tiles"), ln.after("forward_tiles")
     locals_before = set(re.findall(r"%(\w+) = alloc_local", before))
     locals_after = set(re.findall(r"%(\w+) = alloc_local", after))
-    # square's and the two epilogue products' blocks go; x - mean stays for the
-    # normalisation in a later loop, and the per-row scalars cross loops too.
-    assert locals_before - locals_after == {"v6", "v11", "v12"} and locals_after < locals_before
+    # square's and the two epilogue products' blocks go, and so do the per-row scalars (mean,
+    # variance, rsqrt), now stored and loaded in straight code; x - mean stays for the
+    # normalisation in a later loop.
+    assert locals_before - locals_after == {"v3", "v4", "v6", "v7", "v8", "v9", "v10", "v11", "v12"}
+    assert locals_after == {"v5"}
     (f,) = _functions(after)
+    assert _top_level(f["body"]) == "tfill FOR tdivs tfill FOR tdivs tadds trsqrt FOR"
     loops = _loops(f["body"])
-    assert loops[2] == "tload tload trowexpandsub tstore tmul trowsum tadd"
-    assert loops[6] == "tload tload trowexpandmul tload treshape tcolexpandmul tload treshape tcolexpandadd tstore"
+    assert loops[1] == "tload trowexpandsub tstore tmul trowsum tadd"
+    assert loops[2] == "tload trowexpandmul tload treshape tcolexpandmul tload treshape tcolexpandadd tstore"
     ((sub_dst, _),) = _tile_operands(f["body"], "trowexpandsub")
     ((_, mul_srcs),) = _tile_operands(f["body"], "tmul")
     assert mul_srcs == [sub_dst, sub_dst]  # (x - mean)^2 straight from the subtraction's tile
-    assert _ops(before).count("tload") - _ops(after).count("tload") == 5
+    assert _ops(before).count("tload") - _ops(after).count("tload") == 11
 
 
-def test_layer_norm_rematerialize_cannot_recompute_and_the_function_is_split(ln):
+def test_layer_norm_rematerialize_recomputes_x_minus_mean_under_a_tight_budget(ln):
     assert ln.passes["rematerialize"]["state"] == "unchanged"  # 28 KB fits 256 KB
     (f,) = _functions(ln.after("plan_buffers"))
     budget_kb = f["bytes"] // 1024 - 4
     args, ref = _layer_norm_args()
     tight = _Program(_layer_norm, args, ref, sram_budget_kb=budget_kb)
-    # x - mean is computed from the mean's local buffer, not from read-only
-    # memory, so it is not recomputed: the function, as big as before, is cut.
-    assert tight.passes["rematerialize"]["state"] == "unchanged"
-    assert tight.passes["fuse_blocks"]["notes"] == [
-        f"split @{f['name']} ({f['bytes']} bytes > budget {budget_kb} KB) before div_5"]
-    funcs = _functions(tight.after("plan_buffers"))
-    assert [g["fused"] for g in funcs] == [LN_NESTS[:5], LN_NESTS[5:]]
-    assert all(g["bytes"] <= budget_kb * 1024 for g in funcs)
-    assert len(_calls(tight.after("build_orchestration"))) == 2
+    # The mean reaches x - mean as a tile (forward_tiles), so the block of x - mean can be
+    # recomputed from x where it is read again instead of kept: the function fits uncut.
+    assert tight.passes["rematerialize"]["state"] == "changed"
+    assert "alloc_local" not in tight.after("rematerialize")
+    assert tight.passes["fuse_blocks"]["notes"] == []
+    (g,) = _functions(tight.after("plan_buffers"))
+    assert g["fused"] == LN_NESTS and g["bytes"] <= budget_kb * 1024
+    assert len(_calls(tight.after("build_orchestration"))) == 1
     torch.testing.assert_close(tight.compiled(*args), ref, atol=1e-4, rtol=1e-4)
 
 
