@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
-#include <map>
 #include <functional>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "ir/errors.h"
@@ -36,26 +38,33 @@ std::string ints(const std::vector<int64_t>& v) {
   return list(s);
 }
 
+/// Writes a run of statements starting at `body[i]` and returns how many it wrote (0: none).
+using RunEmitter = std::function<size_t(const std::vector<Stmt>& body, size_t i, const std::string& pad)>;
+
 /// Writes the FOR loops and IF conditions of `body` as C++; `leaf` writes
-/// every other statement (an instruction or a call) at its indentation.
+/// every other statement (an instruction or a call) at its indentation, unless
+/// `run` (when given) writes it as part of a run of statements.
 void emit_control(std::string& o, const std::vector<Stmt>& body, int indent,
-                  const std::function<void(const Stmt&, const std::string&)>& leaf) {
+                  const std::function<void(const Stmt&, const std::string&)>& leaf, const RunEmitter* run = nullptr) {
   std::string pad(indent * 2, ' ');
-  for (const Stmt& s : body) {
+  for (size_t i = 0; i < body.size(); ++i) {
+    const Stmt& s = body[i];
     if (auto* l = std::get_if<Loop>(&s.node)) {
       std::string v = var_name(l->var);
       o += fmt::format("{}for (int64_t {} = {}; {} < {}; {} += {}) {{\n", pad, v, cexpr(l->start), v, cexpr(l->stop), v,
                        cexpr(l->step));
-      emit_control(o, l->body, indent + 1, leaf);
+      emit_control(o, l->body, indent + 1, leaf, run);
       o += pad + "}\n";
     } else if (auto* c = std::get_if<IfThen>(&s.node)) {
       o += fmt::format("{}if ({}) {{\n", pad, cexpr(c->cond));
-      emit_control(o, c->then_body, indent + 1, leaf);
+      emit_control(o, c->then_body, indent + 1, leaf, run);
       if (!c->else_body.empty()) {
         o += pad + "} else {\n";
-        emit_control(o, c->else_body, indent + 1, leaf);
+        emit_control(o, c->else_body, indent + 1, leaf, run);
       }
       o += pad + "}\n";
+    } else if (size_t n = run != nullptr ? (*run)(body, i, pad) : 0; n > 0) {
+      i += n - 1;
     } else {
       leaf(s, pad);
     }
@@ -86,6 +95,8 @@ int64_t numel(const std::vector<int64_t>& s) {
 
 /// Outputs from this size on are written with streaming stores (far beyond the caches).
 constexpr int64_t kStreamStoreBytes = int64_t{16} << 20;
+/// Elements per strip of a fused elementwise chain (each chain value takes a strip array of this size).
+constexpr int64_t kStripElems = 512;
 
 /// Emits one InCore function as a static kernel.
 class KernelEmitter {
@@ -151,9 +162,18 @@ class KernelEmitter {
       offset += local_bytes(m);
     }
     plan_view_loads();
+    // Buffers with disjoint live ranges share arena bytes (plan_buffers);
+    // the pointers are not __restrict for that reason, the instructions' are.
+    const bool planned = !f_.tile_offsets.empty() || !f_.local_offsets.empty();
+    if (planned) arena_end_ = (f_.buffer_bytes + 63) / 64 * 64;
+    // The body first: fusing a chain may move a tile's buffer past the planned arena (relocated_).
+    std::string body;
+    emit_body(body, f_.body, 1);
     for (const TileDecl& t : f_.tiles) {
       std::string ty = dtype_cpp_type(t.dtype);
-      int64_t at = f_.tile_offsets.count(t.id) ? f_.tile_offsets.at(t.id) : offset;
+      int64_t at = relocated_.count(t.id)          ? relocated_.at(t.id)
+                   : f_.tile_offsets.count(t.id) ? f_.tile_offsets.at(t.id)
+                                                 : offset;
       if (view_tiles_.count(t.id)) {
         // Only loaded and read: the tile may view its source instead of a copy (pto::tload_view).
         decls += fmt::format("  {}* {}_buf = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, t.name, ty, at,
@@ -166,13 +186,10 @@ class KernelEmitter {
       decls += fmt::format("  static const int64_t {}_shape[] = {{{}}};\n", t.name, ints(t.shape));
       offset += tile_bytes(t);
     }
-    // Buffers with disjoint live ranges share arena bytes (plan_buffers);
-    // the pointers are not __restrict for that reason, the instructions' are.
-    bool planned = !f_.tile_offsets.empty() || !f_.local_offsets.empty();
-    int64_t arena = planned ? f_.buffer_bytes : offset;
+    const int64_t arena = planned ? std::max(f_.buffer_bytes, arena_end_) : offset;
     if (arena > 0) o += fmt::format("  alignas(64) static thread_local unsigned char arena[{}];\n", arena);
     o += decls;
-    emit_body(o, f_.body, 1);
+    o += body;
     if (streams_) o += "  pto::stream_fence();\n";
     o += "  return 0;\n}\n\n";
     return o;
@@ -252,10 +269,381 @@ class KernelEmitter {
   }
 
   void emit_body(std::string& o, const std::vector<Stmt>& body, int indent) {
-    emit_control(o, body, indent, [&](const Stmt& s, const std::string& pad) {
-      if (auto* in = std::get_if<Instr>(&s.node)) emit_instr(o, *in, pad);
-      else throw InternalError("CALL inside an InCore function");
+    index_readers();
+    const RunEmitter fused = [&](const std::vector<Stmt>& list, size_t i, const std::string& pad) {
+      return emit_chain(o, list, i, pad);
+    };
+    emit_control(
+        o, body, indent,
+        [&](const Stmt& s, const std::string& pad) {
+          if (auto* in = std::get_if<Instr>(&s.node)) emit_instr(o, *in, pad);
+          else throw InternalError("CALL inside an InCore function");
+        },
+        &fused);
+  }
+
+  // ---- Elementwise chains: consecutive elementwise instructions over tiles of one shape run as
+  // one loop, each element going through the whole chain in registers. A tile the chain defines and
+  // only the chain reads (after defining it) is never written to its buffer.
+
+  /// The instructions reading each tile, over the whole function.
+  void index_readers() {
+    readers_.clear();
+    for_each_leaf(f_.body, [&](const Stmt& s) {
+      if (auto* in = std::get_if<Instr>(&s.node)) {
+        for (int src : in->srcs) readers_[src].push_back(in);
+      }
     });
+  }
+
+  static bool is_row_expand(Opcode op) {
+    return op == Opcode::TROWEXPANDADD || op == Opcode::TROWEXPANDSUB || op == Opcode::TROWEXPANDMUL ||
+           op == Opcode::TROWEXPANDDIV || op == Opcode::TROWEXPANDMAX;
+  }
+  static bool is_col_expand(Opcode op) {
+    return op == Opcode::TCOLEXPANDADD || op == Opcode::TCOLEXPANDSUB || op == Opcode::TCOLEXPANDMUL ||
+           op == Opcode::TCOLEXPANDDIV || op == Opcode::TCOLEXPANDMAX;
+  }
+
+  /// True when `in` computes each element of its destination from the same element of its tile
+  /// operands (or a row / column broadcast operand, or a constant), all of the destination's type,
+  /// on a tile of rank 1 or 2.
+  bool elementwise(const Instr& in) const {
+    switch (in.op) {
+      case Opcode::TLOAD: case Opcode::TSTORE: case Opcode::TFILL: case Opcode::TARANGE: case Opcode::TRESHAPE:
+      case Opcode::TEXPAND: case Opcode::TCAST: case Opcode::TGATHER: case Opcode::TSCATTER: case Opcode::TMATMUL:
+      case Opcode::TMATMUL_ACC: case Opcode::TSELECT:
+        return false;
+      default: break;
+    }
+    if (is_reduction(in.op) || in.dst < 0) return false;
+    const TileDecl& t = tile(in.dst);
+    if (t.shape.empty() || t.shape.size() > 2) return false;
+    for (int src : in.srcs) {
+      if (tile(src).dtype != t.dtype) return false;
+    }
+    if (is_row_expand(in.op) || is_col_expand(in.op)) return in.srcs.size() == 2 && t.shape.size() == 2;
+    const int arity = opcode_num_srcs(in.op);
+    if (arity == 1) return in.srcs.size() == 1 && tile(in.srcs[0]).shape == t.shape;
+    if (arity != 2) return false;
+    if (in.scalar_pos == 0 || in.scalar_pos == 1) return in.srcs.size() == 1 && tile(in.srcs[0]).shape == t.shape;
+    return in.srcs.size() == 2 && tile(in.srcs[0]).shape == t.shape && tile(in.srcs[1]).shape == t.shape;
+  }
+
+  /// True when `in` sums the rows of a tile shaped like `shape_tile` (rank 1 or 2, the whole row
+  /// valid) into a tile of one element per row, of the same type.
+  bool row_sum_of(const Instr& in, const TileDecl& shape_tile) const {
+    if (in.op != Opcode::TROWSUM || in.srcs.size() != 1) return false;
+    const TileDecl& src = tile(in.srcs[0]);
+    const TileDecl& d = tile(in.dst);
+    const int64_t C = shape_tile.shape.back();
+    if (src.shape != shape_tile.shape || src.dtype != shape_tile.dtype || d.dtype != src.dtype) return false;
+    if (numel(d.shape) != numel(src.shape) / C) return false;
+    const Expr& valid = in.valid.at(src.shape.size() - 1);
+    return valid.is_const() && valid.value() >= C;
+  }
+
+  /// Gives tile `id` fresh bytes past the planned arena for the whole function.
+  void relocate(int id) {
+    relocated_[id] = arena_end_;
+    arena_end_ += (tile_bytes(tile(id)) + 63) / 64 * 64;
+  }
+
+  /// True when `in` stores a whole tile the chain defines, of the chain's shape (rank 1 or 2, one
+  /// row for rank 1), into a returned tensor of the same rank and type that this function never
+  /// reads (nor any view): writing it strip by strip cannot change what the chain reads.
+  bool fusible_store(const Instr& in, const std::vector<const Instr*>& chain) const {
+    if (in.op != Opcode::TSTORE || in.srcs.size() != 1) return false;
+    const TileDecl& t = tile(in.srcs[0]);
+    const TileDecl& first = tile(chain[0]->dst);
+    bool defined = false;
+    for (const Instr* c : chain) defined = defined || c->dst == in.srcs[0];
+    if (!defined || t.shape != first.shape || t.dtype != first.dtype) return false;
+    const MemRef& m = memrefs_.at(in.memref);
+    if (m.kind != MemKind::Output || m.dtype != t.dtype || in.offsets.size() != t.shape.size()) return false;
+    if (t.shape.size() != 1 && t.shape.size() != 2) return false;
+    for (size_t d = 0; d < in.valid.size(); ++d) {
+      if (!in.valid[d].is_const() || in.valid[d].value() != t.shape[d]) return false;
+    }
+    bool reads_back = false;
+    for_each_leaf(f_.body, [&](const Stmt& s) {
+      if (auto* l = std::get_if<Instr>(&s.node)) {
+        if (reads_memory(l->op) && (l->memref == in.memref || memrefs_.at(l->memref).kind == MemKind::View)) reads_back = true;
+      }
+    });
+    return !reads_back;
+  }
+
+  /// True when reshape `in` only renumbers its source's elements (same type and count), so a reader
+  /// may index the source instead.
+  bool reshape_alias(const Instr& in) const {
+    if (in.op != Opcode::TRESHAPE || in.srcs.size() != 1) return false;
+    const TileDecl& d = tile(in.dst);
+    const TileDecl& src = tile(in.srcs[0]);
+    return d.dtype == src.dtype && numel(d.shape) == numel(src.shape);
+  }
+
+  /// Arena bytes [offset, offset + size) of a tile's buffer, when buffers were planned.
+  std::optional<std::pair<int64_t, int64_t>> arena_range(int id) const {
+    if (auto r = relocated_.find(id); r != relocated_.end()) return std::make_pair(r->second, r->second + tile_bytes(tile(id)));
+    auto it = f_.tile_offsets.find(id);
+    if (it == f_.tile_offsets.end()) return std::nullopt;
+    return std::make_pair(it->second, it->second + tile_bytes(tile(id)));
+  }
+
+  /// Writes the chain starting at `body[i]` as one loop; returns the number of instructions it
+  /// covers (0 when fewer than two elementwise instructions of one shape start there, or when
+  /// planned buffers would make the single loop read a value after overwriting it).
+  size_t emit_chain(std::string& o, const std::vector<Stmt>& body, size_t i, const std::string& pad) {
+    std::vector<const Instr*> chain;
+    // Loads and reshapes between chain instructions that neither read nor overwrite what the chain
+    // touches move ahead of it (the row vectors of a norm's scale and shift).
+    std::vector<const Instr*> hoisted;
+    std::set<int> touched;
+    size_t consumed = 0;
+    auto overlaps_touched = [&](int t) {
+      auto rt = arena_range(t);
+      for (int u : touched) {
+        auto ru = arena_range(u);
+        if (u == t || (rt && ru && rt->first < ru->second && ru->first < rt->second)) return true;
+      }
+      return false;
+    };
+    for (size_t j = i; j < body.size(); ++j) {
+      auto* in = std::get_if<Instr>(&body[j].node);
+      if (in == nullptr) break;
+      if (!elementwise(*in)) {
+        // A load (even one that may view its source copies a box that is not dense) must not
+        // overwrite what the chain has touched; a reshape only the chain reads is read through its
+        // source and writes nothing.
+        const bool writes = in->op == Opcode::TLOAD || !reshape_alias(*in);
+        const bool movable = !chain.empty() && (in->op == Opcode::TLOAD || in->op == Opcode::TRESHAPE) &&
+                             std::none_of(in->srcs.begin(), in->srcs.end(), [&](int t) { return touched.count(t); });
+        if (!movable) break;
+        // Its planned bytes may still hold what the chain reads: it gets bytes of its own.
+        if (writes && overlaps_touched(in->dst) && arena_range(in->dst)) relocate(in->dst);
+        hoisted.push_back(in);
+        continue;
+      }
+      if (!chain.empty()) {
+        const TileDecl& first = tile(chain[0]->dst);
+        const TileDecl& t = tile(in->dst);
+        if (t.shape != first.shape || t.dtype != first.dtype) break;
+      }
+      bool clash = false;
+      for (const Instr* h : hoisted) clash = clash || h->dst == in->dst;
+      if (clash) break;
+      chain.push_back(in);
+      touched.insert(in->dst);
+      touched.insert(in->srcs.begin(), in->srcs.end());
+      consumed = j - i + 1;
+    }
+    if (chain.empty()) return 0;
+    // Row sums of chain values right after the chain accumulate inside its loop.
+    std::vector<const Instr*> sums;
+    {
+      const TileDecl& shape_tile = tile(chain[0]->dst);
+      std::set<int> defined;
+      for (const Instr* in : chain) defined.insert(in->dst);
+      for (size_t j = i + consumed; j < body.size(); ++j) {
+        auto* in = std::get_if<Instr>(&body[j].node);
+        if (in == nullptr || !row_sum_of(*in, shape_tile) || !defined.count(in->srcs[0]) || defined.count(in->dst)) break;
+        bool clash = false;
+        for (const Instr* q : sums) clash = clash || q->dst == in->dst;
+        if (clash) break;
+        sums.push_back(in);
+        consumed = j - i + 1;
+      }
+    }
+    // A store of a chain value into a returned tensor right after them writes each strip as it is
+    // computed (streaming, when the tensor streams).
+    const Instr* store = nullptr;
+    if (i + consumed < body.size()) {
+      auto* in = std::get_if<Instr>(&body[i + consumed].node);
+      if (in != nullptr && fusible_store(*in, chain)) {
+        store = in;
+        ++consumed;
+      }
+    }
+    if (chain.size() + sums.size() + (store ? 1 : 0) < 2) return 0;
+    // Only the moved instructions that precede the chain's last instruction are part of this run.
+    std::vector<const Instr*> moved;
+    std::map<int, int> alias;  // reshaped tile -> its source, read in its place
+    for (size_t j = i; j < i + consumed; ++j) {
+      const Instr* in = &std::get<Instr>(body[j].node);
+      if (std::find(hoisted.begin(), hoisted.end(), in) == hoisted.end()) continue;
+      bool chain_only = true;
+      for (const Instr* r : readers_[in->dst]) chain_only = chain_only && std::count(chain.begin(), chain.end(), r) > 0;
+      if (in->op == Opcode::TRESHAPE && reshape_alias(*in) && chain_only) {
+        alias[in->dst] = in->srcs[0];
+      } else {
+        moved.push_back(in);
+      }
+    }
+    auto through = [&](int t) {
+      auto it = alias.find(t);
+      return it == alias.end() ? t : it->second;
+    };
+    const TileDecl& shape_tile = tile(chain[0]->dst);
+    const std::string ty = ctype(shape_tile.dtype);
+    const int64_t C = shape_tile.shape.back();
+    const int64_t R = numel(shape_tile.shape) / C;
+    // Tiles defined in the chain whose every reader is a later chain instruction stay in registers.
+    std::set<int> local;
+    for (size_t k = 0; k < chain.size(); ++k) {
+      const int d = chain[k]->dst;
+      bool ok = true;
+      for (const Instr* r : readers_[d]) {
+        auto pos = std::find(chain.begin(), chain.end(), r);
+        const bool summed = std::find(sums.begin(), sums.end(), r) != sums.end() || r == store;
+        ok = ok && (summed || (pos != chain.end() && pos > chain.begin() + static_cast<std::ptrdiff_t>(k)));
+      }
+      for (size_t q = 0; q < chain.size() && ok; ++q) ok = q == k || chain[q]->dst != d;
+      if (ok) local.insert(d);
+    }
+    // Every element is read and written at one index, so a written buffer may share its bytes with a
+    // read one only exactly; a broadcast operand must not share bytes with a written buffer.
+    std::set<int> written, same_index, broadcast, row_broadcast, defined;
+    for (const Instr* in : chain) defined.insert(in->dst);
+    std::set<int> in_registers;  // defined earlier in the chain: read from a variable, not memory
+    for (const Instr* in : chain) {
+      if (!local.count(in->dst)) written.insert(in->dst);
+      for (size_t k = 0; k < in->srcs.size(); ++k) {
+        if (in_registers.count(in->srcs[k])) continue;
+        ((is_row_expand(in->op) || is_col_expand(in->op)) && k == 1 ? broadcast : same_index).insert(through(in->srcs[k]));
+        if (is_row_expand(in->op) && k == 1) row_broadcast.insert(through(in->srcs[k]));
+      }
+      in_registers.insert(in->dst);
+    }
+    // A broadcast operand is read once per row, before the row's elements are computed; a reshape
+    // read through its source needs that source unchanged by the chain.
+    for (int b : broadcast) {
+      if (defined.count(b)) return 0;
+    }
+    for (const auto& [dst, src] : alias) {
+      if (defined.count(src)) return 0;
+    }
+    // A row sum is stored at the end of its row, after the row's broadcast operands were read at
+    // its start: it may take exactly the bytes of a row operand, and no other chain tile's. A
+    // written tile whose planned bytes break these rules gets bytes of its own.
+    for (const Instr* q : sums) {
+      auto rq = arena_range(q->dst);
+      bool clash = false;
+      for (const std::set<int>* tiles : {&same_index, &broadcast, &written}) {
+        for (int t : *tiles) {
+          auto rt = arena_range(t);
+          if (!rq || !rt || rq->second <= rt->first || rt->second <= rq->first) continue;
+          if (tiles == &broadcast && row_broadcast.count(t) && *rq == *rt) continue;
+          clash = true;
+        }
+      }
+      if (clash) relocate(q->dst);
+    }
+    for (int w : written) {
+      auto rw = arena_range(w);
+      if (!rw) continue;
+      bool clash = false;
+      for (const std::set<int>* reads : {&same_index, &broadcast}) {
+        for (int r : *reads) {
+          auto rr = arena_range(r);
+          if (r == w || !rr || rr->second <= rw->first || rw->second <= rr->first) continue;
+          clash = clash || reads == &broadcast || *rr != *rw;
+        }
+      }
+      if (clash) relocate(w);
+    }
+    // Strips (the block's names start with _f; a function with a tile named so is not fused): a row
+    // is processed in strips of S elements; each instruction runs over the strip as
+    // its own loop (the loop pto's tile op would run, so it vectorises as well), reading and writing
+    // strip arrays that stay in L1 instead of whole tiles. Without broadcasts or sums the tile is one
+    // flat row.
+    bool flat = sums.empty() && store == nullptr;
+    for (const Instr* in : chain) flat = flat && !is_row_expand(in->op) && !is_col_expand(in->op);
+    const int64_t cols = flat ? R * C : C, rows = flat ? 1 : R;
+    int64_t S = 0;
+    if (cols <= kStripElems) {
+      S = cols;
+    } else {
+      for (int64_t d = kStripElems; d >= 64 && S == 0; d /= 2) S = cols % d == 0 ? d : 0;
+    }
+    if (S == 0) return 0;
+    for (const TileDecl& t : f_.tiles) {
+      if (t.name.rfind("_f", 0) == 0) return 0;
+    }
+    for (const Instr* in : moved) emit_instr(o, *in, pad);
+    std::vector<std::string> names;
+    for (const Instr* in : chain) names.push_back(std::string(opcode_name(in->op)));
+    for (const Instr* in : sums) names.push_back(std::string(opcode_name(in->op)));
+    const bool stream = store != nullptr && streams_to(store->memref);
+    if (store != nullptr) names.push_back(stream ? "tstore (streaming)" : "tstore");
+    streams_ = streams_ || stream;
+    o += fmt::format("{}{{  // fused: {}\n", pad, list(names));
+    for (size_t k = 0; k < chain.size(); ++k) o += fmt::format("{}  alignas(64) {} _fs{}[{}];\n", pad, ty, k, S);
+    o += fmt::format("{}  for (int64_t _fr = 0; _fr < {}; ++_fr) {{\n", pad, rows);
+    std::map<int, std::string> row_operand;
+    for (const Instr* in : chain) {
+      if (!is_row_expand(in->op)) continue;
+      const int b = in->srcs[1];
+      if (row_operand.count(b)) continue;
+      row_operand[b] = fmt::format("_frb{}", row_operand.size());
+      o += fmt::format("{}    const {} {} = {}[_fr];\n", pad, ty, row_operand[b], tile(through(b)).name);
+    }
+    // Row sums: one accumulator each, reassociated across SIMD lanes like pto::treduce's.
+    std::vector<std::string> accs;
+    for (size_t q = 0; q < sums.size(); ++q) {
+      accs.push_back(fmt::format("_facc{}", q));
+      o += fmt::format("{}    {} {} = {}(0);\n", pad, ty, accs.back(), ty);
+    }
+    std::string drow, dstride;
+    if (store != nullptr) {
+      const std::string& st = mem_stride_.at(store->memref);
+      const size_t rank = store->offsets.size();
+      drow = "_fd";
+      dstride = fmt::format("{}[{}]", st, rank - 1);
+      o += fmt::format("{}    {}* const {} = {}{};\n", pad, ty, drow, address(*store),
+                       rank == 2 ? fmt::format(" + _fr * {}[0]", st) : "");
+    }
+    o += fmt::format("{}    for (int64_t _fc0 = 0; _fc0 < {}; _fc0 += {}) {{\n", pad, cols, S);
+    o += fmt::format("{}      const int64_t _fbase = _fr * {} + _fc0;\n", pad, cols);
+    std::map<int, std::string> value;  // tile -> the strip array holding it, once the chain defines it
+    auto operand = [&](int t) {
+      return value.count(t) ? value.at(t) + "[_fk]" : fmt::format("{}[_fbase + _fk]", tile(through(t)).name);
+    };
+    const std::string loop = fmt::format("{}      for (int64_t _fk = 0; _fk < {}; ++_fk) ", pad, S);
+    for (size_t k = 0; k < chain.size(); ++k) {
+      const Instr& in = *chain[k];
+      std::string expr;
+      if (is_row_expand(in.op)) {
+        expr = fmt::format("{}::f({}, {})", op_struct(in.op), operand(in.srcs[0]), row_operand.at(in.srcs[1]));
+      } else if (is_col_expand(in.op)) {
+        expr = fmt::format("{}::f({}, {}[_fc0 + _fk])", op_struct(in.op), operand(in.srcs[0]), tile(through(in.srcs[1])).name);
+      } else if (opcode_num_srcs(in.op) == 1) {
+        expr = fmt::format("{}::f({})", op_struct(in.op), operand(in.srcs[0]));
+      } else if (in.scalar_pos == 1) {
+        expr = fmt::format("{}::f({}, {})", op_struct(in.op), operand(in.srcs[0]), constant(in, ty));
+      } else if (in.scalar_pos == 0) {
+        expr = fmt::format("{}::f({}, {})", op_struct(in.op), constant(in, ty), operand(in.srcs[0]));
+      } else {
+        expr = fmt::format("{}::f({}, {})", op_struct(in.op), operand(in.srcs[0]), operand(in.srcs[1]));
+      }
+      const std::string v = fmt::format("_fs{}", k);
+      std::string store = local.count(in.dst) ? "" : fmt::format(" {}[_fbase + _fk] = {}[_fk];", tile(in.dst).name, v);
+      o += fmt::format("{}#pragma GCC ivdep\n", pad);
+      o += fmt::format("{}{{ {}[_fk] = {}({});{} }}  // {}\n", loop, v, ty, expr, store, opcode_name(in.op));
+      value[in.dst] = v;
+    }
+    if (store != nullptr) {
+      o += fmt::format("{}      pto::store_strip<{}, {}>({} + _fc0 * {}, {}, {});  // tstore\n", pad,
+                       stream ? "true" : "false", S, drow, dstride, dstride, value.at(store->srcs[0]));
+    }
+    for (size_t q = 0; q < sums.size(); ++q) {
+      o += fmt::format("{}#pragma omp simd reduction(+: {})\n", pad, accs[q]);
+      o += fmt::format("{}{} += {}[_fk];  // {}\n", loop, accs[q], value.at(sums[q]->srcs[0]), opcode_name(sums[q]->op));
+    }
+    o += fmt::format("{}    }}\n", pad);
+    for (size_t q = 0; q < sums.size(); ++q) o += fmt::format("{}    {}[_fr] = {};\n", pad, tile(sums[q]->dst).name, accs[q]);
+    o += fmt::format("{}  }}\n{}}}\n", pad, pad);
+    return consumed;
   }
 
   static const char* op_struct(Opcode op) {
@@ -487,6 +875,9 @@ class KernelEmitter {
   bool streams_ = false;                // some store streams (the kernel ends with a fence)
   std::set<int> view_tiles_;            // tiles declared as views (const pointers)
   std::set<const Instr*> view_loads_;   // their loads that may view the source
+  std::map<int, std::vector<const Instr*>> readers_;  // tile -> instructions reading it
+  std::map<int, int64_t> relocated_;    // tiles moved past the planned arena (arena offset)
+  int64_t arena_end_ = 0;               // end of the planned arena plus relocated tiles
 };
 
 /// Emits the orchestration entry point.

@@ -307,6 +307,25 @@ inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* vali
   }
 }
 
+/// Stores a strip of N values at `dst` with element stride `stride` (a fused chain's store); with
+/// STREAM, a dense float strip starting on a 64-byte boundary goes through stream_row.
+template <bool STREAM, int64_t N, typename T>
+inline void store_strip(T* __restrict dst, int64_t stride, const T* __restrict src) {
+  if (stride == 1) {
+#ifdef PTO_STREAM_STORES
+    if constexpr (STREAM && std::is_same<T, float>::value && N % 16 == 0) {
+      if ((reinterpret_cast<uintptr_t>(dst) & 63) == 0) {
+        stream_row<N>(dst, src);
+        return;
+      }
+    }
+#endif
+    for (int64_t k = 0; k < N; ++k) dst[k] = src[k];
+  } else {
+    for (int64_t k = 0; k < N; ++k) dst[k * stride] = src[k];
+  }
+}
+
 /// TSTORE into a large output that is not read again soon (see tstore's STREAM). A kernel that
 /// calls it ends with stream_fence().
 template <typename T, int64_t C, typename S>

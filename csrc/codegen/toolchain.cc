@@ -168,7 +168,7 @@ std::vector<std::string> compiler_command() {
 }
 
 std::vector<std::string> compiler_flags() {
-  return {"-std=c++17", "-O3", "-march=native", "-fno-math-errno", "-fPIC", "-shared", "-w"};
+  return {"-std=c++17", "-O3", "-march=native", "-fno-math-errno", "-fopenmp-simd", "-fPIC", "-shared", "-w"};
 }
 
 std::string cache_dir() {

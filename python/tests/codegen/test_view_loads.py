@@ -7,20 +7,12 @@ import pytest
 import torch
 
 import pypto
+from conftest import softmax_kernel as softmax_of
 import pypto.pto
 from pypto.pto import ElementType, MemorySpace, PTOFunctionBuilder, PTOModule
 
 F32 = ElementType.F32
 GM = MemorySpace.GLOBAL
-
-
-def softmax_of(m, n, tile):
-    @pypto.frontend.jit
-    def softmax(x: pypto.Tensor((m, n), pypto.DT_FP32)):
-        pypto.set_vec_tile_shapes(*tile)
-        e = pypto.exp(pypto.sub(x, pypto.amax(x, -1, True)))
-        return pypto.div(e, pypto.sum(e, -1, True))
-    return softmax
 
 
 def test_read_only_loads_of_the_input_become_views():
