@@ -234,6 +234,8 @@ class ReaderList {
 }  // namespace
 
 struct RegionIndex::Node {
+  // User-provided, so that creating a node does not first zero its boxes (the creator fills them).
+  Node() {}  // NOLINT(modernize-use-equals-default)
   int64_t offset[PYPTO_MAX_DIMS];
   int64_t extent[PYPTO_MAX_DIMS];
   int64_t lo;
