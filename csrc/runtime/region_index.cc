@@ -512,7 +512,14 @@ RegionDesc RegionIndex::make_desc(const pypto_region& r, uint64_t h, Buffer* buf
   for (int k = 0; k < r.ndim; ++k) regular = regular && r.stride[k] > 0;
   if (!regular) return d;
   for (int k = 0; k < r.ndim; ++k) d.perm[k] = static_cast<int8_t>(k);
-  std::stable_sort(d.perm, d.perm + r.ndim, [&](int8_t a, int8_t b) { return r.stride[a] > r.stride[b]; });
+  // Dims by decreasing stride, ties in dim order (an insertion sort: a handful of dims, and no
+  // temporary buffer as std::stable_sort takes).
+  for (int k = 1; k < r.ndim; ++k) {
+    const int8_t p = d.perm[k];
+    int j = k;
+    for (; j > 0 && r.stride[d.perm[j - 1]] < r.stride[p]; --j) d.perm[j] = d.perm[j - 1];
+    d.perm[j] = p;
+  }
   int64_t delta = delta_bytes / r.elem_size;
   for (int k = 0; k < r.ndim; ++k) {
     d.cstride[k] = r.stride[d.perm[k]];
