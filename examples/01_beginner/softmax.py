@@ -2,6 +2,8 @@
 to C++ and run on the caller's torch tensor. Checks against torch.softmax and
 prints a short summary of what the compiler did."""
 
+import re
+
 import torch
 
 import pypto
@@ -30,8 +32,9 @@ def main():
           f"buffer bytes: {stats['buffer_bytes']}")
     print(f"  compile: {stats['compile_seconds']:.3f} s (cache: {stats['cache']})")
     pto = compiled.pto()
-    print("  .pto instructions used:", ", ".join(sorted({ln.split('=')[-1].split()[0] for ln in pto.splitlines()
-                                                          if ' = t' in ln and 'alloc' not in ln})))
+    # An instruction line is `%dst = tOP ...` or, for stores, `tOP ...`.
+    ops = {m.group(1) for m in (re.match(r"\s*(?:%\w+ = )?(t[a-z0-9_]+) ", ln) for ln in pto.splitlines()) if m}
+    print("  .pto instructions used:", ", ".join(sorted(ops)))
     print("  stages in compiled.dump():", ", ".join(line[3:] for line in compiled.dump().splitlines()
                                                     if line.startswith("== ")))
 
