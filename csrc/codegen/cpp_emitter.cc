@@ -330,14 +330,20 @@ class KernelEmitter {
     return in.srcs.size() == 2 && tile(in.srcs[0]).shape == t.shape && tile(in.srcs[1]).shape == t.shape;
   }
 
-  /// True when `in` sums the rows of a tile shaped like `shape_tile` (rank 1 or 2, the whole row
-  /// valid) into a tile of one element per row, of the same type.
+  /// True when `in` sums the rows of a float, double or 32/64-bit integer tile shaped like
+  /// `shape_tile` (rank 1 or 2, the whole row valid) into a tile of one element per row, of the
+  /// same type.
   bool row_sum_of(const Instr& in, const TileDecl& shape_tile) const {
     if (in.op != Opcode::TROWSUM || in.srcs.size() != 1) return false;
     const TileDecl& src = tile(in.srcs[0]);
     const TileDecl& d = tile(in.dst);
     const int64_t C = shape_tile.shape.back();
     if (src.shape != shape_tile.shape || src.dtype != shape_tile.dtype || d.dtype != src.dtype) return false;
+    // The accumulator is reduced by `omp simd`, which takes arithmetic types only.
+    if (src.dtype != DataType::FP32 && src.dtype != DataType::DOUBLE && src.dtype != DataType::INT32 &&
+        src.dtype != DataType::INT64) {
+      return false;
+    }
     if (numel(d.shape) != numel(src.shape) / C) return false;
     const Expr& valid = in.valid.at(src.shape.size() - 1);
     return valid.is_const() && valid.value() >= C;
