@@ -34,8 +34,9 @@ int level_of(int64_t extent) {
   return level < kLevels - 1 ? level : kLevels - 1;
 }
 constexpr size_t kMinSweep = 256;
-// Capacity a reused buffer keeps across runs (nodes) and that the layout table keeps (slots).
-constexpr size_t kKeepNodes = size_t{1} << 16;
+// Node capacity all reused buffers keep across runs together (about 24 MB), and slots the layout
+// table keeps.
+constexpr size_t kKeepNodes = size_t{1} << 17;
 constexpr size_t kKeepDescSlots = size_t{1} << 12;
 constexpr size_t kKeepBuffers = 256;
 // Slots of a layout's box table: initial, and the bound beyond which it is emptied instead of grown.
@@ -314,13 +315,15 @@ struct RegionIndex::Buffer {
     wide.push_back(i);
   }
 
-  // Empties the buffer for reuse by another allocation, keeping modest capacity.
-  void clear() {
+  // Empties the buffer for reuse by another allocation; its node array keeps its capacity only
+  // while that fits in `keep_nodes`, which is reduced by what it keeps.
+  void clear(size_t& keep_nodes) {
     layouts.clear();
-    if (nodes.capacity() > kKeepNodes) {
+    if (nodes.capacity() > keep_nodes) {
       std::vector<Node>().swap(nodes);
     } else {
       nodes.clear();
+      keep_nodes -= nodes.capacity();
     }
     dead = 0;
     for (auto& heads : levels) heads.clear();
@@ -394,7 +397,8 @@ RegionIndex::~RegionIndex() = default;
 
 void RegionIndex::reset() {
   if (buffers_.size() > kKeepBuffers) buffers_.resize(kKeepBuffers);
-  for (size_t i = 0; i < std::min(num_buffers_, buffers_.size()); ++i) buffers_[i]->clear();
+  size_t keep_nodes = kKeepNodes;
+  for (size_t i = 0; i < std::min(num_buffers_, buffers_.size()); ++i) buffers_[i]->clear(keep_nodes);
   num_buffers_ = 0;
   if (buffer_table_.size() > kKeepDescSlots) {
     std::vector<BufferSlot>(64).swap(buffer_table_);

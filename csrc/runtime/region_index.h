@@ -84,7 +84,7 @@ class RegionIndex {
   RegionIndex& operator=(const RegionIndex&) = delete;
 
   /// Forgets every layout, handle, box and the finished predicate, keeping allocated memory for the
-  /// next run (up to a bound, so one huge run does not pin its peak).
+  /// next run (up to bounds on nodes, buffers and table slots, so one huge run does not pin its peak).
   void reset();
 
   /// The interned layout of region `r` (validated by the caller); stable for the index's lifetime.

@@ -526,6 +526,7 @@ void Runtime::begin_run(Mode mode) {
   tail_seq_ = 0;
   arena_head_ = arena_tail_ = 0;
   stats_ = RunStats();
+  // The index keeps what the last run left (its memory is reused) until this reset.
   index_->reset();
   if (mode == Mode::kRun) index_->set_finished([this](int64_t seq) { return finished(seq); });
   record_ = TaskGraphRecord();
@@ -541,7 +542,6 @@ void Runtime::end_run() {
   // Tasks allocated but never submitted are dropped without running.
   for (auto& st : building_) recycle(std::move(st));
   building_.clear();
-  index_->reset();
   fn_names_.clear();
   std::vector<int64_t>().swap(record_ids_);
   std::lock_guard<std::mutex> lock(workspace_mu_);
