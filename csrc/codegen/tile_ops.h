@@ -275,6 +275,26 @@ inline void stream_row(float* drow, const float* srow) {
 }
 #endif
 
+/// Stores N values at `dst` with element stride `stride`, converted to the destination type (a full
+/// tile row, or a strip of a fused chain). With STREAM, a dense float row starting on a 64-byte
+/// boundary goes through stream_row.
+template <bool STREAM, int64_t N, typename S, typename T>
+inline void store_strip(S* __restrict dst, int64_t stride, const T* __restrict src) {
+  if (stride == 1) {
+#ifdef PTO_STREAM_STORES
+    if constexpr (STREAM && std::is_same<T, float>::value && std::is_same<S, float>::value && N % 16 == 0) {
+      if ((reinterpret_cast<uintptr_t>(dst) & 63) == 0) {
+        stream_row<N>(dst, src);
+        return;
+      }
+    }
+#endif
+    for (int64_t k = 0; k < N; ++k) dst[k] = cvt<S>(src[k]);
+  } else {
+    for (int64_t k = 0; k < N; ++k) dst[k * stride] = cvt<S>(src[k]);
+  }
+}
+
 /// TSTORE: the valid part of a tile (last dim C) into a strided box. With STREAM, full float rows
 /// whose start is 64-byte aligned go through stream_row.
 template <typename T, int64_t C, typename S, bool STREAM = false>
@@ -291,38 +311,13 @@ inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* vali
     if (!inside) continue;
     const T* __restrict srow = src + r * C;
     S* __restrict drow = dst + off;
-    if (sc == 1) {
-#ifdef PTO_STREAM_STORES
-      if constexpr (STREAM && std::is_same<T, float>::value && std::is_same<S, float>::value && C % 16 == 0) {
-        if (vc == C && (reinterpret_cast<uintptr_t>(drow) & 63) == 0) {
-          stream_row<C>(drow, srow);
-          continue;
-        }
-      }
-#endif
+    if (vc == C) {
+      store_strip<STREAM, C>(drow, sc, srow);
+    } else if (sc == 1) {
       for (int64_t c = 0; c < vc; ++c) drow[c] = cvt<S>(srow[c]);
     } else {
       for (int64_t c = 0; c < vc; ++c) drow[c * sc] = cvt<S>(srow[c]);
     }
-  }
-}
-
-/// Stores a strip of N values at `dst` with element stride `stride` (a fused chain's store); with
-/// STREAM, a dense float strip starting on a 64-byte boundary goes through stream_row.
-template <bool STREAM, int64_t N, typename T>
-inline void store_strip(T* __restrict dst, int64_t stride, const T* __restrict src) {
-  if (stride == 1) {
-#ifdef PTO_STREAM_STORES
-    if constexpr (STREAM && std::is_same<T, float>::value && N % 16 == 0) {
-      if ((reinterpret_cast<uintptr_t>(dst) & 63) == 0) {
-        stream_row<N>(dst, src);
-        return;
-      }
-    }
-#endif
-    for (int64_t k = 0; k < N; ++k) dst[k] = src[k];
-  } else {
-    for (int64_t k = 0; k < N; ++k) dst[k * stride] = src[k];
   }
 }
 
