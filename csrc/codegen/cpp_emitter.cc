@@ -289,11 +289,20 @@ class KernelEmitter {
   /// The instructions reading each tile, over the whole function.
   void index_readers() {
     readers_.clear();
+    read_memrefs_.clear();
+    reads_view_ = false;
     for_each_leaf(f_.body, [&](const Stmt& s) {
       if (auto* in = std::get_if<Instr>(&s.node)) {
         for (int src : in->srcs) readers_[src].push_back(in);
+        if (reads_memory(in->op)) {
+          read_memrefs_.insert(in->memref);
+          reads_view_ = reads_view_ || memrefs_.at(in->memref).kind == MemKind::View;
+        }
       }
     });
+    // Fused blocks name their variables _f...; a tile named so would clash.
+    fusion_names_ok_ = std::none_of(f_.tiles.begin(), f_.tiles.end(),
+                                    [](const TileDecl& t) { return t.name.rfind("_f", 0) == 0; });
   }
 
   static bool is_row_expand(Opcode op) {
@@ -371,13 +380,7 @@ class KernelEmitter {
     for (size_t d = 0; d < in.valid.size(); ++d) {
       if (!in.valid[d].is_const() || in.valid[d].value() != t.shape[d]) return false;
     }
-    bool reads_back = false;
-    for_each_leaf(f_.body, [&](const Stmt& s) {
-      if (auto* l = std::get_if<Instr>(&s.node)) {
-        if (reads_memory(l->op) && (l->memref == in.memref || memrefs_.at(l->memref).kind == MemKind::View)) reads_back = true;
-      }
-    });
-    return !reads_back;
+    return !read_memrefs_.count(in.memref) && !reads_view_;
   }
 
   /// True when reshape `in` only renumbers its source's elements (same type and count), so a reader
@@ -407,10 +410,13 @@ class KernelEmitter {
     std::vector<const Instr*> hoisted;
     std::set<int> touched;
     size_t consumed = 0;
+    // Tiles that get bytes of their own if the chain is emitted; until then they overlap nothing.
+    std::set<int> relocating;
+    auto range = [&](int t) { return relocating.count(t) ? std::nullopt : arena_range(t); };
     auto overlaps_touched = [&](int t) {
-      auto rt = arena_range(t);
+      auto rt = range(t);
       for (int u : touched) {
-        auto ru = arena_range(u);
+        auto ru = range(u);
         if (u == t || (rt && ru && rt->first < ru->second && ru->first < rt->second)) return true;
       }
       return false;
@@ -427,7 +433,7 @@ class KernelEmitter {
                              std::none_of(in->srcs.begin(), in->srcs.end(), [&](int t) { return touched.count(t); });
         if (!movable) break;
         // Its planned bytes may still hold what the chain reads: it gets bytes of its own.
-        if (writes && overlaps_touched(in->dst) && arena_range(in->dst)) relocate(in->dst);
+        if (writes && overlaps_touched(in->dst) && arena_range(in->dst)) relocating.insert(in->dst);
         hoisted.push_back(in);
         continue;
       }
@@ -444,7 +450,7 @@ class KernelEmitter {
       touched.insert(in->srcs.begin(), in->srcs.end());
       consumed = j - i + 1;
     }
-    if (chain.empty()) return 0;
+    if (chain.empty() || !fusion_names_ok_) return 0;
     // Row sums of chain values right after the chain accumulate inside its loop.
     std::vector<const Instr*> sums;
     {
@@ -501,8 +507,8 @@ class KernelEmitter {
       bool ok = true;
       for (const Instr* r : readers_[d]) {
         auto pos = std::find(chain.begin(), chain.end(), r);
-        const bool summed = std::find(sums.begin(), sums.end(), r) != sums.end() || r == store;
-        ok = ok && (summed || (pos != chain.end() && pos > chain.begin() + static_cast<std::ptrdiff_t>(k)));
+        const bool fused_reader = std::find(sums.begin(), sums.end(), r) != sums.end() || r == store;
+        ok = ok && (fused_reader || (pos != chain.end() && pos > chain.begin() + static_cast<std::ptrdiff_t>(k)));
       }
       for (size_t q = 0; q < chain.size() && ok; ++q) ok = q == k || chain[q]->dst != d;
       if (ok) local.insert(d);
@@ -529,39 +535,10 @@ class KernelEmitter {
     for (const auto& [dst, src] : alias) {
       if (defined.count(src)) return 0;
     }
-    // A row sum is stored at the end of its row, after the row's broadcast operands were read at
-    // its start: it may take exactly the bytes of a row operand, and no other chain tile's. A
-    // written tile whose planned bytes break these rules gets bytes of its own.
-    for (const Instr* q : sums) {
-      auto rq = arena_range(q->dst);
-      bool clash = false;
-      for (const std::set<int>* tiles : {&same_index, &broadcast, &written}) {
-        for (int t : *tiles) {
-          auto rt = arena_range(t);
-          if (!rq || !rt || rq->second <= rt->first || rt->second <= rq->first) continue;
-          if (tiles == &broadcast && row_broadcast.count(t) && *rq == *rt) continue;
-          clash = true;
-        }
-      }
-      if (clash) relocate(q->dst);
-    }
-    for (int w : written) {
-      auto rw = arena_range(w);
-      if (!rw) continue;
-      bool clash = false;
-      for (const std::set<int>* reads : {&same_index, &broadcast}) {
-        for (int r : *reads) {
-          auto rr = arena_range(r);
-          if (r == w || !rr || rr->second <= rw->first || rw->second <= rr->first) continue;
-          clash = clash || reads == &broadcast || *rr != *rw;
-        }
-      }
-      if (clash) relocate(w);
-    }
     // Strips (the block's names start with _f; a function with a tile named so is not fused): a row
-    // is processed in strips of S elements; each instruction runs over the strip as
-    // its own loop (the loop pto's tile op would run, so it vectorises as well), reading and writing
-    // strip arrays that stay in L1 instead of whole tiles. Without broadcasts or sums the tile is one
+    // is processed in strips of S elements; each instruction runs over the strip as its own loop
+    // (the loop pto's tile op would run, so it vectorises as well), reading and writing strip
+    // arrays that stay in L1 instead of whole tiles. Without broadcasts or sums the tile is one
     // flat row.
     bool flat = sums.empty() && store == nullptr;
     for (const Instr* in : chain) flat = flat && !is_row_expand(in->op) && !is_col_expand(in->op);
@@ -573,9 +550,36 @@ class KernelEmitter {
       for (int64_t d = kStripElems; d >= 64 && S == 0; d /= 2) S = cols % d == 0 ? d : 0;
     }
     if (S == 0) return 0;
-    for (const TileDecl& t : f_.tiles) {
-      if (t.name.rfind("_f", 0) == 0) return 0;
+    // A row sum is stored at the end of its row, after the row's broadcast operands were read at
+    // its start: it may take exactly the bytes of a row operand, and no other chain tile's. A
+    // written tile whose planned bytes break these rules gets bytes of its own.
+    for (const Instr* q : sums) {
+      auto rq = range(q->dst);
+      bool clash = false;
+      for (const std::set<int>* tiles : {&same_index, &broadcast, &written}) {
+        for (int t : *tiles) {
+          auto rt = range(t);
+          if (!rq || !rt || rq->second <= rt->first || rt->second <= rq->first) continue;
+          if (tiles == &broadcast && row_broadcast.count(t) && *rq == *rt) continue;
+          clash = true;
+        }
+      }
+      if (clash) relocating.insert(q->dst);
     }
+    for (int w : written) {
+      auto rw = range(w);
+      if (!rw) continue;
+      bool clash = false;
+      for (const std::set<int>* reads : {&same_index, &broadcast}) {
+        for (int r : *reads) {
+          auto rr = range(r);
+          if (r == w || !rr || rr->second <= rw->first || rw->second <= rr->first) continue;
+          clash = clash || reads == &broadcast || *rr != *rw;
+        }
+      }
+      if (clash) relocating.insert(w);
+    }
+    for (int t : relocating) relocate(t);
     for (const Instr* in : moved) emit_instr(o, *in, pad);
     std::vector<std::string> names;
     for (const Instr* in : chain) names.push_back(std::string(opcode_name(in->op)));
@@ -633,9 +637,10 @@ class KernelEmitter {
         expr = fmt::format("{}::f({}, {})", op_struct(in.op), operand(in.srcs[0]), operand(in.srcs[1]));
       }
       const std::string v = fmt::format("_fs{}", k);
-      std::string store = local.count(in.dst) ? "" : fmt::format(" {}[_fbase + _fk] = {}[_fk];", tile(in.dst).name, v);
+      std::string write_back =
+          local.count(in.dst) ? "" : fmt::format(" {}[_fbase + _fk] = {}[_fk];", tile(in.dst).name, v);
       o += fmt::format("{}#pragma GCC ivdep\n", pad);
-      o += fmt::format("{}{{ {}[_fk] = {}({});{} }}  // {}\n", loop, v, ty, expr, store, opcode_name(in.op));
+      o += fmt::format("{}{{ {}[_fk] = {}({});{} }}  // {}\n", loop, v, ty, expr, write_back, opcode_name(in.op));
       value[in.dst] = v;
     }
     if (store != nullptr) {
@@ -882,6 +887,9 @@ class KernelEmitter {
   std::set<int> view_tiles_;            // tiles declared as views (const pointers)
   std::set<const Instr*> view_loads_;   // their loads that may view the source
   std::map<int, std::vector<const Instr*>> readers_;  // tile -> instructions reading it
+  std::set<int> read_memrefs_;          // memrefs some instruction of the function reads
+  bool reads_view_ = false;             // some instruction reads a view memref
+  bool fusion_names_ok_ = true;         // no tile name clashes with a fused block's names
   std::map<int, int64_t> relocated_;    // tiles moved past the planned arena (arena offset)
   int64_t arena_end_ = 0;               // end of the planned arena plus relocated tiles
 };
