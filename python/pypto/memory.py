@@ -62,11 +62,17 @@ def describe(x: Any) -> tuple[Any, tuple]:
         ptr = x.__array_interface__["data"][0]
         buffer = root.__array_interface__["data"][0] if root.size else ptr
         return x, (ptr, list(x.shape), [s // item for s in x.strides], item, buffer)
-    if x.device.type != "cpu":
+    return x, torch_spec(x, list(x.shape), x.element_size())
+
+
+def torch_spec(x: Any, shape: list, item: int) -> tuple:
+    """The description of torch tensor `x`, whose shape (as a list) and element size the caller
+    knows: (pointer, shape, element strides, element size, storage start)."""
+    if not x.is_cpu:
         raise ValueError(f"pypto runs on the CPU; found a torch tensor on device '{x.device}'")
-    ptr, item = x.data_ptr(), x.element_size()
+    ptr = x.data_ptr()
     # The storage's start (views of one storage share it) without materialising the storage object.
-    return x, (ptr, list(x.shape), list(x.stride()), item, ptr - x.storage_offset() * item)
+    return (ptr, shape, x.stride(), item, ptr - x.storage_offset() * item)
 
 
 def is_contiguous(x: Any) -> bool:
@@ -92,17 +98,21 @@ def empty_like_kind(like: Any, shape: list[int], dt) -> Any:
     """A new contiguous array of the caller's kind."""
     numel = math.prod(shape)
     if is_torch(like):
-        torch = sys.modules["torch"]
         tdt = _dtypes.to_torch(dt)
-        nbytes = numel * tdt.itemsize
-        if nbytes < _CACHED_OUTPUT_BYTES:
-            return torch.empty(shape, dtype=tdt)
-        return torch.frombuffer(_C.runtime.OutputBlock(nbytes), dtype=tdt, count=numel).view(shape)
+        return empty_torch(shape, tdt, numel * tdt.itemsize)
     ndt = _dtypes.to_numpy(dt)
     nbytes = numel * np.dtype(ndt).itemsize
     if nbytes < _CACHED_OUTPUT_BYTES:
         return np.empty(shape, dtype=ndt)
     return np.frombuffer(_C.runtime.OutputBlock(nbytes), dtype=ndt, count=numel).reshape(shape)
+
+
+def empty_torch(shape, tdt, nbytes: int) -> Any:
+    """A new contiguous torch tensor of `nbytes` bytes; large ones come from the output cache."""
+    torch = sys.modules["torch"]
+    if nbytes < _CACHED_OUTPUT_BYTES:
+        return torch.empty(shape, dtype=tdt)
+    return torch.frombuffer(_C.runtime.OutputBlock(nbytes), dtype=tdt, count=nbytes // tdt.itemsize).view(shape)
 
 
 def set_output_cache_limit(nbytes: int) -> None:

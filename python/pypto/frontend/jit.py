@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import threading
 import time
 from typing import Any, Callable
@@ -334,37 +335,27 @@ class _FastEntry:
         # torch arguments: what the key fixes (shapes, element sizes) and each output's layout are
         # computed once; a call reads only the pointers and strides of its tensors.
         args = [a for _, a, _, _ in bound.tensors]
-        self.torch = all(memory.is_torch(a) for a in args) and bool(args)
+        self.torch = bool(args) and all(memory.is_torch(a) for a in args)
         if self.torch:
-            torch = memory.sys.modules["torch"]
             self.arg_meta = [(list(a.shape), a.element_size()) for a in args]
             self.out_meta = []
             for shape, dt in self.outputs:
                 tdt = memory._dtypes.to_torch(dt)
-                item = tdt.itemsize
-                strides, n = [], 1
-                for d in reversed(shape):
-                    strides.append(n)
-                    n *= d
-                strides.reverse()
-                small = n * item < memory._CACHED_OUTPUT_BYTES
-                self.out_meta.append((tuple(shape), list(shape), strides, item, tdt, small))
-            self.empty = torch.empty
+                strides = [1] * len(shape)
+                for d in range(len(shape) - 2, -1, -1):
+                    strides[d] = strides[d + 1] * shape[d + 1]
+                self.out_meta.append((tuple(shape), list(shape), strides, tdt, math.prod(shape) * tdt.itemsize))
 
     def run(self, args: tuple):
         if not self.torch:
             keep, specs, outs = _specs_and_outputs(args, self.outputs)
         else:
-            specs, outs = [], []
-            for a, (shape, item) in zip(args, self.arg_meta):
-                if not a.is_cpu:
-                    raise ValueError(f"pypto runs on the CPU; found a torch tensor on device '{a.device}'")
-                ptr = a.data_ptr()
-                specs.append((ptr, shape, a.stride(), item, ptr - a.storage_offset() * item))
-            for shape_t, shape, strides, item, tdt, small in self.out_meta:
-                o = self.empty(shape_t, dtype=tdt) if small else memory.empty_like_kind(args[0], shape, _dt_of(tdt))
+            specs = [memory.torch_spec(a, shape, item) for a, (shape, item) in zip(args, self.arg_meta)]
+            outs = []
+            for shape_t, shape, strides, tdt, nbytes in self.out_meta:
+                o = memory.empty_torch(shape_t, tdt, nbytes)
                 ptr = o.data_ptr()
-                specs.append((ptr, shape, strides, item, ptr))
+                specs.append((ptr, shape, strides, tdt.itemsize, ptr))
                 outs.append(o)
             keep = args
         compiled = self.compiled
@@ -372,11 +363,6 @@ class _FastEntry:
         compiled._last_tasks = compiled._program.run(specs, self.dyn, "")
         del keep
         return _results(compiled, outs)
-
-
-def _dt_of(tdt):
-    """The pypto dtype of a torch dtype."""
-    return memory._dtypes.from_torch(tdt)
 
 
 def _run(compiled: Compiled, bound: _Bound, trace_path: str = ""):
