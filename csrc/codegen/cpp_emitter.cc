@@ -444,6 +444,10 @@ class KernelEmitter {
       }
       bool clash = false;
       for (const Instr* h : hoisted) clash = clash || h->dst == in->dst;
+      // A broadcast operand is read once per row or column before the loop over it: one the chain
+      // itself writes (a chain of [rows, 1] tiles updating a row statistic) would be read stale.
+      if (is_row_expand(in->op) || is_col_expand(in->op))
+        for (const Instr* c : chain) clash = clash || c->dst == in->srcs[1];
       if (clash) break;
       chain.push_back(in);
       touched.insert(in->dst);

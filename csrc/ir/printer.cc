@@ -294,11 +294,13 @@ std::string print(const TensorGraph& g) {
     }
     for (const Operand& o : op.operands)
       if (!o.is_tensor()) attrs += ", " + (o.sym ? o.sym->str() : scalar_text(o.constant));
+    if (info.cls == OpClass::Attention)
+      attrs += fmt::format(", scale={}, rows={}, key_block={}", scalar_text(op.scale), op.cube_tile[0], op.cube_tile[2]);
     std::string loc = op.loc.file.empty() ? "" : fmt::format("  @ {}", op.loc.str());
     std::string valid;
     for (size_t d = 0; d < o.shape.size(); ++d)
       if (!o.valid[d].equals(o.shape[d])) valid = " valid " + shape_str(o.valid);
-    std::string tile = info.cls == OpClass::View ? "" : "  tile " + ints_str(op.tile_shape);
+    std::string tile = info.cls == OpClass::View || info.cls == OpClass::Attention ? "" : "  tile " + ints_str(op.tile_shape);
     if (o.view && !o.view->reshape)
       attrs += fmt::format(", offsets=[{}], dims=[{}]", exprs(o.view->offsets), fmt::join(o.view->map, ", "));
     out += fmt::format("{}%{} = {}({}{}) : {}{}{}{}{}\n", opad, o.name, info.name, ins, attrs, dtype_name(o.dtype),

@@ -44,6 +44,7 @@ const OpInfo kOps[] = {
     {K::Assemble, "assemble", C::Assemble, R::Same}, {K::Full, "full", C::Create, R::Same},
     {K::Arange, "arange", C::Create, R::Same},    {K::Matmul, "matmul", C::Matmul, R::Same},
     {K::Gather, "gather", C::Gather, R::Same},    {K::Scatter, "scatter", C::Scatter, R::Same},
+    {K::Attention, "attention", C::Attention, R::Same},
 };
 
 DataType apply_result(ResultType r, DataType t) {

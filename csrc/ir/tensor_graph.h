@@ -41,10 +41,13 @@ enum class TensorOpKind {
   Matmul,    ///< [..., M, K] @ [..., K, N], batch dims broadcast
   Gather,    ///< out[i] = x[i with index[i] on dim]  (inputs x, index)
   Scatter,   ///< target[i with index[i] on dim] = src[i]  (inputs index, src, target; writes target)
+  /// softmax(q @ kt * scale) @ v over the last two dims (inputs q [.., S, D], kt [.., D, T], v [.., T, Dv]);
+  /// made only by the fuse_attention pass, tiled as an online softmax over key blocks.
+  Attention,
 };
 
 /// Broad classes of ops, which decide how an op is tiled.
-enum class OpClass { Unary, Binary, Where, Cast, Reduce, View, Assemble, Create, Matmul, Gather, Scatter };
+enum class OpClass { Unary, Binary, Where, Cast, Reduce, View, Assemble, Create, Matmul, Gather, Scatter, Attention };
 
 /// How an op decides its result dtype.
 enum class ResultType {
@@ -118,8 +121,10 @@ struct TensorOp {
   std::vector<int> dims;          ///< reductions: every reduced dim, ascending
   double start = 0.0, step = 1.0; ///< Arange
   int region = -1;                ///< innermost control region, -1 at top level
-  std::vector<int64_t> cube_tile; ///< Matmul: the L1 tile sizes m, k, n (L0 sizes in cube_tile_l0)
+  std::vector<int64_t> cube_tile; ///< Matmul: the L1 tile sizes m, k, n (L0 sizes in cube_tile_l0);
+                                  ///< Attention: query rows, head dim, key block (the score tile is m x n)
   std::vector<int64_t> cube_tile_l0;
+  double scale = 1.0;             ///< Attention: the factor applied to q @ kt
 };
 
 /// A structured control region of the traced program: a loop over a symbolic

@@ -218,7 +218,7 @@ void verify(const TensorGraph& g) {
     const TensorOp& op = g.ops[i];
     const OpInfo& info = op_info(op.kind);
     size_t arity = info.cls == OpClass::Where ? 3
-                   : info.cls == OpClass::Scatter ? 3
+                   : info.cls == OpClass::Scatter || info.cls == OpClass::Attention ? 3
                    : info.cls == OpClass::Binary || info.cls == OpClass::Assemble || info.cls == OpClass::Matmul ||
                            info.cls == OpClass::Gather
                        ? 2
@@ -250,6 +250,22 @@ void verify(const TensorGraph& g) {
     }
     if (info.cls == OpClass::Matmul) {
       if (op.cube_tile.size() != 3) fail("tensor.cube-tile", fmt::format("op {} (matmul) has no m, k, n cube tile", i));
+      continue;
+    }
+    if (info.cls == OpClass::Attention) {
+      if (op.cube_tile.size() != 3) fail("tensor.cube-tile", fmt::format("op {} (attention) has no block sizes", i));
+      const auto& q = g.value(op.inputs[0]).shape;
+      const auto& kt = g.value(op.inputs[1]).shape;
+      const auto& v = g.value(op.inputs[2]).shape;
+      const auto& o = g.value(op.output).shape;
+      size_t r = q.size();
+      bool ok = r >= 2 && kt.size() == r && v.size() == r && o.size() == r && q[r - 1].equals(kt[r - 2]) &&
+                kt[r - 1].equals(v[r - 2]) && o[r - 2].equals(q[r - 2]) && o[r - 1].equals(v[r - 1]);
+      for (size_t d = 0; ok && d + 2 < r; ++d) ok = q[d].equals(kt[d]) && q[d].equals(v[d]) && q[d].equals(o[d]);
+      if (!ok)
+        fail("tensor.attention", fmt::format("op {} (attention) has shapes q {}, kt {}, v {}, out {}; expected [.., S, D], "
+                                             "[.., D, T], [.., T, Dv] and [.., S, Dv]",
+                                             i, shape_str(q), shape_str(kt), shape_str(v), shape_str(o)));
       continue;
     }
     size_t iter_rank = info.cls == OpClass::Reduce  ? g.value(op.inputs[0]).shape.size()

@@ -162,6 +162,19 @@ class Expander {
     return l;
   }
 
+  /// A sequential loop `var` over the blocks of `tile` elements of `extent`, from block `start`
+  /// (not a dim of the iteration space: the k tiles of a matmul, the key blocks of attention).
+  static Loop block_loop(const std::string& var, int64_t start, const Expr& extent, int64_t tile) {
+    Loop l;
+    l.var = var;
+    l.start = Expr(start);
+    l.stop = ceildiv(extent, Expr(tile));
+    l.step = Expr(1);
+    l.dim = -1;
+    l.tile = tile;
+    return l;
+  }
+
   /// Wraps `body` in loops over `dims` (outermost first).
   std::vector<Stmt> nest(const Space& s, const std::vector<int>& dims, const std::vector<bool>& parallel,
                          std::vector<Stmt> body) {
@@ -312,6 +325,8 @@ class Expander {
     if (info.cls == OpClass::View) return;  // views move no data
     if (info.cls == OpClass::Matmul) {
       n.body = matmul(op, idx);
+    } else if (info.cls == OpClass::Attention) {
+      n.body = attention(op, idx);
     } else if (info.cls == OpClass::Gather || info.cls == OpClass::Scatter) {
       // Over the index's shape: load index tiles, then read (gather) or write
       // (scatter) the data tensor at the indexed positions of the block.
@@ -481,14 +496,14 @@ class Expander {
     return convert(ld.dst, compute, body);
   }
 
-  /// The L0 cube tile as blocks of an (mt, kt, nt) L1 tile: each size is the largest divisor of the
-  /// tile's size that is at most the L0 size; none when they equal the tile (one block).
-  static std::vector<int64_t> l0_blocks(const TensorOp& op, int64_t mt, int64_t kt, int64_t nt) {
-    if (op.cube_tile_l0.size() != 3) return {};
+  /// The L0 cube tile `l0` (m, k, n) as blocks of an (mt, kt, nt) L1 tile: each size is the largest
+  /// divisor of the tile's size that is at most the L0 size; none when they equal the tile (one block).
+  static std::vector<int64_t> l0_blocks(const std::vector<int64_t>& l0_sizes, int64_t mt, int64_t kt, int64_t nt) {
+    if (l0_sizes.size() != 3) return {};
     const int64_t tile[] = {mt, kt, nt};
     std::vector<int64_t> l0(3);
     for (int i = 0; i < 3; ++i) {
-      int64_t b = std::max<int64_t>(1, std::min(op.cube_tile_l0[i], tile[i]));
+      int64_t b = std::max<int64_t>(1, std::min(l0_sizes[i], tile[i]));
       while (tile[i] % b != 0) --b;
       l0[i] = b;
     }
@@ -519,7 +534,7 @@ class Expander {
       int a = load_mm(op.inputs[0], s, s.offset[r - 2], s.valid[r - 2], mt, k_off(kk), k_valid(kk), kt, acc_dt, body);
       int b = load_mm(op.inputs[1], s, k_off(kk), k_valid(kk), kt, s.offset[r - 1], s.valid[r - 1], nt, acc_dt, body);
       Instr mm{acc < 0 ? Opcode::TMATMUL : Opcode::TMATMUL_ACC};
-      mm.l0 = l0_blocks(op, mt, kt, nt);
+      mm.l0 = l0_blocks(op.cube_tile_l0, mt, kt, nt);
       if (acc < 0) {
         std::vector<int64_t> shape(r, 1);
         shape[r - 2] = mt;
@@ -535,19 +550,119 @@ class Expander {
     };
     std::vector<Stmt> body;
     int acc = step(Expr(0), -1, body);
-    Loop kl;
-    kl.var = kvar;
-    kl.start = Expr(1);
-    kl.stop = ceildiv(K, Expr(kt));
-    kl.step = Expr(1);
-    kl.dim = -1;
-    kl.tile = kt;
+    Loop kl = block_loop(kvar, 1, K, kt);
     step(Expr::var(kvar), acc, kl.body);
     if (!(kl.stop.as_const() && *kl.stop.as_const() <= 1)) body.push_back(Stmt{std::move(kl)});
     int res = convert(acc, compute_dtype(outv.dtype), body);
     store(res, op.output, s, body);
     std::vector<int> dims;
     for (size_t d = 0; d < r; ++d) dims.push_back(static_cast<int>(d));
+    return nest(s, dims, std::vector<bool>(dims.size(), true), std::move(body));
+  }
+
+  /// Attention (made by fuse_attention): per block of query rows (and batch index), in parallel, an
+  /// online softmax over blocks of keys, with the running row max m, row sum l and output
+  /// accumulator acc in tiles:
+  ///   m = -inf, l = 0, acc = 0
+  ///   for each key block j:  s = (q * scale) @ kt_j;  mn = max(m, rowmax(s));  alpha = exp(m - mn)
+  ///                          m = mn;  p = exp(s - m);  l = l * alpha + rowsum(p)
+  ///                          acc = acc * alpha + p @ v_j
+  ///   out = acc / l
+  /// Key columns past the end of a tail block load as zero scores: the row max and row sum leave them
+  /// out through their valid extents, they are clamped to exp(0) so they cannot overflow, and they
+  /// meet the zero rows of the tail block of v in the product.
+  std::vector<Stmt> attention(const TensorOp& op, int idx) {
+    const TensorValue& outv = g_.value(op.output);
+    const TensorValue& ktv = g_.value(op.inputs[1]);
+    size_t r = outv.shape.size();
+    auto d_const = ktv.shape[r - 2].as_const(), dv_const = outv.shape[r - 1].as_const();
+    if (!d_const || !dv_const) throw InternalError("attention with a symbolic head size");
+    int64_t d = *d_const, dv = *dv_const;
+    auto shape2 = [&](int64_t rows, int64_t cols) {
+      std::vector<int64_t> v(r, 1);
+      v[r - 2] = rows;
+      v[r - 1] = cols;
+      return v;
+    };
+    Space s = make_space(outv.shape, shape2(op.cube_tile[0], dv), idx, outv.valid);
+    const Expr& T = ktv.shape[r - 1];
+    int64_t br = s.tile[r - 2], bc = clamp(T, op.cube_tile[2]);
+    const DataType f32 = DataType::FP32;
+    std::string jvar = fmt::format("j{}", idx);
+    Expr joff = Expr::var(jvar) * Expr(bc);
+    Expr jvalid = valid(T, bc, joff);
+    std::vector<Expr> score_valid(r, Expr(1));
+    score_valid[r - 2] = s.valid[r - 2];
+    score_valid[r - 1] = jvalid;
+    auto emit = [&](Opcode opc, std::vector<int> srcs, int dst, std::vector<Stmt>& body) {
+      Instr in{opc};
+      in.srcs = std::move(srcs);
+      in.dst = dst;
+      if (is_reduction(opc)) in.valid = score_valid;
+      body.push_back(instr(in));
+      return dst;
+    };
+    auto fill = [&](int tile, double value, std::vector<Stmt>& body) {
+      Instr f{Opcode::TFILL};
+      f.dst = tile;
+      f.scalar = value;
+      body.push_back(instr(f));
+      return tile;
+    };
+    auto with_scalar = [&](Opcode opc, int src, int dst, double value, std::vector<Stmt>& body) {
+      Instr in{opc};
+      in.srcs = {src};
+      in.dst = dst;
+      in.scalar = value;
+      in.scalar_pos = 1;
+      body.push_back(instr(in));
+    };
+    std::vector<Stmt> body;
+    int q = load_mm(op.inputs[0], s, s.offset[r - 2], s.valid[r - 2], br, Expr(0), Expr(d), d, f32, body);
+    if (op.scale != 1.0) {  // q * scale once per row block instead of every score
+      int scaled = new_tile(shape2(br, d), f32);
+      with_scalar(Opcode::TMUL, q, scaled, op.scale, body);
+      q = scaled;
+    }
+    int m = fill(new_tile(shape2(br, 1), f32), -std::numeric_limits<double>::infinity(), body);
+    int l = fill(new_tile(shape2(br, 1), f32), 0.0, body);
+    int acc = fill(new_tile(shape2(br, dv), f32), 0.0, body);
+
+    std::vector<Stmt> jb;
+    int kt = load_mm(op.inputs[1], s, Expr(0), Expr(d), d, joff, jvalid, bc, f32, jb);
+    Instr qk{Opcode::TMATMUL};
+    qk.srcs = {q, kt};
+    qk.dst = new_tile(shape2(br, bc), f32);
+    qk.l0 = l0_blocks(op.cube_tile_l0, br, d, bc);
+    jb.push_back(instr(qk));
+    int scores = qk.dst;
+    int rmax = emit(Opcode::TROWMAX, {scores}, new_tile(shape2(br, 1), f32), jb);
+    int mn = emit(Opcode::TMAX, {m, rmax}, new_tile(shape2(br, 1), f32), jb);
+    int alpha = emit(Opcode::TSUB, {m, mn}, new_tile(shape2(br, 1), f32), jb);
+    emit(Opcode::TEXP, {alpha}, alpha, jb);
+    emit(Opcode::TMAX, {m, rmax}, m, jb);
+    emit(Opcode::TMUL, {l, alpha}, l, jb);
+    int p = emit(Opcode::TROWEXPANDSUB, {scores, m}, new_tile(shape2(br, bc), f32), jb);
+    if (!jvalid.as_const()) with_scalar(Opcode::TMIN, p, p, 0.0, jb);
+    emit(Opcode::TEXP, {p}, p, jb);
+    int rsum = emit(Opcode::TROWSUM, {p}, new_tile(shape2(br, 1), f32), jb);
+    emit(Opcode::TADD, {l, rsum}, l, jb);
+    emit(Opcode::TROWEXPANDMUL, {acc, alpha}, acc, jb);
+    int vt = load_mm(op.inputs[2], s, joff, jvalid, bc, Expr(0), Expr(dv), dv, f32, jb);
+    Instr pv{Opcode::TMATMUL_ACC};
+    pv.srcs = {acc, p, vt};
+    pv.dst = acc;
+    const std::vector<int64_t>& l0 = op.cube_tile_l0;
+    pv.l0 = l0.size() == 3 ? l0_blocks({l0[0], l0[2], l0[1]}, br, bc, dv) : std::vector<int64_t>{};
+    jb.push_back(instr(pv));
+    Loop jl = block_loop(jvar, 0, T, bc);
+    jl.body = std::move(jb);
+    body.push_back(Stmt{std::move(jl)});
+    int res = emit(Opcode::TROWEXPANDDIV, {acc, l}, new_tile(shape2(br, dv), f32), body);
+    res = convert(res, compute_dtype(outv.dtype), body);
+    store(res, op.output, s, body);
+    std::vector<int> dims;
+    for (size_t i = 0; i < r; ++i) dims.push_back(static_cast<int>(i));
     return nest(s, dims, std::vector<bool>(dims.size(), true), std::move(body));
   }
 

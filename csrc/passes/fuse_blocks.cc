@@ -232,8 +232,15 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
     BlockLaunch launch;
     launch.function = static_cast<int>(out.functions.size());
     launch.region = grp.members[0]->nest->region;
+    // The grid loops become g0, g1, ...; an inner grid loop's bounds may read an outer one's
+    // variable (the last chunk of a chunked loop).
+    std::map<std::string, Expr> renamed;
     for (size_t k = 0; k < len; ++k) {
       Loop l = grp.members[0]->grid[k];
+      l.start = l.start.substitute(renamed);
+      l.stop = l.stop.substitute(renamed);
+      l.step = l.step.substitute(renamed);
+      renamed[l.var] = Expr::var(grid_var(k));
       l.var = grid_var(k);
       l.body.clear();
       launch.grid.push_back(l);

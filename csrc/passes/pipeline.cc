@@ -13,6 +13,7 @@
 #include "passes/expand_tiles.h"
 #include "passes/flatten_loops.h"
 #include "passes/forward_tiles.h"
+#include "passes/fuse_attention.h"
 #include "passes/fuse_blocks.h"
 #include "passes/fuse_loops.h"
 #include "passes/plan_buffers.h"
@@ -24,7 +25,7 @@ namespace pypto {
 namespace {
 
 /// Passes that only improve a program and are skipped when disabled by name.
-const std::set<std::string> kOptional = {"reorder_loops", "fuse_loops", "flatten_loops", "forward_tiles",
+const std::set<std::string> kOptional = {"fuse_attention", "reorder_loops", "fuse_loops", "flatten_loops", "forward_tiles",
                                          "rematerialize", "binary_expand"};
 /// Passes that produce the next level: disabled, they run in a plain mode.
 const std::map<std::string, std::string> kPlainMode = {
@@ -95,6 +96,29 @@ bool shrink_cube_tile(const TensorGraph& g, TensorOp& op) {
   return true;
 }
 
+/// Halves the key block of an attention op, or its query rows once the key block is no larger (none
+/// below 8). False when neither can shrink.
+bool shrink_attention_blocks(const TensorGraph& g, TensorOp& op) {
+  const auto& kt = g.value(op.inputs[1]).shape;
+  const auto& q = g.value(op.inputs[0]).shape;
+  constexpr int64_t kMin = 8;
+  auto eff = [](const Expr& dim, int64_t tile) {
+    auto c = dim.as_const();
+    return c ? std::min(*c, tile) : tile;
+  };
+  int64_t rows = eff(q[q.size() - 2], op.cube_tile[0]), block = eff(kt.back(), op.cube_tile[2]);
+  int i = block >= rows ? 2 : 0;
+  int64_t size = i == 2 ? block : rows;
+  if (size <= kMin) {
+    i = 2 - i;
+    size = i == 2 ? block : rows;
+    if (size <= kMin) return false;
+  }
+  op.cube_tile[i] = std::max(kMin, size / 2);
+  if (i < static_cast<int>(op.cube_tile_l0.size())) op.cube_tile_l0[i] = std::min(op.cube_tile_l0[i], op.cube_tile[i]);
+  return true;
+}
+
 /// Marks the record of a pass that ran in its plain mode because it was disabled.
 void plain_mode(PassRecord& rec, const PassOptions& opts) {
   if (!opts.disabled.count(rec.name)) return;
@@ -105,7 +129,7 @@ void plain_mode(PassRecord& rec, const PassOptions& opts) {
 }  // namespace
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names = {"expand_tiles",  "reorder_loops", "fuse_blocks",
+  static const std::vector<std::string> names = {"fuse_attention", "expand_tiles",  "reorder_loops", "fuse_blocks",
                                                  "fuse_loops",    "flatten_loops", "forward_tiles",
                                                  "rematerialize", "plan_buffers",  "build_orchestration",
                                                  "binary_expand"};
@@ -131,12 +155,13 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
   // split a fused chain over budget at its midpoint, or shrink the cube tile
   // of a matmul that is over budget on its own.
   const int64_t budget = opts.sram_budget_kb * 1024;
-  TensorGraph work = g;
+  TensorGraph work = optional_step<TensorGraph>(r, "fuse_attention", g, opts, FuseAttention);
+  const PassRecord graph_record = r.passes.back();
   PassOptions cur = opts;
   std::vector<std::string> split_notes;
   std::map<int, std::string> shrunk;  // matmul op -> its cube tile before shrinking
   for (;;) {
-    r.passes.clear();
+    r.passes = {graph_record};
     r.tile = step<TileGraph>(r, "expand_tiles", work, opts, ExpandTiles);
     for (const auto& [i, from] : shrunk)
       r.passes.back().notes.push_back(fmt::format("shrank the cube tile of {}_{} from {} to {} to fit the budget of {} KB",
@@ -165,9 +190,9 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
       again = true;
       if (f.source_ops.size() <= 1) {
         TensorOp& op = work.ops.at(f.source_ops.empty() ? 0 : f.source_ops[0]);
-        if (op.kind == TensorOpKind::Matmul) {
+        if (op.kind == TensorOpKind::Matmul || op.kind == TensorOpKind::Attention) {
           std::string from = cube_str(op);
-          if (shrink_cube_tile(work, op)) {
+          if (op.kind == TensorOpKind::Matmul ? shrink_cube_tile(work, op) : shrink_attention_blocks(work, op)) {
             shrunk.emplace(f.source_ops[0], from);
             continue;
           }

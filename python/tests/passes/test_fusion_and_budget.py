@@ -1,6 +1,8 @@
 """Issue 4: fusion into one InCore function, budget-driven splitting, and
 the error for a tile that cannot fit."""
 
+import re
+
 import pytest
 import torch
 
@@ -179,6 +181,23 @@ def test_finer_producer_tiles_are_chunked_to_fuse(rows):
     off = pypto.compile(pypto.jit(f, pass_options={"disable_passes": ["reorder_loops"]}), x)
     assert off.stats()["incore_functions"] == 2
     assert "-- pass reorder_loops (0.000 ms, skipped (disabled))" in off.dump("passes")
+
+
+def test_a_chunked_producer_left_unfused_launches_its_last_partial_chunk():
+    # The cast's 8-row tiles of b (10 of them) are chunked by 4 to match the matmul's 32-row grid,
+    # but b is read along k, not by that grid, so the two do not fuse: the cast's launch keeps an
+    # inner grid loop whose bound depends on the outer one (2 tiles in the last chunk).
+    @pypto.jit
+    def f(a: pypto.Tensor((80, 80), pypto.DT_FP32), b: pypto.Tensor((80, 32), pypto.DT_FP16)):
+        pypto.set_vec_tile_shapes(8, 32)
+        pypto.set_cube_tile_shapes((32, 32), (32, 32), (32, 32))
+        return pypto.matmul(a, pypto.cast(b, pypto.DT_FP32))
+
+    a, b = torch.randn(80, 80), torch.randn(80, 32, dtype=torch.float16)
+    c = pypto.compile(f, a, b)
+    assert "chunked dim 0 tile 8 into 4 chunks" in c.dump("passes")
+    assert re.search(r"launch @cast_0 over \[%g0 < 3 .*, %g2 < min\(4, \(10 - \(g0 \* 4\)\)\)", c.dump("block"))
+    torch.testing.assert_close(f(a, b), a @ b.float(), atol=1e-4, rtol=1e-5)
 
 
 def test_disabling_fuse_blocks_and_plan_buffers_by_name():

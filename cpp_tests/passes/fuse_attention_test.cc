@@ -1,0 +1,90 @@
+#include "passes/fuse_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/expand_tiles.h"
+#include "../test_graphs.h"
+
+namespace pypto {
+namespace {
+
+using testing::InstrsOf;
+using testing::LoopsOf;
+using testing::TestLoc;
+
+/// softmax(q @ k^T * scale) @ v over q [s, d], k and v [t, d], written from primitives; with
+/// `return_probs` the probabilities are returned too.
+TensorGraph AttentionGraph(int64_t s, int64_t t, int64_t d, double scale, bool return_probs = false) {
+  TensorGraphBuilder b("attention");
+  const std::vector<int64_t> tile = {8, 64};
+  int q = b.add_param("q", {Expr(s), Expr(d)}, DataType::FP32);
+  int k = b.add_param("k", {Expr(t), Expr(d)}, DataType::FP32);
+  int v = b.add_param("v", {Expr(t), Expr(d)}, DataType::FP32);
+  int kt = b.add_view(k, {Expr(d), Expr(t)}, {Expr(0), Expr(0)}, {1, 0}, {1, 1}, {}, TestLoc(2));
+  int sc = b.add_matmul(q, kt, DataType::FP32, {32, d, 64}, {32, d, 64}, TestLoc(2));
+  sc = b.add_elementwise(TensorOpKind::Mul, {Operand::tensor(sc), Operand::scalar(scale, true)}, tile, TestLoc(2));
+  int m = b.add_reduce(TensorOpKind::Amax, sc, -1, true, tile, TestLoc(3));
+  int e = b.add_unary(TensorOpKind::Exp, b.add_binary(TensorOpKind::Sub, sc, m, tile, TestLoc(3)), tile, TestLoc(3));
+  int p = b.add_binary(TensorOpKind::Div, e, b.add_reduce(TensorOpKind::Sum, e, -1, true, tile, TestLoc(4)), tile,
+                       TestLoc(4));
+  int o = b.add_matmul(p, v, DataType::FP32, {32, 64, d}, {32, 64, d}, TestLoc(5));
+  b.set_outputs(return_probs ? std::vector<int>{o, p} : std::vector<int>{o});
+  return b.finish();
+}
+
+std::vector<std::string> OpNames(const TensorGraph& g) {
+  std::vector<std::string> names;
+  for (const TensorOp& op : g.ops) names.push_back(op_info(op.kind).name);
+  return names;
+}
+
+TEST(FuseAttentionTest, TheChainBecomesAKeyCopyAndOneAttentionOp) {
+  TensorGraph g = FuseAttention(AttentionGraph(100, 70, 32, 0.25), PassOptions{});
+  EXPECT_NO_THROW(verify(g));
+  EXPECT_EQ(OpNames(g), (std::vector<std::string>{"view", "cast", "attention"}));
+  const TensorOp& att = g.ops.back();
+  EXPECT_EQ(att.scale, 0.25);
+  EXPECT_EQ(att.cube_tile, (std::vector<int64_t>{32, 32, 64}));
+  EXPECT_EQ(g.value(att.inputs[1]).name, "k_t");
+  EXPECT_EQ(shape_str(g.value(att.inputs[1]).shape), "[32, 70]");
+  EXPECT_EQ(g.outputs, std::vector<int>{att.output});
+  // The scores, exponentials and row statistics are gone with their ops.
+  EXPECT_EQ(g.values.size(), 6u) << print(g);
+  EXPECT_NE(print(g).find("attention(%q, %k_t, %v, scale=0.25, rows=32, key_block=64)"), std::string::npos) << print(g);
+}
+
+TEST(FuseAttentionTest, ReturnedProbabilitiesKeepThePrimitives) {
+  TensorGraph in = AttentionGraph(64, 64, 32, 0.5, true);
+  EXPECT_EQ(print(FuseAttention(in, PassOptions{})), print(in));
+}
+
+TEST(FuseAttentionTest, TilesAsAnOnlineSoftmaxOverKeyBlocks) {
+  TileGraph t = ExpandTiles(FuseAttention(AttentionGraph(100, 70, 32, 0.25), PassOptions{}), PassOptions{});
+  EXPECT_NO_THROW(verify(t));
+  ASSERT_EQ(t.nests.size(), 2u);
+  EXPECT_EQ(t.nests[1].name, "attention_2");
+  // The query-row grid is parallel; the key blocks (70 = 64 + a tail of 6) are one sequential loop.
+  std::vector<const Loop*> loops;
+  for (const std::vector<Stmt>* body = &t.nests[1].body; !LoopsOf(*body).empty(); body = &loops.back()->body)
+    loops.push_back(LoopsOf(*body).front());
+  ASSERT_EQ(loops.size(), 3u);
+  EXPECT_TRUE(loops[0]->parallel && loops[1]->parallel);
+  EXPECT_FALSE(loops[2]->parallel);
+  EXPECT_EQ(loops[2]->stop.str(), "2");
+  std::string ops;
+  for (const Instr* in : InstrsOf(loops[2]->body)) ops += std::string(opcode_name(in->op)) + " ";
+  EXPECT_EQ(ops,
+            "tload tmatmul trowmax tmax tsub texp tmax tmul trowexpandsub tmin texp trowsum tadd trowexpandmul tload "
+            "tmatmul_acc ");
+  // No memory instruction touches a score-shaped memref.
+  for (const Instr* in : InstrsOf(t.nests[1].body))
+    if (in->memref >= 0) EXPECT_NE(shape_str(t.memrefs[in->memref].shape), "[100, 70]");
+}
+
+}  // namespace
+}  // namespace pypto

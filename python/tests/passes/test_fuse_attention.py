@@ -1,0 +1,181 @@
+"""fuse_attention: attention written from primitives becomes one online-softmax
+(flash) loop over key blocks, with no score matrix in global memory, and gives
+torch's results for every shape, scale form, batch, dynamic dim and tail."""
+
+import math
+import re
+
+import pytest
+import torch
+
+import pypto
+
+F = torch.nn.functional
+S_DIM = pypto.frontend.dynamic("S")
+T_DIM = pypto.frontend.dynamic("T")
+
+
+def _attention(q_shape, k_shape, v_shape, scale="mul", cube=None, dtype=pypto.DT_FP32, **jit_opts):
+    """A jitted attention written from matmul, amax, exp, sum and div."""
+
+    def attention(q: pypto.Tensor(q_shape, dtype), k: pypto.Tensor(k_shape, dtype), v: pypto.Tensor(v_shape, dtype)):
+        pypto.set_vec_tile_shapes(8, 64)
+        if cube:
+            pypto.set_cube_tile_shapes(*cube)
+        s = pypto.matmul(q, k, b_trans=True, out_dtype=pypto.DT_FP32)
+        d = q.shape[-1]
+        if scale == "mul":
+            s = s * (1.0 / math.sqrt(d))
+        elif scale == "div":
+            s = s / math.sqrt(d)
+        elif scale == "rmul":
+            s = 0.5 * s
+        e = pypto.exp(s - pypto.amax(s, -1, True))
+        if v.dtype != pypto.DT_FP32:
+            v = pypto.cast(v, pypto.DT_FP32)
+        return pypto.matmul(e / pypto.sum(e, -1, True), v)
+
+    return pypto.jit(attention, pass_options=jit_opts or None)
+
+
+def _reference(q, k, v, scale="mul"):
+    q, k, v = q.double(), k.double(), v.double()
+    factor = {"mul": 1 / math.sqrt(q.shape[-1]), "div": 1 / math.sqrt(q.shape[-1]), "rmul": 0.5, "none": 1.0}[scale]
+    return torch.softmax(q @ k.transpose(-1, -2) * factor, -1) @ v
+
+
+def _passes(compiled):
+    text = compiled.dump("passes")
+    return {m.group(1): m.group(2) for m in re.finditer(r"-- pass (\w+) \([\d.]+ ms, (\w+)", text)}
+
+
+def _memrefs(compiled):
+    """name -> (shape, kind) of every memref of the Execution Graph."""
+    ir = compiled.dump("execution")
+    return {m.group(1): (m.group(2), m.group(3)) for m in re.finditer(r"%(\w+) : !pto.memref<gm,([\dx]+),\w+>  // (\w+)", ir)}
+
+
+@pytest.mark.parametrize("s,t,d,dv", [(128, 128, 64, 64), (200, 200, 64, 64), (100, 77, 32, 48), (5, 300, 16, 8),
+                                      (64, 1, 32, 32)])
+def test_fused_attention_matches_torch_on_shapes_that_do_and_do_not_divide_the_blocks(s, t, d, dv):
+    fn = _attention((s, d), (t, d), (t, dv))
+    q, k, v = torch.randn(s, d), torch.randn(t, d), torch.randn(t, dv)
+    out = fn(q, k, v)
+    torch.testing.assert_close(out, _reference(q, k, v).float(), atol=2e-5, rtol=1e-4)
+    c = pypto.compile(fn, q, k, v)
+    assert _passes(c)["fuse_attention"] == "changed"
+    # Only the inputs, the output and the dense transposed key are memory; no S x T scores.
+    mem = _memrefs(c)
+    assert sorted(kind for _, kind in mem.values()) == ["input", "input", "input", "output", "view", "workspace"]
+    assert mem["k_t"] == (f"{d}x{t}", "workspace")
+
+
+@pytest.mark.parametrize("scale", ["mul", "div", "rmul", "none"])
+def test_every_form_of_the_score_scale_is_folded_into_the_fused_op(scale):
+    fn = _attention((96, 32), (96, 32), (96, 32), scale=scale)
+    q, k, v = torch.randn(96, 32), torch.randn(96, 32), torch.randn(96, 32)
+    torch.testing.assert_close(fn(q, k, v), _reference(q, k, v, scale).float(), atol=2e-5, rtol=1e-4)
+    tg = pypto.compile(fn, q, k, v).dump("passes").split("-- pass fuse_attention")[1].split("-- pass")[0]
+    factor = {"mul": 1 / math.sqrt(32), "div": 1 / math.sqrt(32), "rmul": 0.5, "none": 1.0}[scale]
+    assert re.search(r"= attention\(%q, %k_t, %v, scale=([\d.e-]+), rows=32, key_block=64\)", tg)
+    found = float(re.search(r"scale=([\d.e-]+)", tg).group(1))
+    assert found == pytest.approx(factor, rel=1e-6)
+
+
+def test_batched_attention_and_the_composite_softmax_fuse():
+    @pypto.jit
+    def attention(q: pypto.Tensor((3, 70, 32), pypto.DT_FP32), k: pypto.Tensor((3, 90, 32), pypto.DT_FP32),
+                  v: pypto.Tensor((3, 90, 16), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 8, 64)
+        return pypto.matmul(pypto.softmax(pypto.matmul(q, k, b_trans=True) * 0.25, -1), v)
+
+    q, k, v = torch.randn(3, 70, 32), torch.randn(3, 90, 32), torch.randn(3, 90, 16)
+    torch.testing.assert_close(attention(q, k, v), F.scaled_dot_product_attention(q, k, v, scale=0.25), atol=2e-5,
+                               rtol=1e-4)
+    assert _passes(pypto.compile(attention, q, k, v))["fuse_attention"] == "changed"
+
+
+@pytest.mark.parametrize("s,t", [(33, 100), (64, 64), (1, 130)])
+def test_dynamic_query_and_key_lengths_share_one_kernel(s, t):
+    fn = _attention((S_DIM, 32), (T_DIM, 32), (T_DIM, 32))
+    q, k, v = torch.randn(s, 32), torch.randn(t, 32), torch.randn(t, 32)
+    torch.testing.assert_close(fn(q, k, v), _reference(q, k, v).float(), atol=2e-5, rtol=1e-4)
+    assert _passes(pypto.compile(fn, q, k, v))["fuse_attention"] == "changed"
+
+
+def test_dynamic_lengths_reuse_one_compiled_library():
+    fn = _attention((S_DIM, 16), (T_DIM, 16), (T_DIM, 16))
+    libs = set()
+    for s, t in ((10, 70), (40, 129)):
+        q, k, v = torch.randn(s, 16), torch.randn(t, 16), torch.randn(t, 16)
+        torch.testing.assert_close(fn(q, k, v), _reference(q, k, v).float(), atol=2e-5, rtol=1e-4)
+        libs.add(pypto.compile(fn, q, k, v).stats()["library"])
+    assert len(libs) == 1
+
+
+def test_very_negative_scores_in_a_tail_key_block_stay_finite():
+    # Every score is about -5000 (exact in fp32): exp(0 - max) of the zero-filled columns past the
+    # key tail would overflow to inf (and inf * 0 = nan) unless they are kept out.
+    fn = _attention((40, 64), (70, 64), (70, 8), scale="none")
+    q = torch.full((40, 64), 10.0)
+    k = -8.0 + (torch.arange(70) % 16).float()[:, None].expand(70, 64) / 1024
+    v = torch.randn(70, 8)
+    out = fn(q, k, v)
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(out, _reference(q, k, v, "none").float(), atol=2e-5, rtol=1e-4)
+
+
+def test_half_precision_inputs_with_fp32_scores():
+    fn = _attention((80, 32), (80, 32), (80, 32), dtype=pypto.DT_FP16)
+    q, k, v = (torch.randn(80, 32, dtype=torch.float16) for _ in range(3))
+    out = fn(q, k, v)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, _reference(q, k, v).float(), atol=1e-4, rtol=1e-3)
+    assert _passes(pypto.compile(fn, q, k, v))["fuse_attention"] == "changed"
+
+
+def test_a_chain_whose_probabilities_are_returned_is_left_unfused_and_still_right():
+    @pypto.jit
+    def attention(q: pypto.Tensor((48, 32), pypto.DT_FP32), k: pypto.Tensor((48, 32), pypto.DT_FP32),
+                  v: pypto.Tensor((48, 32), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 64)
+        p = pypto.softmax(pypto.matmul(q, k, b_trans=True), -1)
+        return pypto.matmul(p, v), p
+
+    q, k, v = torch.randn(48, 32), torch.randn(48, 32), torch.randn(48, 32)
+    out, p = attention(q, k, v)
+    torch.testing.assert_close(p, torch.softmax(q @ k.T, -1), atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(out, _reference(q, k, v, "none").float(), atol=2e-5, rtol=1e-4)
+    assert _passes(pypto.compile(attention, q, k, v))["fuse_attention"] == "unchanged"
+
+
+def test_disabling_the_pass_keeps_the_scores_in_a_workspace_with_the_same_result():
+    q, k, v = torch.randn(64, 32), torch.randn(64, 32), torch.randn(64, 32)
+    fused = _attention((64, 32), (64, 32), (64, 32))
+    plain = _attention((64, 32), (64, 32), (64, 32), disable_passes=["fuse_attention"])
+    torch.testing.assert_close(fused(q, k, v), plain(q, k, v), atol=2e-6, rtol=1e-5)
+    c = pypto.compile(plain, q, k, v)
+    assert _passes(c)["fuse_attention"] == "skipped"
+    block = c.dump("block")
+    assert "// Fused: attention" not in block and "amax_" in block
+
+
+def test_a_tight_buffer_budget_shrinks_the_key_block_then_the_query_rows():
+    q, k, v = torch.randn(64, 128), torch.randn(256, 128), torch.randn(256, 128)
+    fn = _attention((64, 128), (256, 128), (256, 128), cube=((64, 64), (128, 128), (128, 128)), sram_budget_kb=96)
+    torch.testing.assert_close(fn(q, k, v), _reference(q, k, v).float(), atol=2e-5, rtol=1e-4)
+    text = pypto.compile(fn, q, k, v).dump("passes")
+    m = re.search(r"shrank the cube tile of attention_\d+ from m=64, k=128, n=128 to m=(\d+), k=128, n=(\d+)", text)
+    rows, block = map(int, m.groups())
+    assert block < 128 and rows <= 64
+
+
+def test_attention_tiles_are_one_parallel_task_per_query_block():
+    fn = _attention((256, 64), (256, 64), (256, 64), cube=((64, 64), (64, 64), (128, 128)))
+    q, k, v = torch.randn(256, 64), torch.randn(256, 64), torch.randn(256, 64)
+    c = pypto.compile(fn, q, k, v)
+    fn(q, k, v)
+    # 4 tiles of the key copy (64 x 64 tiles of the 64 x 256 transposed key) and 4 query blocks of 64 rows.
+    assert c.stats()["tasks"] == 4 + 4
+    ir = c.dump("block")
+    assert re.search(r"FOR %j\d+:idx, 0:idx, 2:idx", ir)  # two key blocks of 128 inside each task
