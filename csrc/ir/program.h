@@ -163,6 +163,7 @@ struct TileNest {
   int source_op = -1; ///< index into the Tensor Graph's ops
   int region = -1;    ///< innermost control region (TensorGraph::regions)
   std::string note;   ///< a tiling decision worth showing (e.g. retiled to fuse with a matmul)
+  bool alone = false; ///< fuse_blocks gives it an InCore function of its own (attention: its query blocks are its tasks)
   std::vector<Stmt> body;  ///< the loop nest (parallel loops outermost)
 };
 

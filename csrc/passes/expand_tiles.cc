@@ -327,6 +327,9 @@ class Expander {
       n.body = matmul(op, idx);
     } else if (info.cls == OpClass::Attention) {
       n.body = attention(op, idx);
+      // Fused with the key copy, the grid would shrink to the batch dims (one task per head).
+      n.alone = true;
+      n.note = "alone: one task per block of query rows";
     } else if (info.cls == OpClass::Gather || info.cls == OpClass::Scatter) {
       // Over the index's shape: load index tiles, then read (gather) or write
       // (scatter) the data tensor at the indexed positions of the block.

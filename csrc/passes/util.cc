@@ -133,6 +133,7 @@ NestSplit split_nest(const TileNest& n) {
     body = &l->body;
   }
   s.body = *body;
+  s.fusible = !n.alone;
   for_each_instr(s.body, [&](const Instr& in) {
     if (writes_memory(in.op)) s.produces = in.memref;
     if (reads_memory(in.op)) s.reads.insert(in.memref);

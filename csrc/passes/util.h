@@ -33,7 +33,7 @@ struct NestSplit {
   std::vector<Stmt> body;  ///< what the innermost grid loop contains
   int produces = -1;       ///< memref stored by the nest
   std::set<int> reads;     ///< memrefs loaded by the nest
-  bool fusible = true;     ///< data-dependent addressing (gather/scatter) keeps a nest on its own
+  bool fusible = true;     ///< data-dependent addressing (gather/scatter) or TileNest::alone keeps a nest on its own
 };
 NestSplit split_nest(const TileNest& n);
 /// Rebuilds a nest body from grid loops (their bodies ignored) around `body`.

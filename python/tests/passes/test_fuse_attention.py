@@ -92,7 +92,13 @@ def test_batched_attention_and_the_composite_softmax_fuse():
     q, k, v = torch.randn(3, 70, 32), torch.randn(3, 90, 32), torch.randn(3, 90, 16)
     torch.testing.assert_close(attention(q, k, v), F.scaled_dot_product_attention(q, k, v, scale=0.25), atol=2e-5,
                                rtol=1e-4)
-    assert _passes(pypto.compile(attention, q, k, v))["fuse_attention"] == "changed"
+    c = pypto.compile(attention, q, k, v)
+    assert _passes(c)["fuse_attention"] == "changed"
+    # The attention nest stays alone: one task per (head, block of 32 query rows), 3 x 3, after
+    # the key copy's 3 x 2 tiles; fused with the copy it would be one task per head.
+    assert c.stats()["incore_functions"] == 2
+    attention(q, k, v)
+    assert c.stats()["tasks"] == 9 + 6
 
 
 @pytest.mark.parametrize("s,t", [(33, 100), (64, 64), (1, 130)])
