@@ -153,8 +153,8 @@ class Matcher {
     return std::nullopt;
   }
 
-  /// q [.., S, D], kt [.., D, T], v [.., T, Dv] of one rank, equal batch dims, float types and no
-  /// tails.
+  /// q [.., S, D], kt [.., D, T], v [.., T, Dv] of one rank, equal batch dims, constant D and Dv,
+  /// float types and no tails.
   bool shapes_fit(const Match& m, int out) const {
     const TensorValue &q = g_.value(m.q), &kt = g_.value(m.kt), &v = g_.value(m.v), &o = g_.value(out);
     size_t r = q.shape.size();
@@ -166,6 +166,8 @@ class Matcher {
     }
     for (size_t d = 0; d + 2 < r; ++d)
       if (!q.shape[d].equals(kt.shape[d]) || !q.shape[d].equals(v.shape[d])) return false;
+    // A task holds whole rows of q and of the output: the head sizes must be constants.
+    if (!kt.shape[r - 2].as_const() || !v.shape[r - 1].as_const()) return false;
     return q.shape[r - 1].equals(kt.shape[r - 2]) && kt.shape[r - 1].equals(v.shape[r - 2]);
   }
 

@@ -119,6 +119,14 @@ def test_dynamic_lengths_reuse_one_compiled_library():
     assert len(libs) == 1
 
 
+def test_a_dynamic_head_size_keeps_the_primitives_and_is_still_right():
+    d_dim = pypto.frontend.dynamic("D")
+    fn = _attention((48, d_dim), (40, d_dim), (40, 24), scale="none")
+    q, k, v = torch.randn(48, 20), torch.randn(40, 20), torch.randn(40, 24)
+    torch.testing.assert_close(fn(q, k, v), _reference(q, k, v, "none").float(), atol=2e-5, rtol=1e-4)
+    assert _passes(pypto.compile(fn, q, k, v))["fuse_attention"] == "unchanged"
+
+
 def test_very_negative_scores_in_a_tail_key_block_stay_finite():
     # Every score is about -5000 (exact in fp32): exp(0 - max) of the zero-filled columns past the
     # key tail would overflow to inf (and inf * 0 = nan) unless they are kept out.
