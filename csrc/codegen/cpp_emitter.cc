@@ -313,6 +313,10 @@ class KernelEmitter {
     return op == Opcode::TCOLEXPANDADD || op == Opcode::TCOLEXPANDSUB || op == Opcode::TCOLEXPANDMUL ||
            op == Opcode::TCOLEXPANDDIV || op == Opcode::TCOLEXPANDMAX;
   }
+  /// The row or column broadcast operand of `in`, or -1.
+  static int broadcast_operand(const Instr& in) {
+    return (is_row_expand(in.op) || is_col_expand(in.op)) && in.srcs.size() == 2 ? in.srcs[1] : -1;
+  }
 
   /// True when `in` computes each element of its destination from the same element of its tile
   /// operands (or a row / column broadcast operand, or a constant), all of the destination's type,
@@ -444,10 +448,12 @@ class KernelEmitter {
       }
       bool clash = false;
       for (const Instr* h : hoisted) clash = clash || h->dst == in->dst;
-      // A broadcast operand is read once per row or column before the loop over it: one the chain
-      // itself writes (a chain of [rows, 1] tiles updating a row statistic) would be read stale.
-      if (is_row_expand(in->op) || is_col_expand(in->op))
-        for (const Instr* c : chain) clash = clash || c->dst == in->srcs[1];
+      // A broadcast operand is read once per row or column, before the loop over it: the chain ends
+      // before an instruction that reads one an earlier instruction wrote (a chain of [rows, 1]
+      // tiles updating a row statistic), or that writes one it or an earlier instruction reads.
+      const int bsrc = broadcast_operand(*in);
+      clash = clash || (bsrc >= 0 && in->dst == bsrc);
+      for (const Instr* c : chain) clash = clash || c->dst == bsrc || broadcast_operand(*c) == in->dst;
       if (clash) break;
       chain.push_back(in);
       touched.insert(in->dst);
@@ -531,11 +537,7 @@ class KernelEmitter {
       }
       in_registers.insert(in->dst);
     }
-    // A broadcast operand is read once per row, before the row's elements are computed; a reshape
-    // read through its source needs that source unchanged by the chain.
-    for (int b : broadcast) {
-      if (defined.count(b)) return 0;
-    }
+    // A reshape read through its source needs that source unchanged by the chain.
     for (const auto& [dst, src] : alias) {
       if (defined.count(src)) return 0;
     }
