@@ -75,16 +75,20 @@ std::string cube_str(const TensorOp& op) {
   return fmt::format("m={}, k={}, n={}", op.cube_tile[0], op.cube_tile[1], op.cube_tile[2]);
 }
 
-/// Halves the largest effective cube tile size of a matmul (k first on ties,
-/// then n, then m; none below 8). False when no size can shrink.
+/// Halves the largest effective cube tile size of a matmul (k first on ties, then n, then m) or of
+/// an attention op (its key block n before its query rows m; the head size k is always whole); none
+/// below 8. False when no size can shrink.
 bool shrink_cube_tile(const TensorGraph& g, TensorOp& op) {
-  const auto& a = g.value(op.inputs[0]).shape;
+  const bool attention = op.kind == TensorOpKind::Attention;
+  const auto& a = g.value(op.inputs[0]).shape;  // matmul: [.., M, K]; attention: q [.., S, D]
   const auto& o = g.value(op.output).shape;
-  const Expr* dims[3] = {&o[o.size() - 2], &a.back(), &o.back()};
+  const auto& n = attention ? g.value(op.inputs[1]).shape : o;  // attention: kt [.., D, T]
+  const Expr* dims[3] = {&o[o.size() - 2], &a.back(), &n.back()};
   constexpr int64_t kMin = 8;
   int best = -1;
   int64_t best_size = kMin;
-  for (int i : {1, 2, 0}) {
+  static const std::vector<int> kMatmulOrder = {1, 2, 0}, kAttentionOrder = {2, 0};
+  for (int i : attention ? kAttentionOrder : kMatmulOrder) {
     auto c = dims[i]->as_const();
     int64_t eff = c ? std::min(*c, op.cube_tile[i]) : op.cube_tile[i];
     if (eff > best_size) best = i, best_size = eff;
@@ -93,29 +97,6 @@ bool shrink_cube_tile(const TensorGraph& g, TensorOp& op) {
   op.cube_tile[best] = std::max(kMin, best_size / 2);
   if (best < static_cast<int>(op.cube_tile_l0.size()))
     op.cube_tile_l0[best] = std::min(op.cube_tile_l0[best], op.cube_tile[best]);
-  return true;
-}
-
-/// Halves the key block of an attention op, or its query rows once the key block is no larger (none
-/// below 8). False when neither can shrink.
-bool shrink_attention_blocks(const TensorGraph& g, TensorOp& op) {
-  const auto& kt = g.value(op.inputs[1]).shape;
-  const auto& q = g.value(op.inputs[0]).shape;
-  constexpr int64_t kMin = 8;
-  auto eff = [](const Expr& dim, int64_t tile) {
-    auto c = dim.as_const();
-    return c ? std::min(*c, tile) : tile;
-  };
-  int64_t rows = eff(q[q.size() - 2], op.cube_tile[0]), block = eff(kt.back(), op.cube_tile[2]);
-  int i = block >= rows ? 2 : 0;
-  int64_t size = i == 2 ? block : rows;
-  if (size <= kMin) {
-    i = 2 - i;
-    size = i == 2 ? block : rows;
-    if (size <= kMin) return false;
-  }
-  op.cube_tile[i] = std::max(kMin, size / 2);
-  if (i < static_cast<int>(op.cube_tile_l0.size())) op.cube_tile_l0[i] = std::min(op.cube_tile_l0[i], op.cube_tile[i]);
   return true;
 }
 
@@ -153,7 +134,7 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
   if (opts.verify) verify(g);
   // Tile, fuse and plan; then, until every InCore function fits the budget,
   // split a fused chain over budget at its midpoint, or shrink the cube tile
-  // of a matmul that is over budget on its own.
+  // of a matmul or the blocks of an attention op that is over budget on its own.
   const int64_t budget = opts.sram_budget_kb * 1024;
   TensorGraph work = optional_step<TensorGraph>(r, "fuse_attention", g, opts, FuseAttention);
   const PassRecord graph_record = r.passes.back();
@@ -192,7 +173,7 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
         TensorOp& op = work.ops.at(f.source_ops.empty() ? 0 : f.source_ops[0]);
         if (op.kind == TensorOpKind::Matmul || op.kind == TensorOpKind::Attention) {
           std::string from = cube_str(op);
-          if (op.kind == TensorOpKind::Matmul ? shrink_cube_tile(work, op) : shrink_attention_blocks(work, op)) {
+          if (shrink_cube_tile(work, op)) {
             shrunk.emplace(f.source_ops[0], from);
             continue;
           }
