@@ -643,7 +643,7 @@ class Expander {
     int mn = emit(Opcode::TMAX, {m, rmax}, new_tile(shape2(br, 1), f32), jb);
     int alpha = emit(Opcode::TSUB, {m, mn}, new_tile(shape2(br, 1), f32), jb);
     emit(Opcode::TEXP, {alpha}, alpha, jb);
-    emit(Opcode::TMAX, {m, rmax}, m, jb);
+    emit(Opcode::TMAX, {m, rmax}, m, jb);  // m = mn: a [rows, 1] max costs what a copy would
     emit(Opcode::TMUL, {l, alpha}, l, jb);
     int p = emit(Opcode::TROWEXPANDSUB, {scores, m}, new_tile(shape2(br, bc), f32), jb);
     if (!jvalid.as_const()) with_scalar(Opcode::TMIN, p, p, 0.0, jb);

@@ -219,10 +219,7 @@ TensorGraph FuseAttention(const TensorGraph& g, const PassOptions&) {
   std::map<int, std::vector<TensorOp>> replacement;  // index of a chain's last matmul -> ops in its place
   for (size_t i = 0; i < g.ops.size(); ++i) {
     std::optional<Match> m = matcher.match(static_cast<int>(i));
-    if (!m) continue;
-    bool taken = false;
-    for (int op : m->ops) taken |= removed.count(op) > 0;
-    if (taken) continue;
+    if (!m) continue;  // (chains never share an op: each intermediate has only its chain's readers)
     removed.insert(m->ops.begin(), m->ops.end());
     const TensorOp& mm1 = g.ops[m->ops.front()];
     const TensorOp& mm2 = g.ops[i];
