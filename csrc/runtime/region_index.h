@@ -97,8 +97,6 @@ class RegionIndex {
   const RegionDesc* by_handle(int32_t h) const {
     return h >= 0 && static_cast<size_t>(h) < handles_.size() ? handles_[static_cast<size_t>(h)] : nullptr;
   }
-  /// The descriptors by handle (num_handles() of them).
-  const RegionDesc* const* handle_table() const { return handles_.data(); }
   /// Number of handles given out.
   size_t num_handles() const { return handles_.size(); }
 

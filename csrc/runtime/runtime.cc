@@ -798,17 +798,12 @@ bool Runtime::submit_desc(const pypto_task_desc& d) {
       (d.nscalars > 0 && d.scalars == nullptr)) {
     reject_desc(d, name, -1);
   }
-  // The handle table in locals: the stores below would otherwise make the compiler reload it.
-  const RegionDesc* const* const handles = index_->handle_table();
-  const size_t num_handles = index_->num_handles();
-  RegionAccess* const out = desc_args_.data();
   for (int32_t i = 0; i < d.nargs; ++i) {
     const pypto_task_arg& a = d.args[i];
-    const RegionDesc* desc =
-        a.tensor >= 0 && static_cast<size_t>(a.tensor) < num_handles ? handles[static_cast<size_t>(a.tensor)] : nullptr;
+    const RegionDesc* desc = index_->by_handle(a.tensor);
     if (desc == nullptr || (a.mode != PYPTO_ACCESS_IN && a.mode != PYPTO_ACCESS_OUT)) reject_desc(d, name, i);
     // Boxes are checked by the region index, which sees most of them repeat an earlier valid one.
-    out[i] = RegionAccess{desc, a.offset, a.extent, a.mode == PYPTO_ACCESS_OUT};
+    desc_args_[static_cast<size_t>(i)] = RegionAccess{desc, a.offset, a.extent, a.mode == PYPTO_ACCESS_OUT};
   }
   TaskSpec spec{next_task_id_, name, d.fn, nullptr, d.buffer_bytes, desc_args_.data(), static_cast<size_t>(d.nargs),
                 d.scalars, static_cast<size_t>(d.nscalars)};
