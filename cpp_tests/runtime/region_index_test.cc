@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -33,7 +34,11 @@ class Tasks {
     std::vector<int64_t> preds;
     index_.add_task(acc.data(), acc.size(), next_++, preds);
     index_.prune();
-    return preds;
+    // Each predecessor once, in no particular order: compare them sorted.
+    std::vector<int64_t> sorted = preds;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a predecessor repeats";
+    return sorted;
   }
   RegionIndex& index() { return index_; }
   // Starts a new graph on the same index, as a runtime does between runs.
@@ -68,6 +73,22 @@ TEST(RegionIndexTest, TaskNeverDependsOnItself) {
   Tasks t;
   EXPECT_EQ(t.Add({{StridedBox(m, 0, 16, 1, 0, 0, 16, 16), false}, {StridedBox(m, 0, 16, 1, 0, 0, 16, 16), true}}), Preds{});
   EXPECT_EQ(t.Add({{StridedBox(m, 0, 16, 1, 0, 0, 16, 16), false}}), Preds{0});
+}
+
+TEST(RegionIndexTest, PredecessorsNamedByManyAccessesAppearOnce) {
+  float m[64 * 64];
+  Tasks t;
+  // Tasks 0-19 each read both halves of the matrix; 20 writes all of it, so it meets every reader
+  // twice (more than the short lists deduplicated as they grow), and 21 then rewrites half of it.
+  std::vector<int64_t> readers;
+  for (int64_t i = 0; i < 20; ++i) {
+    EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 32, 64), false}, {StridedBox(m, 0, 64, 1, 32, 0, 32, 64), false}}),
+              Preds{});
+    readers.push_back(i);
+  }
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 64, 64), true}}), readers);
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 32, 64), false}, {StridedBox(m, 0, 64, 1, 0, 0, 32, 64), true}}),
+            Preds{20});
 }
 
 TEST(RegionIndexTest, ColumnBlocksOfOneRowBandAreIndependent) {

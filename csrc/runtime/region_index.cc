@@ -43,6 +43,8 @@ constexpr size_t kKeepBuffers = 256;
 constexpr size_t kMinBoxSlots = 16;
 constexpr size_t kMaxBoxSlots = size_t{1} << 16;
 constexpr uint32_t kMinReaderPrune = 16;
+// Predecessor lists up to this long are deduplicated as they grow.
+constexpr size_t kShortPreds = 16;
 
 /// The allocation a region belongs to: its `buffer`, or `base` when unset.
 void* buffer_of(const pypto_region& r) { return r.buffer ? r.buffer : r.base; }
@@ -343,7 +345,7 @@ struct RegionIndex::Buffer {
 
 // A region of a task in canonical form.
 struct RegionIndex::Canon {
-  const RegionAccess* src;
+  RegionAccess src;
   Buffer* buf;
   int32_t layout;
   int32_t ndim;
@@ -546,7 +548,7 @@ int RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
   }
   if (empty) return kAccessEmpty;
   if (d.base == nullptr) return kAccessInvalid;
-  c.src = &a;
+  c.src = a;
   c.buf = static_cast<Buffer*>(d.index_buffer);
   c.write = a.write;
   c.recalled = false;
@@ -589,10 +591,20 @@ int RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
 }
 
 // Appends the tasks an access of node `n` must wait for: its writer, and its readers when writing.
+// Short lists are kept free of duplicates as they grow (a task has a handful of predecessors, often
+// named by several of its accesses); a long one is sorted and deduplicated once, by add_task.
 PYPTO_HOT_INLINE void RegionIndex::conflicts(const Node& n, bool write, std::vector<int64_t>& preds) {
-  if (n.writer >= 0) preds.push_back(n.writer);
+  auto add = [&preds](int64_t p) {
+    if (preds.size() <= kShortPreds) {
+      for (int64_t q : preds) {
+        if (q == p) return;
+      }
+    }
+    preds.push_back(p);
+  };
+  if (n.writer >= 0) add(n.writer);
   if (write) {
-    for (int64_t r : n.readers) preds.push_back(r);
+    for (int64_t r : n.readers) add(r);
   }
 }
 
@@ -763,7 +775,7 @@ void RegionIndex::query(Canon& c, std::vector<int64_t>& preds) {
 // reads and writes one box leaves itself as the box's writer.
 void RegionIndex::update(Canon& c, int64_t seq) {
   Buffer& b = *c.buf;
-  const RegionDesc& d = *c.src->desc;
+  const RegionDesc& d = *c.src.desc;
   int64_t e = c.exact;
   if (e < 0) {
     for (const auto& [buf, i] : created_) {
@@ -794,10 +806,10 @@ void RegionIndex::update(Canon& c, int64_t seq) {
   }
   c.exact = e;
   Node& n = b.nodes[static_cast<size_t>(e)];
-  set_memo(d, *c.src, static_cast<uint32_t>(e), b.gen);
+  set_memo(d, c.src, static_cast<uint32_t>(e), b.gen);
   // A box seen before (its node existed) is likely to come back: tile loops revisit boxes. Boxes
   // touched once, such as the row blocks of a streaming pass, stay out of the table.
-  if (!created) remember(*c.src, static_cast<uint32_t>(e), b.gen);
+  if (!created) remember(c.src, static_cast<uint32_t>(e), b.gen);
   record(n, c.write, seq);
   if (!c.write) {
     if (created) {
@@ -824,6 +836,24 @@ void RegionIndex::update(Canon& c, int64_t seq) {
 }
 
 int RegionIndex::add_task(const RegionAccess* accesses, size_t n, int64_t seq, std::vector<int64_t>& preds) {
+  return add_task_impl([accesses](size_t i) { return accesses[i]; }, n, seq, preds);
+}
+
+int RegionIndex::add_task(const pypto_task_arg* args, size_t n, int64_t seq, std::vector<int64_t>& preds) {
+  return add_task_impl(
+      [this, args](size_t i) {
+        const pypto_task_arg& a = args[i];
+        const RegionDesc* d = by_handle(a.tensor);
+        // An unknown handle or mode gives a null layout, which the caller reports.
+        if (a.mode != PYPTO_ACCESS_IN && a.mode != PYPTO_ACCESS_OUT) d = nullptr;
+        return RegionAccess{d, a.offset, a.extent, a.mode == PYPTO_ACCESS_OUT};
+      },
+      n, seq, preds);
+}
+
+// `access(i)` gives access i by value; one with a null layout is rejected like an invalid box.
+template <typename Access>
+int RegionIndex::add_task_impl(Access access, size_t n, int64_t seq, std::vector<int64_t>& preds) {
   preds.clear();
   matches_.clear();
   created_.clear();
@@ -832,29 +862,21 @@ int RegionIndex::add_task(const RegionAccess* accesses, size_t n, int64_t seq, s
   size_t nc = 0;
   for (size_t i = 0; i < n; ++i) {
     Canon& c = canon_[nc];
-    if (recall(accesses[i], c, preds)) {
+    const RegionAccess a = access(i);
+    if (a.desc == nullptr) return static_cast<int>(i);
+    if (recall(a, c, preds)) {
       ++nc;
       continue;
     }
-    const int kind = canonicalize(accesses[i], c);
+    const int kind = canonicalize(a, c);
     if (kind == kAccessEmpty) continue;
     if (kind == kAccessInvalid) return static_cast<int>(i);
     query(c, preds);
     ++nc;
   }
   num_canon_ = nc;
-  if (preds.size() > 1) {
-    if (preds.size() <= 16) {
-      // Insertion sort: a task has a handful of predecessors.
-      for (size_t i = 1; i < preds.size(); ++i) {
-        const int64_t v = preds[i];
-        size_t j = i;
-        for (; j > 0 && preds[j - 1] > v; --j) preds[j] = preds[j - 1];
-        preds[j] = v;
-      }
-    } else {
-      std::sort(preds.begin(), preds.end());
-    }
+  if (preds.size() > kShortPreds) {
+    std::sort(preds.begin(), preds.end());
     preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
   }
   // Reads first, so a task that reads and writes one box is left as its writer. A recalled access

@@ -104,11 +104,14 @@ class RegionIndex {
   /// Without one (recording), nothing is ever dropped and the graph is exact.
   void set_finished(std::function<bool(int64_t)> finished) { finished_ = std::move(finished); }
 
-  /// Fills `preds` with the tasks task `seq` depends on (ascending, unique) and records its accesses.
+  /// Fills `preds` with the tasks task `seq` depends on (each once, in no particular order) and records its accesses.
   /// Every access is checked before any is recorded, so a task never depends on itself. Returns -1,
   /// or the index of the first access with a negative extent or a non-empty box of a null base, in
   /// which case nothing is recorded.
   int add_task(const RegionAccess* accesses, size_t n, int64_t seq, std::vector<int64_t>& preds);
+  /// As above for the arguments of a task descriptor, resolving their tensor handles on the way: an
+  /// argument with an unknown handle or an access mode other than in or out is rejected the same way.
+  int add_task(const pypto_task_arg* args, size_t n, int64_t seq, std::vector<int64_t>& preds);
 
   /// Drops finished readers of the boxes the last task read and sweeps buffers whose node list has
   /// doubled. Call after the last task's record exists (the predicate may ask about it).
@@ -136,6 +139,8 @@ class RegionIndex {
     uint64_t gen = 0;
   };
 
+  template <typename Access>
+  int add_task_impl(Access access, size_t n, int64_t seq, std::vector<int64_t>& preds);
   static bool overlap(const Node& n, const Canon& c);
   static bool same_box(const Node& n, const Canon& c);
   static bool covers(const Canon& c, const Node& n);

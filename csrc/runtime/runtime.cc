@@ -319,7 +319,7 @@ struct CApi {
 };
 
 Runtime::Runtime(int num_threads)
-    : sched_(std::make_unique<Scheduler>()), index_(std::make_unique<RegionIndex>()), desc_args_(kMaxTaskRegions) {
+    : sched_(std::make_unique<Scheduler>()), index_(std::make_unique<RegionIndex>()) {
   api_.abi_version = PYPTO_ABI_VERSION;
   api_.rt = this;
   api_.task_alloc = &CApi::task_alloc;
@@ -759,7 +759,7 @@ void Runtime::submit(int64_t id) {
       }
       // The record takes the body over; whatever enqueue leaves in spec.fn stays the staged task's.
       TaskSpec spec{st->id, st->name, st->kernel, std::exchange(st->fn, nullptr), st->buffer_bytes, st->args.data(),
-                    st->args.size(), st->scalars.data(), st->scalars.size()};
+                    nullptr, st->args.size(), st->scalars.data(), st->scalars.size()};
       try {
         // Regions added piecewise were validated then, so the index finds no bad box.
         if (enqueue(spec) >= 0) throw std::logic_error("submit: the region index rejected a validated region");
@@ -798,14 +798,8 @@ bool Runtime::submit_desc(const pypto_task_desc& d) {
       (d.nscalars > 0 && d.scalars == nullptr)) {
     reject_desc(d, name, -1);
   }
-  for (int32_t i = 0; i < d.nargs; ++i) {
-    const pypto_task_arg& a = d.args[i];
-    const RegionDesc* desc = index_->by_handle(a.tensor);
-    if (desc == nullptr || (a.mode != PYPTO_ACCESS_IN && a.mode != PYPTO_ACCESS_OUT)) reject_desc(d, name, i);
-    // Boxes are checked by the region index, which sees most of them repeat an earlier valid one.
-    desc_args_[static_cast<size_t>(i)] = RegionAccess{desc, a.offset, a.extent, a.mode == PYPTO_ACCESS_OUT};
-  }
-  TaskSpec spec{next_task_id_, name, d.fn, nullptr, d.buffer_bytes, desc_args_.data(), static_cast<size_t>(d.nargs),
+  // Handles, modes and boxes are checked by the region index as it resolves the arguments.
+  TaskSpec spec{next_task_id_, name, d.fn, nullptr, d.buffer_bytes, nullptr, d.args, static_cast<size_t>(d.nargs),
                 d.scalars, static_cast<size_t>(d.nscalars)};
   const int bad = enqueue(spec);
   if (bad >= 0) reject_desc(d, name, bad);
@@ -857,7 +851,9 @@ int Runtime::enqueue(TaskSpec& st) {
   }
 
   std::vector<int64_t>& preds = preds_;
-  if (const int bad = index_->add_task(st.args, st.nargs, seq, preds); bad >= 0) return bad;
+  const int bad = st.task_args != nullptr ? index_->add_task(st.task_args, st.nargs, seq, preds)
+                                          : index_->add_task(st.args, st.nargs, seq, preds);
+  if (bad >= 0) return bad;
   stats_.edges += static_cast<int64_t>(preds.size());
   ++stats_.tasks;
 
@@ -877,7 +873,13 @@ int Runtime::enqueue(TaskSpec& st) {
   } else {
     // The record: header, scalars, regions, one link per predecessor.
     size_t bytes = sizeof(Task) + st.nscalars * sizeof(int64_t) + preds.size() * sizeof(Link);
-    for (size_t i = 0; i < st.nargs; ++i) bytes += region_record_bytes(st.args[i].desc->ndim);
+    // Every argument resolved in add_task, so its layout is known here.
+    auto access = [&](size_t i) {
+      if (st.task_args == nullptr) return st.args[i];
+      const pypto_task_arg& a = st.task_args[i];
+      return RegionAccess{index_->by_handle(a.tensor), a.offset, a.extent, a.mode == PYPTO_ACCESS_OUT};
+    };
+    for (size_t i = 0; i < st.nargs; ++i) bytes += region_record_bytes(access(i).desc->ndim);
     bytes = (bytes + 7) & ~size_t{7};
     if (bytes > s.arena_size / 4) {
       throw std::invalid_argument("task " + std::to_string(st.id) + " (" + st.name + ") needs a " +
@@ -907,7 +909,7 @@ int Runtime::enqueue(TaskSpec& st) {
     std::copy(st.scalars, st.scalars + st.nscalars, t->scalars());
     char* p = t->regions();
     for (size_t i = 0; i < st.nargs; ++i) {
-      const RegionAccess& a = st.args[i];
+      const RegionAccess a = access(i);
       const int nd = a.desc->ndim;
       *reinterpret_cast<const RegionDesc**>(p) = a.desc;
       auto* box = reinterpret_cast<int64_t*>(p + sizeof(const RegionDesc*));

@@ -180,7 +180,9 @@ class Runtime {
     pypto_kernel_fn kernel;
     TaskFn* fn;
     int64_t buffer_bytes;
+    // The regions: resolved accesses, or (when `task_args` is set) a task descriptor's arguments.
     const RegionAccess* args;
+    const pypto_task_arg* task_args;
     size_t nargs;
     const int64_t* scalars;
     size_t nscalars;
@@ -261,7 +263,6 @@ class Runtime {
   std::vector<std::unique_ptr<Staged>> staged_pool_;
   std::unique_ptr<RegionIndex> index_;
   std::vector<int64_t> preds_;
-  std::vector<RegionAccess> desc_args_;
   std::deque<std::string> fn_names_;
   std::vector<int64_t> record_ids_;
   TaskGraphRecord record_;
