@@ -43,6 +43,8 @@ constexpr size_t kKeepBuffers = 256;
 constexpr size_t kMinBoxSlots = 16;
 constexpr size_t kMaxBoxSlots = size_t{1} << 16;
 constexpr uint32_t kMinReaderPrune = 16;
+// Bucket heads per grid level a reused buffer keeps across runs.
+constexpr size_t kKeepBuckets = size_t{1} << 14;
 // Predecessor lists up to this long are deduplicated as they grow.
 constexpr size_t kShortPreds = 16;
 
@@ -78,6 +80,16 @@ std::pair<int64_t, int64_t> byte_range(const pypto_region& r) {
 
 uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+// The 64-bit finaliser of MurmurHash3: every input bit affects every output bit.
+uint64_t finalize(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
   return h;
 }
 
@@ -328,7 +340,15 @@ struct RegionIndex::Buffer {
       keep_nodes -= nodes.capacity();
     }
     dead = 0;
-    for (auto& heads : levels) heads.clear();
+    // Bucket heads keep their size (emptied), so the next run does not grow them again bucket by
+    // bucket; only large ones are released.
+    for (auto& heads : levels) {
+      if (heads.size() > kKeepBuckets) {
+        std::vector<uint32_t>().swap(heads);
+      } else {
+        std::fill(heads.begin(), heads.end(), kNoNode);
+      }
+    }
     used_levels = 0;
     wide.clear();
     sweep_at = kMinSweep;
@@ -427,9 +447,11 @@ const RegionDesc* RegionIndex::intern(const pypto_region& r) { return lookup(r);
 
 RegionDesc* RegionIndex::lookup(const pypto_region& r) {
   // A cheap hash: descriptors differ mostly in their base, and the full key is compared anyway.
+  // Bases are aligned (large allocations to pages), so the key is finalised to spread its low bits
+  // over the slot index.
   uint64_t h = static_cast<uint64_t>(address(r.base)) ^ (static_cast<uint64_t>(address(r.buffer)) << 7) ^
                (static_cast<uint64_t>(r.ndim > 0 ? r.stride[0] : 0) << 17) ^ static_cast<uint64_t>(r.ndim);
-  h = mix(h, static_cast<uint64_t>(r.ndim > 1 ? r.stride[r.ndim - 1] : r.elem_size));
+  h = finalize(mix(h, static_cast<uint64_t>(r.ndim > 1 ? r.stride[r.ndim - 1] : r.elem_size)));
   const size_t mask = desc_table_.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
     RegionDesc* d = desc_table_[i];
@@ -442,7 +464,7 @@ RegionDesc* RegionIndex::lookup(const pypto_region& r) {
   Buffer* buf = buffer(buffer_of(r));
   // Layout records of earlier runs are reused in place.
   RegionDesc& d = num_descs_ < descs_.size() ? descs_[num_descs_] : descs_.emplace_back();
-  d = make_desc(r, h, buf);
+  fill_desc(d, r, h, buf);
   if (2 * (num_descs_ + 1) > desc_table_.size()) {
     std::vector<RegionDesc*> table(desc_table_.size() * 2, nullptr);
     for (RegionDesc* e : desc_table_) {
@@ -499,8 +521,8 @@ int32_t RegionIndex::handle(const pypto_region& r) {
   return d->handle;
 }
 
-RegionDesc RegionIndex::make_desc(const pypto_region& r, uint64_t h, Buffer* buf) {
-  RegionDesc d{};
+// Sets every field a layout of `r` reads (the arrays up to its ndim) in place.
+void RegionIndex::fill_desc(RegionDesc& d, const pypto_region& r, uint64_t h, Buffer* buf) {
   d.base = r.base;
   d.buffer = r.buffer;
   d.ndim = r.ndim;
@@ -516,7 +538,7 @@ RegionDesc RegionIndex::make_desc(const pypto_region& r, uint64_t h, Buffer* buf
   const int64_t delta_bytes = address(r.base) - address(buffer_of(r));
   bool regular = r.ndim > 0 && delta_bytes >= 0 && delta_bytes % r.elem_size == 0;
   for (int k = 0; k < r.ndim; ++k) regular = regular && r.stride[k] > 0;
-  if (!regular) return d;
+  if (!regular) return;
   for (int k = 0; k < r.ndim; ++k) d.perm[k] = static_cast<int8_t>(k);
   // Dims by decreasing stride, ties in dim order (an insertion sort: a handful of dims, and no
   // temporary buffer as std::stable_sort takes).
@@ -529,12 +551,12 @@ RegionDesc RegionIndex::make_desc(const pypto_region& r, uint64_t h, Buffer* buf
   int64_t delta = delta_bytes / r.elem_size;
   for (int k = 0; k < r.ndim; ++k) {
     d.cstride[k] = r.stride[d.perm[k]];
-    d.delta[k] = delta / d.cstride[k];
+    // Most layouts start at their allocation: no division then.
+    d.delta[k] = delta != 0 ? delta / d.cstride[k] : 0;
     delta -= d.delta[k] * d.cstride[k];
   }
-  if (delta != 0) return d;
+  if (delta != 0) return;
   d.layout = buf->layout_id(r.elem_size, r.ndim, d.cstride);
-  return d;
 }
 
 // The canonical form of access `a`: kAccessEmpty for an empty box (no dependencies), kAccessInvalid

@@ -151,7 +151,7 @@ class RegionIndex {
   static void set_memo(const RegionDesc& d, const RegionAccess& a, uint32_t node, uint64_t gen);
   static void insert_box(BoxTable& t, const int64_t* offset, const int64_t* extent, int ndim, uint32_t node);
   RegionDesc* lookup(const pypto_region& r);
-  static RegionDesc make_desc(const pypto_region& r, uint64_t h, Buffer* buf);
+  static void fill_desc(RegionDesc& d, const pypto_region& r, uint64_t h, Buffer* buf);
   static void conflicts(const Node& n, bool write, std::vector<int64_t>& preds);
   static void record(Node& n, bool write, int64_t seq);
   void query(Canon& c, std::vector<int64_t>& preds);
