@@ -9,8 +9,10 @@ runtime resolves its dependencies; nothing is scheduled or kept) and its rate
 in tasks/ms; the build+execute time with 1 and 2 threads (PYPTO_NUM_THREADS;
 the calling thread is one of them) and its cost per task; the peak RSS of the
 process; and the bytes per task (task-record bytes the run allocated divided
-by the task count). Times are medians of --runs runs (default 5) measured
-inside the runtime (RunStats.build_ns / total_ns, so Python's call overhead is
+by the task count). Times are medians of at least --runs runs (default 5;
+short graphs repeat until their runs add up to a quarter of a second, since a
+1K build lasts about 60 microseconds and one preemption of a 5-run sample
+would move its median) measured inside the runtime (RunStats.build_ns / total_ns, so Python's call overhead is
 excluded; the end-to-end call time is in the JSON output). Each thread count
 runs in a fresh process.
 """
@@ -29,6 +31,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = [1024, 2048, 4096, 8192, 16384]
 BIG = 131072
+# Short graphs repeat until their measured runs add up to this many seconds (at most MAX_RUNS runs).
+MIN_MEASURED_S = 0.25
+MAX_RUNS = 2001
 
 
 def child(seq: int, runs: int) -> dict:
@@ -42,7 +47,7 @@ def child(seq: int, runs: int) -> dict:
     args = model.shapes_only(seq)
     model.program(**args)  # warm up: code loaded, pages of the first run mapped
     execute, call = [], []
-    for _ in range(runs):
+    while len(execute) < runs or (sum(execute) < MIN_MEASURED_S and len(execute) < MAX_RUNS):
         t0 = time.perf_counter()
         model.program(**args)
         call.append(time.perf_counter() - t0)
@@ -52,14 +57,14 @@ def child(seq: int, runs: int) -> dict:
     # nothing finishes, so they are measured separately).
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     build = []
-    for _ in range(runs):
+    while len(build) < runs or (sum(build) < MIN_MEASURED_S and len(build) < MAX_RUNS):
         model.program.build_only(**args)
         build.append(stats_of()["build_ns"] * 1e-9)
     return {
         "seq": seq, "tasks": run_stats["tasks"], "edges": run_stats["edges"],
         "execute_s": statistics.median(execute), "call_s": statistics.median(call),
         "build_s": statistics.median(build),
-        "task_bytes": run_stats["task_bytes"], "peak_live_tasks": run_stats["peak_live_tasks"],
+        "task_bytes": run_stats["task_bytes"], "build_runs": len(build), "execute_runs": len(execute), "peak_live_tasks": run_stats["peak_live_tasks"],
         "peak_rss_mb": rss_mb, "build_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
