@@ -43,6 +43,12 @@ TEST(TileReduceTest, RowsOfEveryLengthClass) {
   CheckRows<2, 64>(1000);  // valid beyond the tile is clamped
   CheckRows<4, 4096>(4096);
   CheckRows<4, 4096>(0);
+  // Rows long enough for the independent sets of partial results, with and without a partial group
+  // of sets and a scalar tail.
+  CheckRows<2, 64>(64);
+  CheckRows<2, 80>(80);
+  CheckRows<2, 113>(113);
+  CheckRows<3, 200>(150);
 }
 
 TEST(TileReduceTest, MaxPropagatesNaNFromAnyLane) {
@@ -51,6 +57,16 @@ TEST(TileReduceTest, MaxPropagatesNaNFromAnyLane) {
     a[at] = std::numeric_limits<float>::quiet_NaN();
     float m;
     pto::treduce<pto::OpMax, float, 1, 48, 1>(&m, a.data(), 48, pto::lowest<float>());
+    EXPECT_TRUE(std::isnan(m)) << "NaN at " << at;
+  }
+}
+
+TEST(TileReduceTest, MaxPropagatesNaNFromEverySetOfPartialResults) {
+  for (int64_t at : {0, 17, 35, 63, 64, 100, 127, 129}) {
+    std::vector<float> a(130, 1.0f);
+    a[at] = std::numeric_limits<float>::quiet_NaN();
+    float m;
+    pto::treduce<pto::OpMax, float, 1, 130, 1>(&m, a.data(), 130, pto::lowest<float>());
     EXPECT_TRUE(std::isnan(m)) << "NaN at " << at;
   }
 }

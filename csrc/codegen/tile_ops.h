@@ -618,10 +618,13 @@ constexpr int64_t kVecFloats = 4;
 /// combined at the end, so the loop vectorises; other layouts reduce whole
 /// rows of INNER elements at a time.
 constexpr int64_t kReduceLanes = 16;
+/// Independent sets of kReduceLanes partial results a vectorised row reduction keeps.
+constexpr int64_t kReduceSets = 4;
 
 template <typename Op, typename T, int64_t OUTER, int64_t RED, int64_t INNER>
 inline void treduce(T* __restrict dst, const T* __restrict a, int64_t valid, T init) {
   if (valid > RED) valid = RED;
+  if (valid < 0) valid = 0;
   if constexpr (INNER == 1) {
     const int64_t chunks = valid / kReduceLanes;
     for (int64_t o = 0; o < OUTER; ++o) {
@@ -635,17 +638,32 @@ inline void treduce(T* __restrict dst, const T* __restrict a, int64_t valid, T i
         constexpr int64_t kPer = kVecFloats * 4 / static_cast<int64_t>(sizeof(T));
         constexpr int64_t kVecs = kReduceLanes / kPer;
         typedef T Vec __attribute__((vector_size(kPer * sizeof(T))));
-        Vec acc[kVecs];
-        for (int64_t v = 0; v < kVecs; ++v)
-          for (int64_t l = 0; l < kPer; ++l) acc[v][l] = init;
-        for (int64_t c = 0; c < chunks; ++c) {
+        // kReduceSets independent sets of partial results, so that the loop is not bound by the
+        // latency of one chain of Op (a NaN-propagating max is three dependent instructions).
+        Vec acc[kReduceSets][kVecs];
+        for (int64_t s = 0; s < kReduceSets; ++s)
+          for (int64_t v = 0; v < kVecs; ++v)
+            for (int64_t l = 0; l < kPer; ++l) acc[s][v][l] = init;
+        const int64_t whole = chunks / kReduceSets * kReduceSets;
+        for (int64_t c = 0; c < whole; c += kReduceSets) {
+          for (int64_t s = 0; s < kReduceSets; ++s) {
+            for (int64_t v = 0; v < kVecs; ++v) {
+              Vec x;
+              memcpy(&x, row + (c + s) * kReduceLanes + v * kPer, sizeof x);
+              acc[s][v] = Op::f(acc[s][v], x);
+            }
+          }
+        }
+        for (int64_t c = whole; c < chunks; ++c) {
           for (int64_t v = 0; v < kVecs; ++v) {
             Vec x;
             memcpy(&x, row + c * kReduceLanes + v * kPer, sizeof x);
-            acc[v] = Op::f(acc[v], x);
+            acc[0][v] = Op::f(acc[0][v], x);
           }
         }
-        memcpy(lanes, acc, sizeof acc);
+        for (int64_t s = 1; s < kReduceSets; ++s)
+          for (int64_t v = 0; v < kVecs; ++v) acc[0][v] = Op::f(acc[0][v], acc[s][v]);
+        memcpy(lanes, acc[0], sizeof acc[0]);
       } else {
         for (int64_t l = 0; l < kReduceLanes; ++l) lanes[l] = init;
         for (int64_t c = 0; c < chunks; ++c)
