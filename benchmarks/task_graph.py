@@ -100,7 +100,8 @@ def main() -> None:
                "execute_2w_us_per_task": two["execute_s"] / n * 1e6,
                "peak_rss_mb": max(one["peak_rss_mb"], two["peak_rss_mb"]),
                "build_peak_rss_mb": two["build_peak_rss_mb"],
-               "bytes_per_task": two["task_bytes"] / n, "peak_live_tasks": two["peak_live_tasks"]}
+               "bytes_per_task": two["task_bytes"] / n, "peak_live_tasks": two["peak_live_tasks"],
+               "build_runs": two["build_runs"], "execute_runs_1w": one["execute_runs"], "execute_runs_2w": two["execute_runs"]}
         rows.append(row)
         print(f"{seq:>7} {n:>11,} {row['build_ms']:>9.1f} {row['build_tasks_per_ms']:>10.0f} "
               f"{row['execute_1w_ms']:>9.1f} {row['execute_2w_ms']:>9.1f} {row['execute_2w_us_per_task']:>8.3f} "
