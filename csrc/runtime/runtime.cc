@@ -875,13 +875,13 @@ int Runtime::enqueue(TaskSpec& st) {
   } else {
     // The record: header, scalars, regions, one link per predecessor.
     size_t bytes = sizeof(Task) + st.nscalars * sizeof(int64_t) + preds.size() * sizeof(Link);
-    // Every argument resolved in add_task, so its layout is known here.
-    auto access = [&](size_t i) {
-      if (st.task_args == nullptr) return st.args[i];
-      const pypto_task_arg& a = st.task_args[i];
-      return RegionAccess{index_->by_handle(a.tensor), a.offset, a.extent, a.mode == PYPTO_ACCESS_OUT};
-    };
-    for (size_t i = 0; i < st.nargs; ++i) bytes += region_record_bytes(access(i).desc->ndim);
+    // Every argument resolved in add_task, so its layout is known here (looked up once, for the
+    // record's size and its copy below).
+    const RegionDesc* descs[kMaxTaskRegions];
+    for (size_t i = 0; i < st.nargs; ++i) {
+      descs[i] = st.task_args != nullptr ? index_->by_handle(st.task_args[i].tensor) : st.args[i].desc;
+      bytes += region_record_bytes(descs[i]->ndim);
+    }
     bytes = (bytes + 7) & ~size_t{7};
     if (bytes > s.arena_size / 4) {
       throw std::invalid_argument("task " + std::to_string(st.id) + " (" + st.name + ") needs a " +
@@ -911,12 +911,13 @@ int Runtime::enqueue(TaskSpec& st) {
     std::copy(st.scalars, st.scalars + st.nscalars, t->scalars());
     char* p = t->regions();
     for (size_t i = 0; i < st.nargs; ++i) {
-      const RegionAccess a = access(i);
-      const int nd = a.desc->ndim;
-      *reinterpret_cast<const RegionDesc**>(p) = a.desc;
+      const int64_t* offset = st.task_args != nullptr ? st.task_args[i].offset : st.args[i].offset;
+      const int64_t* extent = st.task_args != nullptr ? st.task_args[i].extent : st.args[i].extent;
+      const int nd = descs[i]->ndim;
+      *reinterpret_cast<const RegionDesc**>(p) = descs[i];
       auto* box = reinterpret_cast<int64_t*>(p + sizeof(const RegionDesc*));
-      copy_dims(a.offset, nd, box);
-      copy_dims(a.extent, nd, box + nd);
+      copy_dims(offset, nd, box);
+      copy_dims(extent, nd, box + nd);
       p += region_record_bytes(nd);
     }
     s.slots[static_cast<uint64_t>(seq) & s.mask] = t;
