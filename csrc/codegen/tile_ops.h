@@ -427,14 +427,18 @@ inline float tanh(float x) {
   return a < 0.625f ? small : large;
 }
 
+/// erf(x) / x for |x| < 1, as a polynomial in s = x^2.
+inline float erf_small(float s) {
+  return poly(s, 1.128379225730896f, -0.3761262893676758f, 0.11283612251281738f, -0.026854807510972023f,
+              0.0051900530233979225f, -0.000802435155492276f, 7.898201874922961e-05f);
+}
+
 inline float erf(float x) {
   // |x| < 1: x P(x^2). Otherwise 1 - erfc(|x|) with erfc(a) = e^(-a^2) Q(1/a) (Q fits erfcx on
   // [1, 4.1]; a^2 is split exactly into hi + lo), and 1 from |x| >= 4 (erfc(4) < 2^-25).
   const float a = std::fabs(x);
   const float s = x * x;
-  const float p = poly(s, 1.128379225730896f, -0.3761262893676758f, 0.11283612251281738f, -0.026854807510972023f,
-                           0.0051900530233979225f, -0.000802435155492276f, 7.898201874922961e-05f);
-  const float small = x * p;
+  const float small = x * erf_small(s);
   const float ac = a < 1.0f ? 1.0f : (a > 4.0f ? 4.0f : a);
   const float u = 1.0f / ac;
   const float q = poly(u, 2.197036701545585e-05f, 0.563798189163208f, 0.002330666407942772f, -0.28175947070121765f,
@@ -457,9 +461,7 @@ inline float erf(float x) {
 inline float gelu(float x) {
   const float z = x * 0.70710678118654752440f;
   const float a = std::fabs(z);
-  const float p = poly(z * z, 1.128379225730896f, -0.3761262893676758f, 0.11283612251281738f, -0.026854807510972023f,
-                       0.0051900530233979225f, -0.000802435155492276f, 7.898201874922961e-05f);
-  const float small = std::fma(0.5f * z, p, 0.5f);
+  const float small = std::fma(0.5f * z, erf_small(z * z), 0.5f);
   const float ac = a < 1.0f ? 1.0f : (a > 3.92f ? 3.92f : a);
   const float t = std::fma(ac, 0.6849315f, -1.6849315f);  // [1, 3.92] -> [-1, 1]
   const float e = poly(t, 0.000503326883f, -0.00387806492f, 0.0139316022f, -0.0306010973f, 0.0450053737f,
