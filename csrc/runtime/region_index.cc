@@ -78,11 +78,6 @@ std::pair<int64_t, int64_t> byte_range(const pypto_region& r) {
   return {origin + lo * r.elem_size, origin + (hi + 1) * r.elem_size};
 }
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h;
-}
-
 // The 64-bit finaliser of MurmurHash3: every input bit affects every output bit.
 uint64_t finalize(uint64_t h) {
   h ^= h >> 33;
@@ -449,9 +444,10 @@ RegionDesc* RegionIndex::lookup(const pypto_region& r) {
   // A cheap hash: descriptors differ mostly in their base, and the full key is compared anyway.
   // Bases are aligned (large allocations to pages), so the key is finalised to spread its low bits
   // over the slot index.
-  uint64_t h = static_cast<uint64_t>(address(r.base)) ^ (static_cast<uint64_t>(address(r.buffer)) << 7) ^
-               (static_cast<uint64_t>(r.ndim > 0 ? r.stride[0] : 0) << 17) ^ static_cast<uint64_t>(r.ndim);
-  h = finalize(mix(h, static_cast<uint64_t>(r.ndim > 1 ? r.stride[r.ndim - 1] : r.elem_size)));
+  const uint64_t h = finalize(static_cast<uint64_t>(address(r.base)) ^ (static_cast<uint64_t>(address(r.buffer)) << 7) ^
+                              (static_cast<uint64_t>(r.ndim > 0 ? r.stride[0] : 0) << 17) ^
+                              (static_cast<uint64_t>(r.ndim > 1 ? r.stride[r.ndim - 1] : r.elem_size) << 29) ^
+                              static_cast<uint64_t>(r.ndim));
   const size_t mask = desc_table_.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
     RegionDesc* d = desc_table_[i];
