@@ -144,9 +144,8 @@ TEST(RegionIndexTest, ResetForgetsEarlierTasks) {
   t.index().handle(StridedBox(m, 0, 64, 1, 0, 0, 64, 64));
   EXPECT_EQ(t.index().num_handles(), 1u);
   t.Reset();
-  EXPECT_EQ(t.index().num_nodes(), 0u);
   EXPECT_EQ(t.index().num_handles(), 0u);
-  // The same box again, through a reused layout record and buffer: nothing earlier is remembered.
+  // The same box again, through a kept layout record, buffer and box: no task is remembered.
   EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 32, 64), false}}), Preds{});
   EXPECT_EQ(t.Add({{StridedBox(other, 0, 64, 1, 0, 0, 8, 8), false}}), Preds{});
   EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 32, 64), true}}), Preds{0});
@@ -179,11 +178,52 @@ TEST(RegionIndexTest, EmptyRegionsHaveNoDependencies) {
   EXPECT_EQ(t.Add({{StridedBox(m, 0, 16, 1, 0, 0, 0, 16), true}}), Preds{});
 }
 
+// A run that repeats the last one keeps its boxes, and forgets only the tasks; a run that leaves a
+// box unaccessed drops the boxes of that allocation at the next reset, and one that leaves an
+// allocation unused drops everything.
+TEST(RegionIndexTest, RepeatedRunsKeepBoxesButNotTasks) {
+  float m[64 * 64], other[64 * 64];
+  auto run = [&](Tasks& t, int rows) {
+    std::vector<Preds> preds;
+    for (int r = 0; r < 64; r += rows) {
+      preds.push_back(t.Add({{StridedBox(m, 0, 64, 1, r, 0, rows, 64), true}}));
+      preds.push_back(t.Add({{StridedBox(m, 0, 64, 1, r, 0, rows, 64), false},
+                             {StridedBox(m, 0, 1, 64, 0, r, 64, rows), false},
+                             {StridedBox(other, 0, 64, 1, r, 0, rows, 64), true}}));
+      preds.push_back(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 64, 64), false}}));
+    }
+    return preds;
+  };
+  Tasks fresh;
+  const std::vector<Preds> by16 = run(fresh, 16);
+  Tasks t;
+  EXPECT_EQ(run(t, 16), by16);
+  const size_t nodes = t.index().num_nodes();
+  t.Reset();
+  EXPECT_EQ(t.index().num_nodes(), nodes);
+  EXPECT_EQ(run(t, 16), by16);
+  // Other boxes of the same tensors: the kept ones (no tasks) sit beside them until the next reset.
+  t.Reset();
+  Tasks fresh8;
+  EXPECT_EQ(run(t, 8), run(fresh8, 8));
+  t.Reset();
+  EXPECT_LT(t.index().num_nodes(), 2 * nodes);
+  EXPECT_EQ(run(t, 16), by16);
+  // A run that leaves `other` unused: everything is forgotten at the next reset.
+  t.Reset();
+  EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 16, 64), true}}), Preds{});
+  t.Reset();
+  EXPECT_EQ(t.index().num_nodes(), 0u);
+  EXPECT_EQ(run(t, 16), by16);
+}
+
 // Random tasks over one matrix through row-major and transposed views: the index finds exactly the
 // conflicts a brute-force check of element sets finds, up to edges implied transitively. Each task
 // makes 1 to `max_accesses` accesses; with `pool` > 0 boxes are drawn from that many fixed boxes, so
 // exact repeats (the index's memo fast path) are frequent. With `tiles`, the pool is the 30 disjoint
-// 4 x 4 tiles of the matrix instead, revisited in random order (the layouts' box tables).
+// 4 x 4 tiles of the matrix instead, revisited in random order (the layouts' box tables). Of every
+// three rounds, the second repeats the first and adds tasks, and the third repeats the second, so
+// that runs also start from boxes kept from the run before.
 void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool, bool tiles = false) {
   constexpr int kRows = 24, kCols = 20;
   float m[kRows * kCols];
@@ -198,9 +238,14 @@ void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool, bool tile
                rng() % 2 == 0};
   };
   // One index for every round, reset in between: what an earlier round left (layouts, memos,
-  // buffers kept for reuse) must not leak into the next.
+  // buffers and boxes kept for reuse) must not leak into the next.
   Tasks t;
-  for (int round = 0; round < 20; ++round) {
+  struct Draw {
+    std::vector<std::pair<pypto_region, bool>> acc;
+    std::set<int> rd, wr;
+  };
+  std::vector<Draw> draws;
+  for (int round = 0; round < 21; ++round) {
     std::vector<Box> boxes;
     if (tiles) {
       for (int r = 0; r < kRows; r += 4) {
@@ -210,10 +255,9 @@ void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool, bool tile
     }
     for (int i = static_cast<int>(boxes.size()); i < pool; ++i) boxes.push_back(random_box());
     t.Reset();
-    // Per task: the elements it reads and the elements it writes.
-    std::vector<std::set<int>> reads, writes;
-    std::vector<std::vector<int64_t>> preds_of;
-    for (int i = 0; i < 150; ++i) {
+    if (round % 3 == 0) draws.clear();
+    const int new_tasks = round % 3 == 0 ? 150 : round % 3 == 1 ? 50 : 0;
+    for (int i = 0; i < new_tasks; ++i) {
       std::vector<std::pair<pypto_region, bool>> acc;
       std::set<int> rd, wr;
       const int n = 1 + static_cast<int>(rng() % static_cast<unsigned>(max_accesses));
@@ -227,9 +271,15 @@ void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool, bool tile
           for (int x = b.c0; x < b.c0 + b.cols; ++x) (write ? wr : rd).insert(y * kCols + x);
         }
       }
-      preds_of.push_back(t.Add(acc));
-      reads.push_back(std::move(rd));
-      writes.push_back(std::move(wr));
+      draws.push_back(Draw{std::move(acc), std::move(rd), std::move(wr)});
+    }
+    // Per task: the elements it reads and the elements it writes.
+    std::vector<std::set<int>> reads, writes;
+    std::vector<std::vector<int64_t>> preds_of;
+    for (const Draw& d : draws) {
+      preds_of.push_back(t.Add(d.acc));
+      reads.push_back(d.rd);
+      writes.push_back(d.wr);
     }
     auto shares = [](const std::set<int>& a, const std::set<int>& b) {
       for (int x : a) {

@@ -214,7 +214,16 @@ class ReaderList {
       heap_ = heap;
       cap_ = cap;
     }
-    data()[size_++] = v;
+    int64_t* d = data();
+    d[size_++] = v;
+    // The next push to this list comes many tasks later; have its cache line fetched by then.
+    __builtin_prefetch(d + size_ + 7, 1, 3);
+  }
+
+  // Empties the list, keeping its storage only while it is small.
+  void reset() {
+    if (cap_ > kKeepCap) release();
+    size_ = 0;
   }
 
   // Frees the storage.
@@ -233,6 +242,7 @@ class ReaderList {
 
  private:
   static constexpr uint32_t kInline = 2;
+  static constexpr uint32_t kKeepCap = 16;
   int64_t* data() { return heap_ != nullptr ? heap_ : inline_; }
 
   int64_t inline_[kInline] = {};
@@ -251,6 +261,8 @@ struct RegionIndex::Node {
   int64_t lo;
   int64_t hi;
   int64_t writer = -1;
+  // The run that last accessed the node (`RegionIndex::run_`).
+  uint32_t run = 0;
   ReaderList readers;
   // Next node in each grid bucket the node is in (a node spans at most two buckets of its level).
   uint32_t next[2];
@@ -285,6 +297,8 @@ struct RegionIndex::Buffer {
   uint64_t gen = 0;
   // Nodes created since the last sweep check of the current submission.
   bool dirty = false;
+  // The last run that looked up a layout of the buffer.
+  uint32_t run = 0;
 
   int32_t layout_id(int32_t elem_size, int32_t ndim, const int64_t* stride) {
     for (size_t i = 0; i < layouts.size(); ++i) {
@@ -328,6 +342,11 @@ struct RegionIndex::Buffer {
   // while that fits in `keep_nodes`, which is reduced by what it keeps.
   void clear(size_t& keep_nodes) {
     layouts.clear();
+    clear_nodes(keep_nodes);
+  }
+
+  // Drops every node (as `clear`), keeping the layouts, which interned layouts still name.
+  void clear_nodes(size_t& keep_nodes) {
     if (nodes.capacity() > keep_nodes) {
       std::vector<Node>().swap(nodes);
     } else {
@@ -348,6 +367,27 @@ struct RegionIndex::Buffer {
     wide.clear();
     sweep_at = kMinSweep;
     ++gen;
+    dirty = false;
+  }
+
+  // Whether the buffer's nodes can be kept for the next run: none was superseded and the run that
+  // ends (`run`) accessed every one, so a run repeating this one finds all its boxes again.
+  bool reusable(uint32_t run) const {
+    if (dead != 0) return false;
+    for (const Node& n : nodes) {
+      if (n.run != run) return false;
+    }
+    return true;
+  }
+
+  // Forgets the tasks of the nodes, keeping the nodes (their boxes, grid links and isolation), so
+  // that the layouts' memos and box tables stay valid.
+  void forget_tasks() {
+    for (Node& n : nodes) {
+      n.writer = -1;
+      n.readers.reset();
+      n.prune_at = kMinReaderPrune;
+    }
     dirty = false;
   }
 
@@ -412,7 +452,46 @@ RegionIndex::RegionIndex() : buffer_table_(64), desc_table_(64, nullptr) {}
 
 RegionIndex::~RegionIndex() = default;
 
+bool RegionIndex::can_keep_geometry() const {
+  if (num_buffers_ > kKeepBuffers || desc_table_.size() > kKeepDescSlots || buffer_table_.size() > kKeepDescSlots) {
+    return false;
+  }
+  size_t nodes = 0;
+  for (size_t i = 0; i < num_buffers_; ++i) {
+    const Buffer& b = *buffers_[i];
+    if (b.run != run_) return false;
+    nodes += b.nodes.size();
+  }
+  return nodes <= kKeepNodes;
+}
+
 void RegionIndex::reset() {
+  if (can_keep_geometry()) {
+    // Every allocation was used by the run that ends: keep layouts, buffers and the nodes of every
+    // buffer whose boxes the run accessed in full, forgetting only their tasks. A run that repeats
+    // it (the same program on the same tensors) then recalls each box from its first access.
+    for (size_t i = 0; i < num_buffers_; ++i) {
+      Buffer& b = *buffers_[i];
+      if (b.reusable(run_)) {
+        b.forget_tasks();
+      } else {
+        size_t keep_nodes = kKeepNodes;
+        b.clear_nodes(keep_nodes);
+      }
+    }
+    for (RegionDesc* d : handles_) d->handle = -1;
+  } else {
+    reset_all();
+  }
+  handles_.clear();
+  finished_ = nullptr;
+  num_canon_ = 0;
+  matches_.clear();
+  created_.clear();
+  ++run_;
+}
+
+void RegionIndex::reset_all() {
   if (buffers_.size() > kKeepBuffers) buffers_.resize(kKeepBuffers);
   size_t keep_nodes = kKeepNodes;
   for (size_t i = 0; i < std::min(num_buffers_, buffers_.size()); ++i) buffers_[i]->clear(keep_nodes);
@@ -429,13 +508,8 @@ void RegionIndex::reset() {
   } else {
     std::fill(desc_table_.begin(), desc_table_.end(), nullptr);
   }
-  handles_.clear();
   num_box_tables_ = 0;
   if (box_tables_.size() > kKeepBuffers) box_tables_.clear();
-  finished_ = nullptr;
-  num_canon_ = 0;
-  matches_.clear();
-  created_.clear();
 }
 
 const RegionDesc* RegionIndex::intern(const pypto_region& r) { return lookup(r); }
@@ -454,10 +528,12 @@ RegionDesc* RegionIndex::lookup(const pypto_region& r) {
     if (d == nullptr) break;
     if (d->hash == h && d->base == r.base && d->buffer == r.buffer && d->ndim == r.ndim &&
         d->elem_size == r.elem_size && std::equal(r.stride, r.stride + r.ndim, d->stride)) {
+      static_cast<Buffer*>(d->index_buffer)->run = run_;
       return d;
     }
   }
   Buffer* buf = buffer(buffer_of(r));
+  buf->run = run_;
   // Layout records of earlier runs are reused in place.
   RegionDesc& d = num_descs_ < descs_.size() ? descs_[num_descs_] : descs_.emplace_back();
   fill_desc(d, r, h, buf);
@@ -628,6 +704,7 @@ PYPTO_HOT_INLINE void RegionIndex::conflicts(const Node& n, bool write, std::vec
 
 // Records task `seq`'s access of node `n`: a reader (once), or the writer that supersedes them.
 PYPTO_HOT_INLINE void RegionIndex::record(Node& n, bool write, int64_t seq) {
+  n.run = run_;
   if (!write) {
     if (n.readers.empty() || n.readers.back() != seq) n.readers.push_back(seq);
     return;
@@ -755,7 +832,13 @@ void RegionIndex::insert_box(BoxTable& t, const int64_t* offset, const int64_t* 
 // Collects the predecessors of access `c` into `preds` and its overlapping nodes into `matches`.
 void RegionIndex::query(Canon& c, std::vector<int64_t>& preds) {
   Buffer& b = *c.buf;
-  ++stamp_;
+  if (++stamp_ == 0) {
+    // Nodes outlive runs: after a wrap an old stamp could pass for this query's.
+    for (size_t i = 0; i < num_buffers_; ++i) {
+      for (Node& n : buffers_[i]->nodes) n.stamp = 0;
+    }
+    stamp_ = 1;
+  }
   c.exact = -1;
   c.first_match = matches_.size();
   auto visit = [&](uint32_t i) {

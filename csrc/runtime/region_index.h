@@ -83,8 +83,11 @@ class RegionIndex {
   RegionIndex(const RegionIndex&) = delete;
   RegionIndex& operator=(const RegionIndex&) = delete;
 
-  /// Forgets every layout, handle, box and the finished predicate, keeping allocated memory for the
-  /// next run (up to bounds on nodes, buffers and table slots, so one huge run does not pin its peak).
+  /// Forgets every task, handle and the finished predicate. When the run that ends used every
+  /// allocation the index knows (and stayed within the bounds below), layouts and the boxes of each
+  /// allocation whose boxes were all accessed are kept, so that a repeated run finds them again;
+  /// otherwise everything is forgotten, keeping allocated memory for the next run (up to bounds on
+  /// nodes, buffers and table slots, so one huge run does not pin its peak).
   void reset();
 
   /// The interned layout of region `r` (validated by the caller); stable for the index's lifetime.
@@ -153,7 +156,9 @@ class RegionIndex {
   RegionDesc* lookup(const pypto_region& r);
   static void fill_desc(RegionDesc& d, const pypto_region& r, uint64_t h, Buffer* buf);
   static void conflicts(const Node& n, bool write, std::vector<int64_t>& preds);
-  static void record(Node& n, bool write, int64_t seq);
+  void record(Node& n, bool write, int64_t seq);
+  bool can_keep_geometry() const;
+  void reset_all();
   void query(Canon& c, std::vector<int64_t>& preds);
   void update(Canon& c, int64_t seq);
   void sweep(Buffer& b);
@@ -179,6 +184,8 @@ class RegionIndex {
   std::vector<BoxTable> box_tables_;
   size_t num_box_tables_ = 0;
   uint32_t stamp_ = 0;
+  // Numbers the runs between resets, from 1; nodes and buffers note the last run that used them.
+  uint32_t run_ = 1;
   std::function<bool(int64_t)> finished_;
   // Scratch of the current task.
   std::vector<Canon> canon_;
