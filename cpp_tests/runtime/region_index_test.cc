@@ -326,6 +326,26 @@ TEST(RegionIndexTest, MatchesBruteForceOnRevisitedTiles) {
   for (unsigned seed : {4u, 5u, 6u}) CheckAgainstBruteForce(seed, 3, 0, true);
 }
 
+// Tiles of one power-of-two extent are kept in a dense grid per layout; past its bound of tiles the
+// grid's boxes move to the layout's hash table, where later accesses still find them.
+TEST(RegionIndexTest, TilesBeyondTheGridBoundAreStillFound) {
+  constexpr int64_t kTiles = 20000;
+  std::vector<float> x(2 * kTiles);
+  Tasks t;
+  // Each pass visits every 2-element tile: a write, two reads, a write.
+  for (int64_t i = 0; i < kTiles; ++i) ASSERT_EQ(t.Add({{StridedBox(x.data(), 0, 2, 1, i, 0, 1, 2), true}}), Preds{});
+  for (int pass = 1; pass <= 3; ++pass) {
+    for (int64_t i = 0; i < kTiles; ++i) {
+      const Preds preds = t.Add({{StridedBox(x.data(), 0, 2, 1, i, 0, 1, 2), pass == 3}});
+      const Preds want = pass < 3 ? Preds{i} : Preds{i, i + kTiles, i + 2 * kTiles};
+      ASSERT_EQ(preds, want) << "pass " << pass << " tile " << i;
+    }
+  }
+  // Tiles of another extent beside them, and unaligned boxes, on the same layout.
+  EXPECT_EQ(t.Add({{StridedBox(x.data(), 0, 2, 1, 4, 0, 2, 2), false}}), (Preds{4 + 3 * kTiles, 5 + 3 * kTiles}));
+  EXPECT_EQ(t.Add({{StridedBox(x.data(), 0, 2, 1, 4, 0, 2, 2), true}}), (Preds{4 + 3 * kTiles, 5 + 3 * kTiles, 4 * kTiles}));
+}
+
 TEST(RegionIndexTest, FinishedTasksArePrunedSoTheIndexStaysSmall) {
   float w[64 * 64];
   std::vector<float> x(4096 * 64);

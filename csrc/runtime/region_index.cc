@@ -743,6 +743,9 @@ PYPTO_HOT_INLINE bool RegionIndex::recall(const RegionAccess& a, Canon& c, std::
 
 namespace {
 
+// Tiles a box table's grid holds at most (64 KB of node numbers; the hash table holds twice as many boxes).
+constexpr int64_t kMaxGridTiles = int64_t{1} << 14;
+
 // Slot of box (`offset`, `extent`) in a box table of `mask + 1` slots.
 size_t box_slot(const int64_t* offset, int ndim, uint64_t mask) {
   uint64_t h = 0;
@@ -760,6 +763,17 @@ uint32_t RegionIndex::lookup_box(const RegionAccess& a, uint64_t gen) const {
   const BoxTable& t = box_tables_[static_cast<size_t>(d.box_table)];
   if (t.gen != gen) return kNoNode;
   const int nd = d.ndim;
+  if (t.has_grid) {
+    int64_t tile[kBoxTableDims];
+    if (grid_tile(t, a, tile)) {
+      size_t i = 0;
+      for (int k = 0; k < nd; ++k) {
+        if (tile[k] >= t.grid_dims[k]) return kNoNode;
+        i = i * static_cast<size_t>(t.grid_dims[k]) + static_cast<size_t>(tile[k]);
+      }
+      return t.grid[i];
+    }
+  }
   const size_t stride = static_cast<size_t>(1 + 2 * nd);
   const uint64_t mask = t.num_slots - 1;
   for (size_t i = box_slot(a.offset, nd, mask);; i = (i + 1) & mask) {
@@ -793,13 +807,41 @@ void RegionIndex::remember(const RegionAccess& a, uint32_t node, uint64_t gen) {
     t.words.assign(kMinBoxSlots * stride, -1);
     t.used = 0;
     t.gen = gen;
+    // The first box sets the grid's extent, when a grid can hold it.
+    t.has_grid = true;
+    for (int k = 0; k < nd; ++k) {
+      const int64_t e = a.extent[k];
+      t.has_grid &= e > 0 && (e & (e - 1)) == 0;
+      t.grid_shift[k] = static_cast<int8_t>(t.has_grid ? __builtin_ctzll(static_cast<uint64_t>(e)) : 0);
+      t.grid_dims[k] = 0;
+    }
+    t.grid.clear();
   }
   BoxTable& t = box_tables_[static_cast<size_t>(d.box_table)];
-  if (t.gen != gen || (2 * (t.used + 1) > t.num_slots && t.num_slots >= kMaxBoxSlots)) {
-    // Node numbers changed (a sweep), or the table is full at its bound: start over.
+  if (t.gen != gen) {
+    // Node numbers changed (a sweep): start over.
     std::fill(t.words.begin(), t.words.end(), -1);
+    std::fill(t.grid.begin(), t.grid.end(), kNoNode);
     t.used = 0;
     t.gen = gen;
+  }
+  if (t.has_grid) {
+    int64_t tile[kBoxTableDims];
+    if (grid_tile(t, a, tile)) {
+      grid_insert(t, tile, nd, node);
+      if (t.has_grid) return;
+    }
+  }
+  hash_insert(t, a.offset, a.extent, nd, node);
+}
+
+// Enters a box in the hash table of `t`, growing it, or emptying it when full at its bound (the
+// table only saves grid walks: a box it forgets is found again by a query).
+void RegionIndex::hash_insert(BoxTable& t, const int64_t* offset, const int64_t* extent, int nd, uint32_t node) {
+  const size_t stride = static_cast<size_t>(1 + 2 * nd);
+  if (2 * (t.used + 1) > t.num_slots && t.num_slots >= kMaxBoxSlots) {
+    std::fill(t.words.begin(), t.words.end(), -1);
+    t.used = 0;
   } else if (2 * (t.used + 1) > t.num_slots) {
     std::vector<int64_t> old(t.words.size() * 2, -1);
     old.swap(t.words);
@@ -809,7 +851,64 @@ void RegionIndex::remember(const RegionAccess& a, uint32_t node, uint64_t gen) {
       if (old[i] >= 0) insert_box(t, &old[i + 1], &old[i + 1 + nd], nd, static_cast<uint32_t>(old[i]));
     }
   }
-  insert_box(t, a.offset, a.extent, nd, node);
+  insert_box(t, offset, extent, nd, node);
+}
+
+// Whether access `a` is a box of the grid of table `t` (its extents, offsets aligned to them), and
+// its tile coordinates.
+bool RegionIndex::grid_tile(const BoxTable& t, const RegionAccess& a, int64_t* tile) {
+  const int nd = a.desc->ndim;
+  bool on_grid = true;
+  for (int k = 0; k < nd; ++k) {
+    const int shift = t.grid_shift[k];
+    tile[k] = a.offset[k] >> shift;
+    on_grid &= (a.extent[k] == int64_t{1} << shift) & (a.offset[k] >= 0) & ((tile[k] << shift) == a.offset[k]);
+  }
+  return on_grid;
+}
+
+// Enters tile `tile`'s node in the grid, growing the grid to reach it. Past kMaxGridTiles the grid
+// is given up: its boxes move to the hash table, and `t.has_grid` turns false.
+void RegionIndex::grid_insert(BoxTable& t, const int64_t* tile, int nd, uint32_t node) {
+  bool fits = true;
+  for (int k = 0; k < nd; ++k) fits &= tile[k] < t.grid_dims[k];
+  if (!fits) {
+    int64_t dims[kBoxTableDims];
+    int64_t total = 1;
+    for (int k = 0; k < nd; ++k) {
+      dims[k] = tile[k] < t.grid_dims[k] ? t.grid_dims[k] : std::max(tile[k] + 1, 2 * t.grid_dims[k]);
+      total = dims[k] > kMaxGridTiles ? kMaxGridTiles + 1 : std::min(total * dims[k], kMaxGridTiles + 1);
+    }
+    std::vector<uint32_t> grid(total > kMaxGridTiles ? 0 : static_cast<size_t>(total), kNoNode);
+    // Re-enter the tiles held so far, in the larger grid or (when it is too large) the hash table.
+    int64_t at[kBoxTableDims] = {};
+    for (size_t i = 0; i < t.grid.size(); ++i) {
+      if (t.grid[i] != kNoNode) {
+        if (total > kMaxGridTiles) {
+          int64_t offset[kBoxTableDims], extent[kBoxTableDims];
+          for (int k = 0; k < nd; ++k) {
+            extent[k] = int64_t{1} << t.grid_shift[k];
+            offset[k] = at[k] << t.grid_shift[k];
+          }
+          hash_insert(t, offset, extent, nd, t.grid[i]);
+        } else {
+          size_t j = 0;
+          for (int k = 0; k < nd; ++k) j = j * static_cast<size_t>(dims[k]) + static_cast<size_t>(at[k]);
+          grid[j] = t.grid[i];
+        }
+      }
+      for (int k = nd - 1; k >= 0 && ++at[k] == t.grid_dims[k]; --k) at[k] = 0;
+    }
+    t.grid.swap(grid);
+    if (total > kMaxGridTiles) {
+      t.has_grid = false;
+      return;
+    }
+    std::copy(dims, dims + nd, t.grid_dims);
+  }
+  size_t i = 0;
+  for (int k = 0; k < nd; ++k) i = i * static_cast<size_t>(t.grid_dims[k]) + static_cast<size_t>(tile[k]);
+  t.grid[i] = node;
 }
 
 void RegionIndex::insert_box(BoxTable& t, const int64_t* offset, const int64_t* extent, int nd, uint32_t node) {

@@ -133,13 +133,23 @@ class RegionIndex {
 
   // Layouts of up to this many dims keep a box table.
   static constexpr int kBoxTableDims = 4;
-  // Open addressing over a power-of-two number of slots, valid while the buffer is at `gen`. A slot
-  // is 1 + 2 ndim words: the node (-1 for an empty slot), the offsets, the extents.
+  // A layout's earlier boxes and their nodes, valid while the buffer is at `gen`.
+  //
+  // Tile loops visit boxes of one extent on a grid: when the first box entered has power-of-two
+  // extents and offsets aligned to them, boxes of that extent and alignment go to a dense grid of
+  // node numbers, indexed by offset / extent per dim, which grows as tiles further out arrive (up to
+  // kMaxGridTiles, beyond which its boxes move to the hash table). Other boxes go to the hash
+  // table: open addressing over a power-of-two number of slots, a slot being 1 + 2 ndim words (the
+  // node, -1 for an empty slot; the offsets; the extents).
   struct BoxTable {
     std::vector<int64_t> words;
     size_t num_slots = 0;
     size_t used = 0;
     uint64_t gen = 0;
+    bool has_grid = false;
+    int8_t grid_shift[kBoxTableDims] = {};
+    int64_t grid_dims[kBoxTableDims] = {};
+    std::vector<uint32_t> grid;
   };
 
   template <typename Access>
@@ -153,6 +163,9 @@ class RegionIndex {
   void remember(const RegionAccess& a, uint32_t node, uint64_t gen);
   static void set_memo(const RegionDesc& d, const RegionAccess& a, uint32_t node, uint64_t gen);
   static void insert_box(BoxTable& t, const int64_t* offset, const int64_t* extent, int ndim, uint32_t node);
+  static bool grid_tile(const BoxTable& t, const RegionAccess& a, int64_t* tile);
+  static void grid_insert(BoxTable& t, const int64_t* tile, int ndim, uint32_t node);
+  static void hash_insert(BoxTable& t, const int64_t* offset, const int64_t* extent, int ndim, uint32_t node);
   RegionDesc* lookup(const pypto_region& r);
   static void fill_desc(RegionDesc& d, const pypto_region& r, uint64_t h, Buffer* buf);
   static void conflicts(const Node& n, bool write, std::vector<int64_t>& preds);
