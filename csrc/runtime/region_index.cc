@@ -253,26 +253,27 @@ class ReaderList {
 
 }  // namespace
 
-struct RegionIndex::Node {
+struct alignas(64) RegionIndex::Node {
   // User-provided, so that creating a node does not first zero its boxes (the creator fills them).
   Node() {}  // NOLINT(modernize-use-equals-default)
-  int64_t offset[PYPTO_MAX_DIMS];
-  int64_t extent[PYPTO_MAX_DIMS];
-  int64_t lo;
-  int64_t hi;
+  // First, in one cache line: what an access of a known box reads and writes.
   int64_t writer = -1;
   // The run that last accessed the node (`RegionIndex::run_`).
   uint32_t run = 0;
-  ReaderList readers;
-  // Next node in each grid bucket the node is in (a node spans at most two buckets of its level).
-  uint32_t next[2];
-  int32_t layout;
-  int32_t ndim;
-  uint32_t stamp = 0;
   uint32_t prune_at = kMinReaderPrune;
+  ReaderList readers;
   bool live = true;
   // No other live node overlaps this one (conservative: set false when one might).
   bool isolated = true;
+  uint32_t stamp = 0;
+  int32_t layout;
+  int32_t ndim;
+  // Next node in each grid bucket the node is in (a node spans at most two buckets of its level).
+  uint32_t next[2];
+  int64_t lo;
+  int64_t hi;
+  int64_t offset[PYPTO_MAX_DIMS];
+  int64_t extent[PYPTO_MAX_DIMS];
 };
 
 struct RegionIndex::Layout {
@@ -282,8 +283,11 @@ struct RegionIndex::Layout {
 };
 
 struct RegionIndex::Buffer {
-  std::vector<Layout> layouts;
+  // First: what an access of a known box reads.
   std::vector<Node> nodes;
+  // Bumped whenever node indices change (a sweep), which invalidates the layouts' memos.
+  uint64_t gen = 0;
+  std::vector<Layout> layouts;
   // Nodes superseded by a covering write, dropped at the next sweep.
   size_t dead = 0;
   // Nodes of the primary layout by outermost coordinate, on a grid per size class: level L holds
@@ -293,8 +297,6 @@ struct RegionIndex::Buffer {
   uint64_t used_levels = 0;
   std::vector<uint32_t> wide;
   size_t sweep_at = kMinSweep;
-  // Bumped whenever node indices change (a sweep), which invalidates the layouts' memos.
-  uint64_t gen = 0;
   // Nodes created since the last sweep check of the current submission.
   bool dirty = false;
   // The last run that looked up a layout of the buffer.
@@ -723,7 +725,7 @@ PYPTO_HOT_INLINE bool RegionIndex::recall(const RegionAccess& a, Canon& c, std::
   if (d.memo_gen != b.gen) return false;
   uint32_t node = d.memo_node;
   for (int k = 0; k < d.ndim; ++k) {
-    if ((a.offset[k] ^ d.memo_offset[k]) | (a.extent[k] ^ d.memo_extent[k])) {
+    if ((a.offset[k] ^ d.memo_box[2 * k]) | (a.extent[k] ^ d.memo_box[2 * k + 1])) {
       // Not the last box: maybe an earlier one of this layout.
       node = lookup_box(a, b.gen);
       if (node == kNoNode) return false;
@@ -757,7 +759,7 @@ size_t box_slot(const int64_t* offset, int ndim, uint64_t mask) {
 
 // The node an earlier access of `a`'s layout with `a`'s box resolved to, while the buffer is at
 // generation `gen`; kNoNode when unknown.
-uint32_t RegionIndex::lookup_box(const RegionAccess& a, uint64_t gen) const {
+PYPTO_HOT_INLINE uint32_t RegionIndex::lookup_box(const RegionAccess& a, uint64_t gen) const {
   const RegionDesc& d = *a.desc;
   if (d.box_table < 0) return kNoNode;
   const BoxTable& t = box_tables_[static_cast<size_t>(d.box_table)];
@@ -774,6 +776,12 @@ uint32_t RegionIndex::lookup_box(const RegionAccess& a, uint64_t gen) const {
       return t.grid[i];
     }
   }
+  return lookup_hash(t, a);
+}
+
+// The node of `a`'s box in the hash table of `t`, or kNoNode.
+uint32_t RegionIndex::lookup_hash(const BoxTable& t, const RegionAccess& a) {
+  const int nd = a.desc->ndim;
   const size_t stride = static_cast<size_t>(1 + 2 * nd);
   const uint64_t mask = t.num_slots - 1;
   for (size_t i = box_slot(a.offset, nd, mask);; i = (i + 1) & mask) {
@@ -788,8 +796,10 @@ uint32_t RegionIndex::lookup_box(const RegionAccess& a, uint64_t gen) const {
 void RegionIndex::set_memo(const RegionDesc& d, const RegionAccess& a, uint32_t node, uint64_t gen) {
   d.memo_node = node;
   d.memo_gen = gen;
-  copy_dims(a.offset, d.ndim, d.memo_offset);
-  copy_dims(a.extent, d.ndim, d.memo_extent);
+  for (int k = 0; k < d.ndim; ++k) {
+    d.memo_box[2 * k] = a.offset[k];
+    d.memo_box[2 * k + 1] = a.extent[k];
+  }
 }
 
 // Enters `a`'s box and its node in the box table of `a`'s layout (layouts of up to kBoxTableDims
@@ -876,7 +886,7 @@ void RegionIndex::grid_insert(BoxTable& t, const int64_t* tile, int nd, uint32_t
     int64_t dims[kBoxTableDims];
     int64_t total = 1;
     for (int k = 0; k < nd; ++k) {
-      dims[k] = tile[k] < t.grid_dims[k] ? t.grid_dims[k] : std::max(tile[k] + 1, 2 * t.grid_dims[k]);
+      dims[k] = tile[k] < t.grid_dims[k] ? t.grid_dims[k] : std::max<int64_t>(tile[k] + 1, 2 * int64_t{t.grid_dims[k]});
       total = dims[k] > kMaxGridTiles ? kMaxGridTiles + 1 : std::min(total * dims[k], kMaxGridTiles + 1);
     }
     std::vector<uint32_t> grid(total > kMaxGridTiles ? 0 : static_cast<size_t>(total), kNoNode);
@@ -904,7 +914,7 @@ void RegionIndex::grid_insert(BoxTable& t, const int64_t* tile, int nd, uint32_t
       t.has_grid = false;
       return;
     }
-    std::copy(dims, dims + nd, t.grid_dims);
+    for (int k = 0; k < nd; ++k) t.grid_dims[k] = static_cast<int32_t>(dims[k]);
   }
   size_t i = 0;
   for (int k = 0; k < nd; ++k) i = i * static_cast<size_t>(t.grid_dims[k]) + static_cast<size_t>(tile[k]);

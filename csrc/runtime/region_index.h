@@ -40,31 +40,33 @@ inline void copy_dims(const int64_t* src, int n, int64_t* dst) {
 }
 
 /// The layout of a region minus its box, interned per run: task records point to it.
-struct RegionDesc {
-  void* base;
-  void* buffer;
+struct alignas(64) RegionDesc {
+  // First, in one cache line for boxes of up to two dims: what an access repeating an earlier box
+  // of the layout reads.
   int32_t ndim;
-  int32_t elem_size;
-  int64_t stride[PYPTO_MAX_DIMS];
-  // Canonical form: dims ordered by decreasing stride, offsets relative to the allocation.
-  // `layout` < 0 marks a layout that index-space reasoning cannot handle (byte ranges are used).
-  int32_t layout;
-  int8_t perm[PYPTO_MAX_DIMS];
-  int64_t delta[PYPTO_MAX_DIMS];
-  int64_t cstride[PYPTO_MAX_DIMS];
-  void* index_buffer;
-  uint64_t hash;
-  // Handle given out by `RegionIndex::handle` (-1 until asked for).
-  int32_t handle;
-  // The box of the last access through this layout and its node (while the buffer's node list has
-  // generation `memo_gen`): repeating that access skips canonicalisation and the grid walk.
-  mutable uint32_t memo_node;
-  mutable uint64_t memo_gen;
-  mutable int64_t memo_offset[PYPTO_MAX_DIMS];
-  mutable int64_t memo_extent[PYPTO_MAX_DIMS];
   // The layout's table of earlier boxes and their nodes (index into the index's tables, -1 while the
   // layout has seen one box): a tile loop revisiting boxes finds them without a grid walk.
   mutable int32_t box_table;
+  void* index_buffer;
+  // The box of the last access through this layout and its node (while the buffer's node list has
+  // generation `memo_gen`): repeating that access skips canonicalisation and the grid walk. The box
+  // is stored as pairs: offset k at 2k, extent k at 2k + 1.
+  mutable uint64_t memo_gen;
+  mutable uint32_t memo_node;
+  // Handle given out by `RegionIndex::handle` (-1 until asked for).
+  int32_t handle;
+  mutable int64_t memo_box[2 * PYPTO_MAX_DIMS];
+  void* base;
+  void* buffer;
+  int32_t elem_size;
+  // Canonical form: dims ordered by decreasing stride, offsets relative to the allocation.
+  // `layout` < 0 marks a layout that index-space reasoning cannot handle (byte ranges are used).
+  int32_t layout;
+  int64_t stride[PYPTO_MAX_DIMS];
+  int8_t perm[PYPTO_MAX_DIMS];
+  int64_t delta[PYPTO_MAX_DIMS];
+  int64_t cstride[PYPTO_MAX_DIMS];
+  uint64_t hash;
 };
 
 /// One region of a task: its interned layout and its box (`offset` and `extent` point to `desc->ndim`
@@ -142,14 +144,15 @@ class RegionIndex {
   // table: open addressing over a power-of-two number of slots, a slot being 1 + 2 ndim words (the
   // node, -1 for an empty slot; the offsets; the extents).
   struct BoxTable {
-    std::vector<int64_t> words;
-    size_t num_slots = 0;
-    size_t used = 0;
+    // First, in one cache line: what a lookup on the grid reads.
     uint64_t gen = 0;
     bool has_grid = false;
     int8_t grid_shift[kBoxTableDims] = {};
-    int64_t grid_dims[kBoxTableDims] = {};
+    int32_t grid_dims[kBoxTableDims] = {};
     std::vector<uint32_t> grid;
+    std::vector<int64_t> words;
+    size_t num_slots = 0;
+    size_t used = 0;
   };
 
   template <typename Access>
@@ -160,6 +163,7 @@ class RegionIndex {
   static int canonicalize(const RegionAccess& a, Canon& c);
   bool recall(const RegionAccess& a, Canon& c, std::vector<int64_t>& preds);
   uint32_t lookup_box(const RegionAccess& a, uint64_t gen) const;
+  static uint32_t lookup_hash(const BoxTable& t, const RegionAccess& a);
   void remember(const RegionAccess& a, uint32_t node, uint64_t gen);
   static void set_memo(const RegionDesc& d, const RegionAccess& a, uint32_t node, uint64_t gen);
   static void insert_box(BoxTable& t, const int64_t* offset, const int64_t* extent, int ndim, uint32_t node);
