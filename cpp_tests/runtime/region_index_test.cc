@@ -346,6 +346,29 @@ TEST(RegionIndexTest, TilesBeyondTheGridBoundAreStillFound) {
   EXPECT_EQ(t.Add({{StridedBox(x.data(), 0, 2, 1, 4, 0, 2, 2), true}}), (Preds{4 + 3 * kTiles, 5 + 3 * kTiles, 4 * kTiles}));
 }
 
+// A zero-dim region (a scalar) is one element: its accesses conflict like any box's, also when they
+// repeat and are looked up in its layout's box table.
+TEST(RegionIndexTest, ZeroDimRegionsConflict) {
+  float x = 0;
+  pypto_region r{};
+  r.base = &x;
+  r.elem_size = 4;
+  // The same element as a one-element vector: its node overlaps the scalar's, so scalar accesses
+  // cannot take the memo path and go through the box table.
+  pypto_region v = r;
+  v.ndim = 1;
+  v.extent[0] = 1;
+  v.stride[0] = 1;
+  Tasks t;
+  EXPECT_EQ(t.Add({{v, true}}), Preds{});
+  EXPECT_EQ(t.Add({{r, true}}), Preds{0});
+  // The two views have different layouts, so the scalar write does not supersede the vector's
+  // node: later accesses also name its writer, an edge the write implies anyway.
+  for (int64_t i = 2; i <= 4; ++i) EXPECT_EQ(t.Add({{r, false}}), (Preds{0, 1}));
+  EXPECT_EQ(t.Add({{r, true}}), (Preds{0, 1, 2, 3, 4}));
+  EXPECT_EQ(t.Add({{v, false}}), (Preds{0, 5}));
+}
+
 TEST(RegionIndexTest, FinishedTasksArePrunedSoTheIndexStaysSmall) {
   float w[64 * 64];
   std::vector<float> x(4096 * 64);

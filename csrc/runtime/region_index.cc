@@ -818,7 +818,7 @@ void RegionIndex::remember(const RegionAccess& a, uint32_t node, uint64_t gen) {
     t.used = 0;
     t.gen = gen;
     // The first box sets the grid's extent, when a grid can hold it.
-    t.has_grid = true;
+    t.has_grid = nd > 0;
     for (int k = 0; k < nd; ++k) {
       const int64_t e = a.extent[k];
       t.has_grid &= e > 0 && (e & (e - 1)) == 0;
@@ -872,7 +872,8 @@ bool RegionIndex::grid_tile(const BoxTable& t, const RegionAccess& a, int64_t* t
   for (int k = 0; k < nd; ++k) {
     const int shift = t.grid_shift[k];
     tile[k] = a.offset[k] >> shift;
-    on_grid &= (a.extent[k] == int64_t{1} << shift) & (a.offset[k] >= 0) & ((tile[k] << shift) == a.offset[k]);
+    on_grid &= (a.extent[k] == int64_t{1} << shift) & (a.offset[k] >= 0) &
+               ((a.offset[k] & ((int64_t{1} << shift) - 1)) == 0);
   }
   return on_grid;
 }
