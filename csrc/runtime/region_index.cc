@@ -22,8 +22,6 @@ namespace {
 constexpr int64_t kMaxBuckets = int64_t{1} << 22;
 constexpr int kLevels = 63;
 constexpr uint32_t kNoNode = UINT32_MAX;
-// A layout's memo generation before its first access: no buffer generation equals it.
-constexpr uint64_t kNoMemo = UINT64_MAX;
 enum : int { kAccessEmpty, kAccessOk, kAccessInvalid };
 
 // The grid level of a box with outermost extent `extent`: buckets of 2^level coordinates, so the
@@ -301,6 +299,13 @@ struct RegionIndex::Buffer {
   bool dirty = false;
   // The last run that looked up a layout of the buffer.
   uint32_t run = 0;
+  // The interned layouts of the allocation, whose memos point into `nodes`.
+  std::vector<const RegionDesc*> descs;
+
+  // Drops the layouts' memos: node numbers changed or the node array moved.
+  void forget_memos() {
+    for (const RegionDesc* d : descs) d->memo_ptr = nullptr;
+  }
 
   int32_t layout_id(int32_t elem_size, int32_t ndim, const int64_t* stride) {
     for (size_t i = 0; i < layouts.size(); ++i) {
@@ -343,8 +348,9 @@ struct RegionIndex::Buffer {
   // Empties the buffer for reuse by another allocation; its node array keeps its capacity only
   // while that fits in `keep_nodes`, which is reduced by what it keeps.
   void clear(size_t& keep_nodes) {
-    layouts.clear();
     clear_nodes(keep_nodes);
+    layouts.clear();
+    descs.clear();
   }
 
   // Drops every node (as `clear`), keeping the layouts, which interned layouts still name.
@@ -369,6 +375,7 @@ struct RegionIndex::Buffer {
     wide.clear();
     sweep_at = kMinSweep;
     ++gen;
+    forget_memos();
     dirty = false;
   }
 
@@ -539,6 +546,7 @@ RegionDesc* RegionIndex::lookup(const pypto_region& r) {
   // Layout records of earlier runs are reused in place.
   RegionDesc& d = num_descs_ < descs_.size() ? descs_[num_descs_] : descs_.emplace_back();
   fill_desc(d, r, h, buf);
+  buf->descs.push_back(&d);
   if (2 * (num_descs_ + 1) > desc_table_.size()) {
     std::vector<RegionDesc*> table(desc_table_.size() * 2, nullptr);
     for (RegionDesc* e : desc_table_) {
@@ -606,7 +614,7 @@ void RegionIndex::fill_desc(RegionDesc& d, const pypto_region& r, uint64_t h, Bu
   d.index_buffer = buf;
   d.handle = -1;
   d.memo_node = kNoNode;
-  d.memo_gen = kNoMemo;
+  d.memo_ptr = nullptr;
   d.box_table = -1;
   d.layout = -1;
   const int64_t delta_bytes = address(r.base) - address(buffer_of(r));
@@ -721,21 +729,23 @@ PYPTO_HOT_INLINE void RegionIndex::record(Node& n, bool write, int64_t seq) {
 // the predecessors. Fills only the fields of `c` that `update` and `prune` read for a recalled access.
 PYPTO_HOT_INLINE bool RegionIndex::recall(const RegionAccess& a, Canon& c, std::vector<int64_t>& preds) {
   const RegionDesc& d = *a.desc;
-  Buffer& b = *static_cast<Buffer*>(d.index_buffer);
-  if (d.memo_gen != b.gen) return false;
+  auto* np = static_cast<Node*>(d.memo_ptr);
+  if (np == nullptr) return false;
   uint32_t node = d.memo_node;
   for (int k = 0; k < d.ndim; ++k) {
     if ((a.offset[k] ^ d.memo_box[2 * k]) | (a.extent[k] ^ d.memo_box[2 * k + 1])) {
       // Not the last box: maybe an earlier one of this layout.
+      Buffer& b = *static_cast<Buffer*>(d.index_buffer);
       node = lookup_box(a, b.gen);
       if (node == kNoNode) return false;
+      np = &b.nodes[node];
       break;
     }
   }
-  Node& n = b.nodes[node];
+  Node& n = *np;
   if (!(n.live & n.isolated)) return false;
-  if (node != d.memo_node) set_memo(d, a, node, b.gen);
-  c.buf = &b;
+  if (node != d.memo_node) set_memo(d, a, node, np);
+  c.buf = static_cast<Buffer*>(d.index_buffer);
   c.write = a.write;
   c.recalled = true;
   c.exact = node;
@@ -793,9 +803,9 @@ uint32_t RegionIndex::lookup_hash(const BoxTable& t, const RegionAccess& a) {
   }
 }
 
-void RegionIndex::set_memo(const RegionDesc& d, const RegionAccess& a, uint32_t node, uint64_t gen) {
+void RegionIndex::set_memo(const RegionDesc& d, const RegionAccess& a, uint32_t node, Node* ptr) {
   d.memo_node = node;
-  d.memo_gen = gen;
+  d.memo_ptr = ptr;
   for (int k = 0; k < d.ndim; ++k) {
     d.memo_box[2 * k] = a.offset[k];
     d.memo_box[2 * k + 1] = a.extent[k];
@@ -995,6 +1005,8 @@ void RegionIndex::update(Canon& c, int64_t seq) {
   }
   const bool created = e < 0;
   if (created) {
+    // A node array that grows moves: the memos' pointers into it go.
+    if (b.nodes.size() == b.nodes.capacity()) b.forget_memos();
     Node& n = b.nodes.emplace_back();
     copy_dims(c.offset, c.ndim, n.offset);
     copy_dims(c.extent, c.ndim, n.extent);
@@ -1017,7 +1029,7 @@ void RegionIndex::update(Canon& c, int64_t seq) {
   }
   c.exact = e;
   Node& n = b.nodes[static_cast<size_t>(e)];
-  set_memo(d, c.src, static_cast<uint32_t>(e), b.gen);
+  set_memo(d, c.src, static_cast<uint32_t>(e), &n);
   // A box seen before (its node existed) is likely to come back: tile loops revisit boxes. Boxes
   // touched once, such as the row blocks of a streaming pass, stay out of the table.
   if (!created) remember(c.src, static_cast<uint32_t>(e), b.gen);
@@ -1146,6 +1158,7 @@ void RegionIndex::sweep(Buffer& b) {
   b.nodes.resize(kept);
   b.dead = 0;
   ++b.gen;
+  b.forget_memos();
   b.rebuild();
   b.sweep_at = std::max(kMinSweep, 2 * b.nodes.size());
 }

@@ -48,10 +48,11 @@ struct alignas(64) RegionDesc {
   // layout has seen one box): a tile loop revisiting boxes finds them without a grid walk.
   mutable int32_t box_table;
   void* index_buffer;
-  // The box of the last access through this layout and its node (while the buffer's node list has
-  // generation `memo_gen`): repeating that access skips canonicalisation and the grid walk. The box
-  // is stored as pairs: offset k at 2k, extent k at 2k + 1.
-  mutable uint64_t memo_gen;
+  // The box of the last access through this layout, its node's number and its node (null when there
+  // is no memo): repeating that access skips canonicalisation and the grid walk. The buffer clears
+  // the node pointers of its layouts when its nodes are renumbered or move. The box is stored as
+  // pairs: offset k at 2k, extent k at 2k + 1.
+  mutable void* memo_ptr;
   mutable uint32_t memo_node;
   // Handle given out by `RegionIndex::handle` (-1 until asked for).
   int32_t handle;
@@ -165,7 +166,7 @@ class RegionIndex {
   uint32_t lookup_box(const RegionAccess& a, uint64_t gen) const;
   static uint32_t lookup_hash(const BoxTable& t, const RegionAccess& a);
   void remember(const RegionAccess& a, uint32_t node, uint64_t gen);
-  static void set_memo(const RegionDesc& d, const RegionAccess& a, uint32_t node, uint64_t gen);
+  static void set_memo(const RegionDesc& d, const RegionAccess& a, uint32_t node, Node* ptr);
   static void insert_box(BoxTable& t, const int64_t* offset, const int64_t* extent, int ndim, uint32_t node);
   static bool grid_tile(const BoxTable& t, const RegionAccess& a, int64_t* tile);
   static void grid_insert(BoxTable& t, const int64_t* tile, int ndim, uint32_t node);
