@@ -281,9 +281,9 @@ struct RegionIndex::Layout {
 };
 
 struct RegionIndex::Buffer {
-  // First: what an access of a known box reads.
+  // First: what a lookup in a layout's box table reads.
   std::vector<Node> nodes;
-  // Bumped whenever node indices change (a sweep), which invalidates the layouts' memos.
+  // Bumped whenever node indices change (a sweep, a clear), which invalidates the box tables.
   uint64_t gen = 0;
   std::vector<Layout> layouts;
   // Nodes superseded by a covering write, dropped at the next sweep.
@@ -305,6 +305,12 @@ struct RegionIndex::Buffer {
   // Drops the layouts' memos: node numbers changed or the node array moved.
   void forget_memos() {
     for (const RegionDesc* d : descs) d->memo_ptr = nullptr;
+  }
+
+  // Node numbers changed: box tables and memos no longer hold.
+  void renumbered() {
+    ++gen;
+    forget_memos();
   }
 
   int32_t layout_id(int32_t elem_size, int32_t ndim, const int64_t* stride) {
@@ -374,8 +380,7 @@ struct RegionIndex::Buffer {
     used_levels = 0;
     wide.clear();
     sweep_at = kMinSweep;
-    ++gen;
-    forget_memos();
+    renumbered();
     dirty = false;
   }
 
@@ -758,6 +763,14 @@ namespace {
 // Tiles a box table's grid holds at most (64 KB of node numbers; the hash table holds twice as many boxes).
 constexpr int64_t kMaxGridTiles = int64_t{1} << 14;
 
+// Index of tile `tile` in a row-major grid of `dims` tiles per dim (each coordinate below its dim).
+template <typename Dim>
+size_t grid_slot(const Dim* dims, const int64_t* tile, int ndim) {
+  size_t i = 0;
+  for (int k = 0; k < ndim; ++k) i = i * static_cast<size_t>(dims[k]) + static_cast<size_t>(tile[k]);
+  return i;
+}
+
 // Slot of box (`offset`, `extent`) in a box table of `mask + 1` slots.
 size_t box_slot(const int64_t* offset, int ndim, uint64_t mask) {
   uint64_t h = 0;
@@ -778,12 +791,10 @@ PYPTO_HOT_INLINE uint32_t RegionIndex::lookup_box(const RegionAccess& a, uint64_
   if (t.has_grid) {
     int64_t tile[kBoxTableDims];
     if (grid_tile(t, a, tile)) {
-      size_t i = 0;
       for (int k = 0; k < nd; ++k) {
         if (tile[k] >= t.grid_dims[k]) return kNoNode;
-        i = i * static_cast<size_t>(t.grid_dims[k]) + static_cast<size_t>(tile[k]);
       }
-      return t.grid[i];
+      return t.grid[grid_slot(t.grid_dims, tile, nd)];
     }
   }
   return lookup_hash(t, a);
@@ -913,9 +924,7 @@ void RegionIndex::grid_insert(BoxTable& t, const int64_t* tile, int nd, uint32_t
           }
           hash_insert(t, offset, extent, nd, t.grid[i]);
         } else {
-          size_t j = 0;
-          for (int k = 0; k < nd; ++k) j = j * static_cast<size_t>(dims[k]) + static_cast<size_t>(at[k]);
-          grid[j] = t.grid[i];
+          grid[grid_slot(dims, at, nd)] = t.grid[i];
         }
       }
       for (int k = nd - 1; k >= 0 && ++at[k] == t.grid_dims[k]; --k) at[k] = 0;
@@ -927,9 +936,7 @@ void RegionIndex::grid_insert(BoxTable& t, const int64_t* tile, int nd, uint32_t
     }
     for (int k = 0; k < nd; ++k) t.grid_dims[k] = static_cast<int32_t>(dims[k]);
   }
-  size_t i = 0;
-  for (int k = 0; k < nd; ++k) i = i * static_cast<size_t>(t.grid_dims[k]) + static_cast<size_t>(tile[k]);
-  t.grid[i] = node;
+  t.grid[grid_slot(t.grid_dims, tile, nd)] = node;
 }
 
 void RegionIndex::insert_box(BoxTable& t, const int64_t* offset, const int64_t* extent, int nd, uint32_t node) {
@@ -1157,8 +1164,7 @@ void RegionIndex::sweep(Buffer& b) {
   }
   b.nodes.resize(kept);
   b.dead = 0;
-  ++b.gen;
-  b.forget_memos();
+  b.renumbered();
   b.rebuild();
   b.sweep_at = std::max(kMinSweep, 2 * b.nodes.size());
 }
