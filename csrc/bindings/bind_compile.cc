@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codegen/program.h"
 #include "ir/errors.h"
 #include "runtime/runtime.h"
@@ -36,6 +38,73 @@ py::dict stats(const CompiledProgram& p) {
   return d;
 }
 
+/// The name of entry tensor `i` (a parameter or an output) for messages.
+std::string entry_tensor_name(const CompiledProgram& p, size_t i) {
+  const ExecutionGraph& g = p.ir.execution;
+  int id = i < g.params.size() ? g.params[i] : g.outputs.at(i - g.params.size());
+  return g.memrefs.at(id).name;
+}
+
+/// [first, last] byte addresses an array touches (its elements, whatever the signs of its strides).
+std::pair<uintptr_t, uintptr_t> byte_span(const pypto_tensor& t) {
+  intptr_t lo = 0, hi = 0;
+  for (int d = 0; d < t.ndim; ++d) {
+    const intptr_t span = static_cast<intptr_t>(t.shape[d] - 1) * t.stride[d] * t.elem_size;
+    (span < 0 ? lo : hi) += span;
+  }
+  const uintptr_t base = reinterpret_cast<uintptr_t>(t.data);
+  return {base + lo, base + hi + t.elem_size - 1};
+}
+
+bool same_layout(const pypto_tensor& a, const pypto_tensor& b) {
+  if (a.data != b.data || a.ndim != b.ndim || a.elem_size != b.elem_size) return false;
+  for (int d = 0; d < a.ndim; ++d)
+    if (a.shape[d] != b.shape[d] || (a.shape[d] > 1 && a.stride[d] != b.stride[d])) return false;
+  return true;
+}
+
+/// A tensor the program writes must not repeat an element (a stride-0 dim, as of an expanded
+/// tensor: tasks would race on it), and must not share memory with another argument unless both
+/// are the same array (elementwise in-place use): tasks would read elements other tasks already
+/// wrote, so the result would depend on the tiling. Throws UserError naming the parameters.
+void check_written(const CompiledProgram& p, const std::vector<pypto_tensor>& tensors) {
+  for (size_t w = 0; w < tensors.size() && w < p.written.size(); ++w) {
+    if (!p.written[w]) continue;
+    const pypto_tensor& t = tensors[w];
+    int64_t numel = 1;
+    for (int d = 0; d < t.ndim; ++d) numel *= t.shape[d];
+    if (numel == 0) continue;
+    for (int d = 0; d < t.ndim; ++d) {
+      if (t.stride[d] == 0 && t.shape[d] > 1)
+        throw UserError(fmt::format("'{}': '{}' is written by the program but dim {} has stride 0 (an expanded or "
+                                    "broadcast array repeats its elements); pass a contiguous array",
+                                    p.ir.execution.name, entry_tensor_name(p, w), d));
+    }
+    const auto span = byte_span(t);
+    for (size_t j = 0; j < tensors.size(); ++j) {
+      if (j == w) continue;
+      const pypto_tensor& o = tensors[j];
+      int64_t n = 1;
+      for (int d = 0; d < o.ndim; ++d) n *= o.shape[d];
+      if (n == 0) continue;
+      if (same_layout(t, o)) {
+        if (std::find(p.alias_ok.begin(), p.alias_ok.end(), std::make_pair(static_cast<int>(w), static_cast<int>(j))) !=
+            p.alias_ok.end())
+          continue;
+        throw UserError(fmt::format("'{}': '{}' is written by the program and is the same array as '{}', which the "
+                                    "program reads elsewhere than where it writes '{}'; pass a copy of one of them",
+                                    p.ir.execution.name, entry_tensor_name(p, w), entry_tensor_name(p, j),
+                                    entry_tensor_name(p, w)));
+      }
+      const auto other = byte_span(o);
+      if (other.first <= span.second && span.first <= other.second)
+        throw UserError(fmt::format("'{}': '{}' is written by the program and shares memory with '{}' (a different "
+                                    "view of the same data); pass a copy of one of them",
+                                    p.ir.execution.name, entry_tensor_name(p, w), entry_tensor_name(p, j)));
+    }
+  }
+}
+
 std::vector<pypto_tensor> make_tensors(const std::vector<TensorSpec>& specs) {
   std::vector<pypto_tensor> tensors(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -58,7 +127,8 @@ std::vector<pypto_tensor> make_tensors(const std::vector<TensorSpec>& specs) {
 void check_status(const CompiledProgram& p, int32_t rc) {
   if (rc == 3)
     throw UserError(fmt::format("'{}': pypto.reshape of a tensor that is not contiguous in memory", p.ir.tensor.name));
-  if (rc == 4) throw UserError(fmt::format("'{}': {}", p.ir.execution.name, p.error_message()));
+  if (rc == PYPTO_STATUS_REGION || rc == PYPTO_STATUS_ZERO)
+    throw UserError(fmt::format("'{}': {}", p.ir.execution.name, p.error_message()));
   if (rc != 0) throw runtime::TaskError(fmt::format("orchestration of '{}' failed with status {}", p.ir.tensor.name, rc));
 }
 
@@ -68,15 +138,22 @@ template <typename Mode>
 auto with_entry(const CompiledProgram& p, const std::vector<TensorSpec>& specs, const std::vector<int64_t>& scalars,
                 Mode&& mode) {
   std::vector<pypto_tensor> tensors = make_tensors(specs);
+  check_written(p, tensors);
   int32_t rc = 0;
   auto orchestrate = [&](const pypto_runtime_api* api) {
     rc = p.entry(api, tensors.data(), static_cast<int32_t>(tensors.size()), scalars.data(),
                  static_cast<int32_t>(scalars.size()));
   };
   decltype(mode(runtime::default_runtime(), orchestrate)) out;
-  {
+  try {
     py::gil_scoped_release release;
     out = mode(runtime::default_runtime(), orchestrate);
+  } catch (const runtime::TaskError&) {
+    // A kernel that refused an access outside its region says which; other failures as they are.
+    char text[512];
+    if (p.take_kernel_error && p.take_kernel_error(text, sizeof text))
+      throw UserError(fmt::format("'{}': {}", p.ir.execution.name, text));
+    throw;
   }
   check_status(p, rc);
   return out;
@@ -126,6 +203,8 @@ void bind_compile(py::module_& m) {
       .def("output_shapes", &CompiledProgram::output_shapes)
       .def("count_tasks", &CompiledProgram::count_tasks)
       .def_property_readonly("dyn_dims", [](const CompiledProgram& p) { return p.ir.tensor.dyn_dims; })
+      .def_property_readonly("written", [](const CompiledProgram& p) { return p.written; },
+                             "Per entry tensor (parameters, then outputs): whether some task writes it.")
       .def("run", &run, py::arg("tensors"), py::arg("scalars"), py::arg("trace_path") = "")
       .def("build_only", &build_only, py::arg("tensors"), py::arg("scalars"),
            "Builds the task graph in recording mode; returns (tasks, edges).")

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "ir/bounds.h"
 #include "ir/errors.h"
 #include "ir/printer.h"
 
@@ -32,10 +33,45 @@ std::string cexprs(const std::vector<Expr>& v) {
   return list(s);
 }
 
+std::vector<std::string> shape_text(const std::vector<Expr>& v) {
+  std::vector<std::string> s;
+  for (const Expr& e : v) s.push_back(e.str());
+  return s;
+}
+
 std::string ints(const std::vector<int64_t>& v) {
   std::vector<std::string> s;
   for (int64_t x : v) s.push_back(std::to_string(x));
   return list(s);
+}
+
+/// The divisions of `e` by a symbolic divisor (// or % whose right side is not a constant),
+/// innermost first.
+void collect_divisions(const Expr& e, std::vector<Expr>& out) {
+  if (e.is_const() || e.is_var()) return;
+  collect_divisions(e.lhs(), out);
+  collect_divisions(e.rhs(), out);
+  if ((e.kind() == Expr::Kind::FloorDiv || e.kind() == Expr::Kind::Mod) && !e.rhs().is_const()) out.push_back(e);
+}
+
+/// Orchestration code reports a zero divisor through its own status, kernel code through the
+/// kernel error.
+constexpr const char* kOrchestrationFail = "pto::zero_error";
+constexpr const char* kKernelFail = "pto::kernel_zero_error";
+
+/// C++ that returns `fail(message)` when a symbolic divisor in `es` is 0 at run time (the
+/// division itself would be undefined), naming the divisor and the division.
+std::string zero_guards(const std::vector<Expr>& es, const std::string& pad, const char* fail) {
+  std::vector<Expr> divs;
+  for (const Expr& e : es) collect_divisions(e, divs);
+  std::string o;
+  std::set<std::string> seen;
+  for (const Expr& d : divs) {
+    std::string msg = fmt::format("the divisor {} of {} is 0", d.rhs().str(), d.str());
+    if (!seen.insert(msg).second) continue;
+    o += fmt::format("{}if (__builtin_expect({} == 0, 0)) return {}(\"{}\");\n", pad, cexpr(d.rhs()), fail, msg);
+  }
+  return o;
 }
 
 /// Writes a run of statements starting at `body[i]` and returns how many it wrote (0: none).
@@ -45,22 +81,29 @@ using RunEmitter = std::function<size_t(const std::vector<Stmt>& body, size_t i,
 /// every other statement (an instruction or a call) at its indentation, unless
 /// `run` (when given) writes it as part of a run of statements.
 void emit_control(std::string& o, const std::vector<Stmt>& body, int indent,
-                  const std::function<void(const Stmt&, const std::string&)>& leaf, const RunEmitter* run = nullptr) {
+                  const std::function<void(const Stmt&, const std::string&)>& leaf, const RunEmitter* run,
+                  const char* fail) {
   std::string pad(indent * 2, ' ');
   for (size_t i = 0; i < body.size(); ++i) {
     const Stmt& s = body[i];
     if (auto* l = std::get_if<Loop>(&s.node)) {
       std::string v = var_name(l->var);
+      o += zero_guards({l->start, l->stop, l->step}, pad, fail);
+      if (!l->step.is_const()) {  // a step that is not positive would never end the loop
+        o += fmt::format("{}if (__builtin_expect({} <= 0, 0)) return {}(\"FOR %{}: the step {} is not positive\");\n",
+                         pad, cexpr(l->step), fail, l->var, l->step.str());
+      }
       o += fmt::format("{}for (int64_t {} = {}; {} < {}; {} += {}) {{\n", pad, v, cexpr(l->start), v, cexpr(l->stop), v,
                        cexpr(l->step));
-      emit_control(o, l->body, indent + 1, leaf, run);
+      emit_control(o, l->body, indent + 1, leaf, run, fail);
       o += pad + "}\n";
     } else if (auto* c = std::get_if<IfThen>(&s.node)) {
+      o += zero_guards({c->cond}, pad, fail);
       o += fmt::format("{}if ({}) {{\n", pad, cexpr(c->cond));
-      emit_control(o, c->then_body, indent + 1, leaf, run);
+      emit_control(o, c->then_body, indent + 1, leaf, run, fail);
       if (!c->else_body.empty()) {
         o += pad + "} else {\n";
-        emit_control(o, c->else_body, indent + 1, leaf, run);
+        emit_control(o, c->else_body, indent + 1, leaf, run, fail);
       }
       o += pad + "}\n";
     } else if (size_t n = run != nullptr ? (*run)(body, i, pad) : 0; n > 0) {
@@ -101,7 +144,8 @@ constexpr int64_t kStripElems = 512;
 /// Emits one InCore function as a static kernel.
 class KernelEmitter {
  public:
-  KernelEmitter(const InCoreFunction& f, const std::vector<MemRef>& memrefs) : f_(f), memrefs_(memrefs) {}
+  KernelEmitter(const InCoreFunction& f, const std::vector<MemRef>& memrefs, const FunctionBounds& bounds)
+      : f_(f), memrefs_(memrefs), bounds_(bounds) {}
 
   std::string emit() {
     std::string o;
@@ -135,7 +179,10 @@ class KernelEmitter {
           n = fmt::format("({} * {})", n, cexpr(m.shape[d]));
         }
         decls += fmt::format("  static thread_local pto::Scratch l{}_buf;\n", l);
+        decls += zero_guards(m.shape, "  ", kKernelFail);
         decls += fmt::format("  {}* __restrict l{} = l{}_buf.get<{}>({});  // local %{}\n", ty, l, l, ty, n, m.name);
+        decls += fmt::format("  if (l{} == nullptr) return pto::kernel_error(1, \"@{}: local buffer %{} of shape [{}] cannot be allocated\");\n",
+                             l, f_.name, m.name, list(shape_text(m.shape)));
         decls += fmt::format("  const int64_t l{}_s[] = {{{}}};\n", l, list(strides));
         decls += fmt::format("  const int64_t l{}_e[] = {{{}}};\n", l, cexprs(m.shape));
         mem_ptr_[l] = fmt::format("l{}", l);
@@ -268,6 +315,21 @@ class KernelEmitter {
     return ptr + off;
   }
 
+  /// A memory access the bounds analysis could not bound over the scalars (under an IF, or with an
+  /// offset it cannot bound) checks its box against its region's extents before it runs.
+  void emit_access_check(std::string& o, const Instr& in, const std::string& pad) {
+    const TileDecl& t = tile(memory_tile(in));
+    std::vector<std::string> ext;
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      ext.push_back(d < in.valid.size() ? cexpr(in.valid[d]) : std::to_string(t.shape[d]));
+    const bool indexed = in.op == Opcode::TGATHER || in.op == Opcode::TSCATTER;
+    o += fmt::format("{}{{ const int64_t ck_off[] = {{{}}}; const int64_t ck_ext[] = {{{}}}; static const int64_t ck_tile[] = {{{}}};\n",
+                     pad, cexprs(in.offsets), list(ext), ints(t.shape));
+    o += fmt::format("{}  if (int32_t bad = pto::check_access({}, ck_off, ck_ext, ck_tile, {}, {}, \"@{}: {}\")) return bad; }}\n",
+                     pad, t.shape.size(), mem_extent_.at(in.memref), indexed ? in.axis : -1, f_.name,
+                     access_text(in, f_.tiles, memrefs_));
+  }
+
   void emit_body(std::string& o, const std::vector<Stmt>& body, int indent) {
     index_readers();
     const RunEmitter fused = [&](const std::vector<Stmt>& list, size_t i, const std::string& pad) {
@@ -279,7 +341,7 @@ class KernelEmitter {
           if (auto* in = std::get_if<Instr>(&s.node)) emit_instr(o, *in, pad);
           else throw InternalError("CALL inside an InCore function");
         },
-        &fused);
+        &fused, kKernelFail);
   }
 
   // ---- Elementwise chains: consecutive elementwise instructions over tiles of one shape run as
@@ -427,7 +489,7 @@ class KernelEmitter {
     };
     for (size_t j = i; j < body.size(); ++j) {
       auto* in = std::get_if<Instr>(&body[j].node);
-      if (in == nullptr) break;
+      if (in == nullptr || bounds_.checked_where_run.count(in)) break;
       if (!elementwise(*in)) {
         // A load (even one that may view its source copies a box that is not dense) must not
         // overwrite what the chain has touched; a reshape only the chain reads is read through its
@@ -482,7 +544,7 @@ class KernelEmitter {
     const Instr* store = nullptr;
     if (i + consumed < body.size()) {
       auto* in = std::get_if<Instr>(&body[i + consumed].node);
-      if (in != nullptr && fusible_store(*in, chain)) {
+      if (in != nullptr && !bounds_.checked_where_run.count(in) && fusible_store(*in, chain)) {
         store = in;
         ++consumed;
       }
@@ -718,6 +780,13 @@ class KernelEmitter {
 
   void emit_instr(std::string& o, const Instr& in, const std::string& pad) {
     std::string comment = fmt::format("  // {}", opcode_name(in.op));
+    {
+      std::vector<Expr> exprs = in.offsets;
+      exprs.insert(exprs.end(), in.valid.begin(), in.valid.end());
+      if (in.scalar_expr) exprs.push_back(*in.scalar_expr);
+      o += zero_guards(exprs, pad, kKernelFail);
+    }
+    if (bounds_.checked_where_run.count(&in)) emit_access_check(o, in, pad);
     switch (in.op) {
       case Opcode::TLOAD: {
         const TileDecl& t = tile(in.dst);
@@ -888,6 +957,7 @@ class KernelEmitter {
 
   const InCoreFunction& f_;
   const std::vector<MemRef>& memrefs_;
+  const FunctionBounds& bounds_;         // accesses checked where they run (checked_where_run)
   std::map<int, std::string> mem_ptr_, mem_stride_, mem_extent_;
   bool streams_ = false;                // some store streams (the kernel ends with a fence)
   std::set<int> view_tiles_;            // tiles declared as views (const pointers)
@@ -903,7 +973,8 @@ class KernelEmitter {
 /// Emits the orchestration entry point.
 class OrchestrationEmitter {
  public:
-  explicit OrchestrationEmitter(const ExecutionGraph& g) : g_(g), call_memrefs_(call_memrefs()) {}
+  OrchestrationEmitter(const ExecutionGraph& g, const std::vector<FunctionBounds>& bounds)
+      : g_(g), bounds_(bounds), call_memrefs_(call_memrefs()) {}
 
   std::string emit() {
     std::string o = fmt::format(
@@ -920,6 +991,7 @@ class OrchestrationEmitter {
     for (int id : g_.outputs) o += fmt::format("  const pypto_tensor& m{} = tensors[{}];  // %{}\n", id, ti++, g_.memrefs[id].name);
     for (const MemRef& m : g_.memrefs) {
       if (m.kind != MemKind::Workspace || !used(m.id)) continue;
+      o += zero_guards(m.shape, "  ", kOrchestrationFail);
       o += fmt::format("  const int64_t m{}_shape[] = {{{}}};\n", m.id, cexprs(m.shape));
       o += fmt::format("  const pypto_tensor m{} = pto::make_workspace(api, {}, m{}_shape, {});  // %{}\n", m.id,
                        m.shape.size(), m.id, dtype_size(m.dtype), m.name);
@@ -939,6 +1011,8 @@ class OrchestrationEmitter {
     o += "  return api->failed(rt) ? 1 : 0;\n}\n\n";
     o += fmt::format("extern \"C\" int32_t {}(void) {{ return PYPTO_ABI_VERSION; }}\n", kAbiSymbol);
     o += fmt::format("extern \"C\" const char* {}(void) {{ return pto::region_error_text(); }}\n", kErrorSymbol);
+    o += fmt::format("extern \"C\" int32_t {}(char* out, int32_t cap) {{ return pto::take_kernel_error(out, cap); }}\n",
+                     kKernelErrorSymbol);
     return o;
   }
 
@@ -1007,12 +1081,17 @@ class OrchestrationEmitter {
     emit_view(o, m.view->base, pad, done);
     done.insert(id);
     const ViewMap& v = *m.view;
+    std::vector<Expr> exprs = m.shape;
+    exprs.insert(exprs.end(), v.offsets.begin(), v.offsets.end());
+    o += zero_guards(exprs, pad, kOrchestrationFail);
     o += fmt::format("{}const int64_t m{}_shape[] = {{{}}};\n", pad, id, cexprs(m.shape));
     if (v.reshape) {
       o += fmt::format("{}int m{}_ok = 1;\n", pad, id);
       o += fmt::format("{}const pypto_tensor m{} = pto::make_reshape(m{}, {}, m{}_shape, &m{}_ok);  // %{}\n", pad, id,
                        v.base, m.shape.size(), id, id, m.name);
       o += fmt::format("{}if (!m{}_ok) return 3;\n", pad, id);
+      o += fmt::format("{}if (int32_t bad = pto::check_reshape(m{}, {}, m{}_shape, \"reshape %{} of %{}\")) return bad;\n",
+                       pad, v.base, m.shape.size(), id, m.name, g_.memrefs[v.base].name);
       return;
     }
     std::vector<std::string> map, steps;
@@ -1020,15 +1099,16 @@ class OrchestrationEmitter {
     for (int64_t x : v.steps) steps.push_back(std::to_string(x));
     o += fmt::format("{}const int64_t m{}_off[] = {{{}}}; const int32_t m{}_map[] = {{{}}}; const int64_t m{}_step[] = {{{}}};\n",
                      pad, id, cexprs(v.offsets), id, list(map), id, list(steps));
-    o += fmt::format("{}const pypto_tensor m{} = pto::make_view(m{}, {}, m{}_shape, m{}_off, m{}_map, m{}_step);  // %{}\n",
-                     pad, id, v.base, m.shape.size(), id, id, id, id, m.name);
+    o += fmt::format("{}pypto_tensor m{};  // %{}\n", pad, id, m.name);
+    o += fmt::format("{}if (int32_t bad = pto::make_view(&m{}, m{}, {}, m{}_shape, m{}_off, m{}_map, m{}_step, \"view %{} of %{}\")) return bad;\n",
+                     pad, id, v.base, m.shape.size(), id, id, id, id, m.name, g_.memrefs[v.base].name);
   }
 
   void emit_body(std::string& o, const std::vector<Stmt>& body, int indent) {
     emit_control(o, body, indent, [&](const Stmt& s, const std::string& pad) {
       if (auto* c = std::get_if<Call>(&s.node)) emit_call(o, *c, pad);
       else throw InternalError("tile instruction in the orchestration");
-    });
+    }, nullptr, kOrchestrationFail);
   }
 
   void emit_call(std::string& o, const Call& c, const std::string& pad) {
@@ -1041,17 +1121,41 @@ class OrchestrationEmitter {
       emit_view(o, a.memref, in, views);
       o += fmt::format("{}const int32_t h{} = api->tensor_handle(rt, &m{});\n", in, a.memref, a.memref);
     }
+    const std::vector<CallCheck> checks = call_checks(c, f, bounds_.at(c.callee), g_.memrefs);
+    {
+      std::vector<Expr> exprs = c.scalars;
+      for (const CallArg& a : c.args) {
+        exprs.insert(exprs.end(), a.offsets.begin(), a.offsets.end());
+        exprs.insert(exprs.end(), a.extents.begin(), a.extents.end());
+      }
+      for (const CallCheck& k : checks) {
+        for (const auto& e : {k.lo, k.hi}) if (e) exprs.push_back(*e);
+        if (k.arg < 0) exprs.push_back(k.limit);
+      }
+      o += zero_guards(exprs, in, kOrchestrationFail);
+    }
     std::vector<std::string> args;
     for (size_t i = 0; i < c.args.size(); ++i) {
       const CallArg& a = c.args[i];
-      o += fmt::format("{}const int64_t o{}[] = {{{}}}; const int64_t e{}[] = {{{}}};\n", in, i, cexprs(a.offsets), i,
-                       cexprs(a.extents));
-      o += fmt::format("{}if (int32_t bad = pto::check_region<{}>(m{}, o{}, e{}, \"CALL @{} argument %{} -> %{}\")) return bad;\n",
-                       in, a.offsets.size(), a.memref, i, i, f.name, f.params[i].name, g_.memrefs[a.memref].name);
+      // A region of a view is cut to the part inside the view's base; any other must lie inside its tensor.
+      const bool view = g_.memrefs[a.memref].kind == MemKind::View;
+      o += fmt::format("{}const int64_t o{}[] = {{{}}}; {}int64_t e{}[] = {{{}}};\n", in, i, cexprs(a.offsets),
+                       view ? "" : "const ", i, cexprs(a.extents));
+      o += fmt::format("{}if (int32_t bad = pto::{}<{}>(m{}, o{}, e{}, \"CALL @{} argument %{} -> %{}\")) return bad;\n",
+                       in, view ? "clip_region" : "check_region", a.offsets.size(), a.memref, i, i, f.name,
+                       f.params[i].name, g_.memrefs[a.memref].name);
       args.push_back(fmt::format("{{h{}, {}, o{}, e{}}}", a.memref,
                                  f.params[i].is_output ? "PYPTO_ACCESS_OUT" : "PYPTO_ACCESS_IN", i, i));
     }
     if (!args.empty()) o += fmt::format("{}const pypto_task_arg args[] = {{{}}};\n", in, list(args));
+    // The callee's accesses stay inside what this call passes (bounds that hold for every value
+    // were dropped at compile time).
+    for (const CallCheck& k : checks) {
+      o += fmt::format("{}if (int32_t bad = pto::check_bound({}, {}, {}, {}, \"{}\")) return bad;\n", in,
+                       k.lo ? cexpr(*k.lo) : "INT64_C(0)", k.hi ? cexpr(*k.hi) : "INT64_C(0)",
+                       k.arg >= 0 ? fmt::format("e{}[{}]", k.arg, k.dim) : cexpr(k.limit), k.dim,
+                       k.what);
+    }
     if (!c.scalars.empty()) o += fmt::format("{}const int64_t sc[] = {{{}}};\n", in, cexprs(c.scalars));
     o += fmt::format("{}const pypto_task_desc d = {{\"{}\", &k_{}, {}, {}, {}, {}, {}}};\n", in, f.name, f.name,
                      f.buffer_bytes, args.empty() ? "nullptr" : "args", c.scalars.empty() ? "nullptr" : "sc", args.size(),
@@ -1060,6 +1164,7 @@ class OrchestrationEmitter {
   }
 
   const ExecutionGraph& g_;
+  const std::vector<FunctionBounds>& bounds_;  // per function, as g_.functions
   std::vector<int> call_memrefs_;  // memrefs named by call arguments, in order of first appearance
   std::set<std::string> loop_vars_;
   std::set<int> hoisted_;  // memrefs whose view and handle are built before the loops
@@ -1073,15 +1178,17 @@ std::string emit_cpp(const ExecutionGraph& g, bool empty_kernels) {
   o += "\n";
   o += kTileOpsHeaderText;
   o += "\n";
+  std::vector<FunctionBounds> bounds;
+  for (const InCoreFunction& f : g.functions) bounds.push_back(access_bounds(f, g.memrefs));
   for (const InCoreFunction& f : g.functions) {
     if (empty_kernels) {
       o += fmt::format("static int32_t k_{}(const pypto_region*, int32_t, const int64_t*, int32_t) {{ return 0; }}\n",
                        f.name);
       continue;
     }
-    o += KernelEmitter(f, g.memrefs).emit();
+    o += KernelEmitter(f, g.memrefs, bounds[&f - g.functions.data()]).emit();
   }
-  o += OrchestrationEmitter(g).emit();
+  o += OrchestrationEmitter(g, bounds).emit();
   return o;
 }
 

@@ -16,6 +16,10 @@ inline constexpr const char* kEntrySymbol = "pypto_orchestrate";
 /// Name of the symbol that returns the message of a failed region check
 /// (the orchestration returned 4).
 inline constexpr const char* kErrorSymbol = "pypto_error_message";
+/// `int32_t pypto_take_kernel_error(char* out, int32_t cap)`: copies why a kernel returned
+/// PYPTO_STATUS_ACCESS (the first such kernel since the last call) into `out`, clears it and
+/// returns 1; 0 when no kernel failed that way.
+inline constexpr const char* kKernelErrorSymbol = "pypto_take_kernel_error";
 /// Name of the ABI-version symbol every generated library exports.
 inline constexpr const char* kAbiSymbol = "pypto_abi_version";
 /// Text of csrc/runtime/pypto_abi.h and csrc/codegen/tile_ops.h (embedded at build time).

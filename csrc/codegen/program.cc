@@ -114,14 +114,104 @@ void check_round_trip(const std::string& text, const std::string& name) {
   throw InternalError(fmt::format("the .pto text of '{}' prints differently after parsing, from line {}", name, line));
 }
 
+/// Calls `f(call)` for every CALL of the orchestration.
+void for_each_call(const std::vector<Stmt>& body, const std::function<void(const Call&)>& f) {
+  for (const Stmt& s : body) {
+    if (auto* l = std::get_if<Loop>(&s.node)) {
+      for_each_call(l->body, f);
+    } else if (auto* c = std::get_if<IfThen>(&s.node)) {
+      for_each_call(c->then_body, f);
+      for_each_call(c->else_body, f);
+    } else if (auto* c = std::get_if<Call>(&s.node)) {
+      f(*c);
+    }
+  }
+}
+
+/// The entry tensor (index among parameters then outputs) memref `m` lives in, following views;
+/// -1 for workspaces.
+int entry_index(const ExecutionGraph& g, int m) {
+  while (g.memrefs.at(m).view) m = g.memrefs[m].view->base;
+  for (size_t k = 0; k < g.params.size(); ++k)
+    if (g.params[k] == m) return static_cast<int>(k);
+  for (size_t k = 0; k < g.outputs.size(); ++k)
+    if (g.outputs[k] == m) return static_cast<int>(g.params.size() + k);
+  return -1;
+}
+
+/// Text that is equal for two CALL regions exactly when they address the same elements the same
+/// way: the view chain down to the entry tensor, then the offsets and extents.
+std::string region_key(const ExecutionGraph& g, const CallArg& a) {
+  std::string k;
+  std::vector<Expr> offsets = a.offsets;
+  for (int m = a.memref; g.memrefs.at(m).view; m = g.memrefs[m].view->base) {
+    const MemRef& v = g.memrefs[m];
+    // A view that only moves the origin (same rank, dims in order, unit steps): fold its offsets.
+    bool shift = !v.view->reshape && v.view->map.size() == offsets.size() &&
+                 v.view->offsets.size() == offsets.size();
+    for (size_t d = 0; shift && d < v.view->map.size(); ++d)
+      shift = v.view->map[d] == static_cast<int>(d) && v.view->steps.at(d) == 1;
+    if (shift) {
+      for (size_t d = 0; d < offsets.size(); ++d) offsets[d] = offsets[d] + v.view->offsets[d];
+      continue;
+    }
+    for (const Expr& e : offsets) k += " " + e.str();
+    offsets.clear();
+    k += v.view->reshape ? " reshape" : " view";
+    for (const Expr& e : v.shape) k += " " + e.str();
+    k += " @";
+    for (const Expr& e : v.view->offsets) k += " " + e.str();
+    for (int x : v.view->map) k += fmt::format(" m{}", x);
+    for (int64_t x : v.view->steps) k += fmt::format(" s{}", x);
+    k += ";";
+  }
+  for (const Expr& e : offsets) k += " " + e.str();
+  k += " |";
+  for (const Expr& e : a.extents) k += " " + e.str();
+  return k;
+}
+
+/// Which entry tensors some CALL writes, and which (written, other) pairs may be one array.
+void entry_tensor_access(const ExecutionGraph& g, CompiledProgram& p) {
+  const size_t n = g.params.size() + g.outputs.size();
+  p.written.assign(n, false);
+  // read[j][w]: some CALL reads tensor j; clean[j][w] stays true while every such CALL writes w
+  // exactly where it reads j.
+  std::vector<std::vector<bool>> clean(n, std::vector<bool>(n, true));
+  for_each_call(g.orchestration, [&](const Call& c) {
+    const InCoreFunction& f = g.functions.at(c.callee);
+    std::vector<std::pair<int, std::string>> reads, writes;
+    for (size_t i = 0; i < c.args.size() && i < f.params.size(); ++i) {
+      int e = entry_index(g, c.args[i].memref);
+      if (e < 0) continue;
+      (f.params[i].is_output ? writes : reads).emplace_back(e, region_key(g, c.args[i]));
+      if (f.params[i].is_output) p.written[e] = true;
+    }
+    for (const auto& [j, key] : reads) {
+      for (size_t w = 0; w < n; ++w) {
+        bool same = false;
+        for (const auto& [ww, wkey] : writes) same = same || (ww == static_cast<int>(w) && wkey == key);
+        if (!same) clean[j][w] = false;
+      }
+    }
+  });
+  p.alias_ok.clear();
+  for (size_t w = 0; w < n; ++w)
+    for (size_t j = 0; j < n; ++j)
+      if (w != j && clean[j][w]) p.alias_ok.emplace_back(static_cast<int>(w), static_cast<int>(j));
+}
+
 /// C++ for the Execution Graph, built (or loaded from the cache) and bound.
 void generate_and_build(CompiledProgram& p, std::chrono::steady_clock::time_point t0, bool empty_kernels) {
   auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   p.cpp = emit_cpp(p.ir.execution, empty_kernels);
+  entry_tensor_access(p.ir.execution, p);
   p.pass_seconds = since();
   p.build = build_library(p.cpp, p.ir.execution.name);
   p.entry = reinterpret_cast<pypto_orchestration_fn>(library_symbol(p.build.handle, kEntrySymbol, p.build.library));
   p.error_message = reinterpret_cast<const char* (*)()>(library_symbol(p.build.handle, kErrorSymbol, p.build.library));
+  p.take_kernel_error = reinterpret_cast<int32_t (*)(char*, int32_t)>(
+      library_symbol(p.build.handle, kKernelErrorSymbol, p.build.library));
   p.compile_seconds = since();
 }
 

@@ -18,7 +18,14 @@ struct CompiledProgram {
   std::string cpp;
   BuildResult build;
   pypto_orchestration_fn entry = nullptr;
-  const char* (*error_message)() = nullptr;  ///< why the orchestration returned 4
+  const char* (*error_message)() = nullptr;  ///< why the orchestration returned PYPTO_STATUS_REGION
+  /// Takes why a kernel returned PYPTO_STATUS_ACCESS (see kKernelErrorSymbol).
+  int32_t (*take_kernel_error)(char* out, int32_t cap) = nullptr;
+  /// Entry tensors (parameters, in order) that some task writes, directly or through a view.
+  std::vector<bool> written;
+  /// Pairs (written tensor w, other tensor j) that may be the same array: every CALL reading j
+  /// writes w at exactly the region it reads (elementwise in-place use).
+  std::vector<std::pair<int, int>> alias_ok;
   double pass_seconds = 0.0;     ///< passes + codegen
   double compile_seconds = 0.0;  ///< passes + codegen + host compiler
 

@@ -14,7 +14,14 @@ extern "C" {
 #endif
 
 /// Bumped whenever a struct or function table below changes layout.
-#define PYPTO_ABI_VERSION 3
+#define PYPTO_ABI_VERSION 4
+/// Statuses a generated orchestration or kernel returns besides 0 (success) and 1 (failed).
+/// A region of a CALL (or a view) outside its tensor; pypto_error_message() says which.
+#define PYPTO_STATUS_REGION 4
+/// A kernel's access outside the region it was given; pypto_take_kernel_error() says which.
+#define PYPTO_STATUS_ACCESS 5
+/// A symbolic divisor (or loop step) that is zero at run time; pypto_error_message() says which.
+#define PYPTO_STATUS_ZERO 6
 /// Highest tensor rank a region can describe.
 #define PYPTO_MAX_DIMS 6
 
