@@ -3,15 +3,21 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <iostream>
+#include <mutex>
 #include <random>
 #include <sstream>
 
@@ -89,17 +95,61 @@ std::string cpu_identity() {
   return id;
 }
 
+/// Creates `dir` and its missing parents; what it creates is private to the user (0700).
 void make_dirs(const std::string& dir) {
   std::string cur;
   for (size_t i = 0; i <= dir.size(); ++i) {
     if (i == dir.size() || dir[i] == '/') {
-      if (!cur.empty()) ::mkdir(cur.c_str(), 0755);
+      if (!cur.empty()) ::mkdir(cur.c_str(), 0700);
     }
     if (i < dir.size()) cur += dir[i];
   }
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw CompileError(fmt::format("cannot create the kernel cache directory '{}' (set PYPTO_CACHE_DIR)", dir));
+}
+
+/// Why another user could plant files in `dir` ("" when it is a directory of this user's that
+/// nobody else may write).
+std::string unsafe_reason(const std::string& dir) {
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return "";
+  if (S_ISLNK(st.st_mode) && ::stat(dir.c_str(), &st) != 0) return "";
+  if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+  if (st.st_uid != ::geteuid()) return fmt::format("it belongs to user id {}", st.st_uid);
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return fmt::format("others may write to it (mode {:o})", st.st_mode & 07777);
+  return "";
+}
+
+/// A directory only this process's user may use, for when the cache directory is not safe.
+std::string private_fallback_dir() {
+  static const std::string dir = [] {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + fmt::format("/pypto-cache-{}-XXXXXX", ::geteuid());
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data()) == nullptr)
+      throw CompileError(fmt::format("cannot create a private kernel cache directory '{}'", templ));
+    return std::string(buf.data());
+  }();
+  return dir;
+}
+
+/// The cache directory to use: `cache_dir()`, created private if missing; when another user could
+/// write to it, a warning and a private directory of this process instead (pypto never loads
+/// code from a directory someone else controls).
+std::string safe_cache_dir() {
+  std::string dir = cache_dir();
+  make_dirs(dir);
+  std::string why = unsafe_reason(dir);
+  if (why.empty()) return dir;
+  static std::once_flag warned;
+  std::string fallback = private_fallback_dir();
+  std::call_once(warned, [&] {
+    std::cerr << fmt::format("pypto: warning: not using the kernel cache directory '{}': {}; using '{}' instead "
+                             "(set PYPTO_CACHE_DIR to a directory of your own)\n", dir, why, fallback);
+  });
+  return fallback;
 }
 
 std::string unique_suffix() {
@@ -122,35 +172,94 @@ void write_atomic(const std::string& path, const std::string& data) {
   }
 }
 
-/// Runs `argv` without a shell, stdout and stderr into `log`; returns the exit status.
-int run_process(const std::vector<std::string>& argv, const std::string& log) {
+/// Seconds a host compile may take: PYPTO_COMPILE_TIMEOUT (a positive number), default 300.
+double compile_timeout() {
+  const char* v = std::getenv("PYPTO_COMPILE_TIMEOUT");
+  if (!v || !*v) return 300.0;
+  char* end = nullptr;
+  errno = 0;
+  double t = std::strtod(v, &end);
+  if (errno != 0 || end == v || *end != '\0' || !(t > 0) || t > 1e9)
+    throw UserError(fmt::format("PYPTO_COMPILE_TIMEOUT must be a positive number of seconds, found '{}'", v));
+  return t;
+}
+
+/// Exit status of a process that ran past its time limit (see run_process).
+constexpr int kTimedOut = -2;
+
+/// Runs `argv` without a shell, stdout and stderr into `log`, in a process group of its own;
+/// returns the exit status, or kTimedOut after killing the group when it runs past `timeout`
+/// seconds.
+int run_process(const std::vector<std::string>& argv, const std::string& log, double timeout) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid;
-  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) return -1000 - rc;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
+  int64_t nap_us = 200;
+  for (;;) {
+    pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) return -1;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(-pid, SIGKILL);  // the driver and the compilers it started
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return kTimedOut;
+    }
+    ::usleep(static_cast<useconds_t>(nap_us));
+    nap_us = std::min<int64_t>(nap_us * 2, 20000);
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-void* try_load(const std::string& path) {
+/// The record kept beside a cache entry's library: its size and SHA-256, written before the
+/// library is moved into place.
+std::string library_record(const std::string& bytes) {
+  return fmt::format("pypto-library {} {}\n", bytes.size(), sha256_hex(bytes));
+}
+
+/// dlopens `path`; nullptr (and the library closed again) when it does not load or reports
+/// another ABI version, so that a rebuilt library at the same path is loaded anew.
+void* load_library(const std::string& path) {
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return nullptr;
   using AbiFn = int32_t (*)();
   auto abi = reinterpret_cast<AbiFn>(::dlsym(h, kAbiSymbol));
-  if (!abi || abi() != PYPTO_ABI_VERSION) return nullptr;
+  if (!abi || abi() != PYPTO_ABI_VERSION) {
+    ::dlclose(h);
+    return nullptr;
+  }
   return h;
+}
+
+/// Loads the cache entry at `library` if it is whole: its record exists and its bytes have the
+/// size and SHA-256 the record gives (a truncated or replaced file is not loaded). nullptr
+/// otherwise.
+void* try_load(const std::string& library, const std::string& record_path) {
+  struct stat st;
+  if (::stat(library.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
+  std::string record = read_file(record_path);
+  if (record.empty()) return nullptr;
+  if (record != library_record(read_file(library))) return nullptr;
+  // The cache directory is private to this user (safe_cache_dir), so nobody else can swap the
+  // file between the check and the load.
+  return load_library(library);
 }
 
 }  // namespace
@@ -190,20 +299,21 @@ BuildResult build_library(const std::string& source, const std::string& kernel) 
   key_text += "\n--pypto--\n" PYPTO_VERSION;
   BuildResult r;
   r.key = sha256_hex(key_text);
-  std::string dir = cache_dir() + "/" + r.key.substr(0, 2);
+  std::string dir = safe_cache_dir() + "/" + r.key.substr(0, 2);
   make_dirs(dir);
+  if (std::string why = unsafe_reason(dir); !why.empty())
+    throw CompileError(fmt::format("the kernel cache directory '{}' is not safe to load code from: {}", dir, why));
   std::string base = dir + "/" + r.key;
   r.library = base + ".so";
   r.source_path = base + ".cc";
+  const std::string record_path = base + ".sum";
 
-  struct stat st;
-  if (::stat(r.library.c_str(), &st) == 0) {
-    if ((r.handle = try_load(r.library))) {
-      r.cache = "disk";
-      return r;
-    }
-    std::remove(r.library.c_str());  // damaged entry: rebuild it
+  if ((r.handle = try_load(r.library, record_path))) {
+    r.cache = "disk";
+    return r;
   }
+  // Missing, damaged, truncated or from another ABI: rebuild it.
+  std::remove(r.library.c_str());
 
   write_atomic(r.source_path, source);
   std::string tmp_lib = base + ".so.tmp." + unique_suffix();
@@ -212,10 +322,16 @@ BuildResult build_library(const std::string& source, const std::string& kernel) 
   std::vector<std::string> argv = cmd;
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.insert(argv.end(), {"-o", tmp_lib, r.source_path});
+  const double timeout = compile_timeout();
   auto t0 = std::chrono::steady_clock::now();
-  int rc = run_process(argv, tmp_log);
+  int rc = run_process(argv, tmp_log, timeout);
   r.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::rename(tmp_log.c_str(), log.c_str());
+  if (rc == kTimedOut) {
+    std::remove(tmp_lib.c_str());
+    throw CompileError(fmt::format("compiling kernel '{}' took longer than {} s and was stopped (PYPTO_COMPILE_TIMEOUT); "
+                                   "source: {}; compiler log: {}", kernel, timeout, r.source_path, log));
+  }
   if (rc != 0) {
     std::remove(tmp_lib.c_str());
     std::string text = read_file(log);
@@ -224,11 +340,20 @@ BuildResult build_library(const std::string& source, const std::string& kernel) 
                                    rc <= -1000 ? fmt::format("cannot start '{}'", cmd[0]) : fmt::format("exit {}", rc),
                                    r.source_path, log, text));
   }
+  struct stat st;
+  if (::stat(tmp_lib.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+    std::remove(tmp_lib.c_str());
+    throw CompileError(fmt::format("compiling kernel '{}': the compiler '{}' exited 0 but produced no output file; "
+                                   "source: {}; compiler log: {}", kernel, cmd[0], r.source_path, log));
+  }
+  const std::string bytes = read_file(tmp_lib);
+  write_atomic(record_path, library_record(bytes));
   if (std::rename(tmp_lib.c_str(), r.library.c_str()) != 0) {
     std::remove(tmp_lib.c_str());
-    throw CompileError(fmt::format("cannot move the built kernel '{}' into the cache at '{}'", kernel, r.library));
+    throw CompileError(fmt::format("cannot move the built kernel '{}' into the cache at '{}': {}", kernel, r.library,
+                                   std::strerror(errno)));
   }
-  r.handle = try_load(r.library);
+  r.handle = load_library(r.library);
   if (!r.handle) {
     const char* err = ::dlerror();
     throw CompileError(fmt::format("cannot load the built kernel '{}' from '{}': {}", kernel, r.library, err ? err : "ABI mismatch"));
