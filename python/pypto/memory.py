@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from pypto import _C, _dtypes
+from pypto.errors import UserError, UserTypeError
 
 
 def is_torch(x: Any) -> bool:
@@ -70,9 +71,25 @@ def torch_spec(x: Any, shape: list, item: int) -> tuple:
     knows: (pointer, shape, element strides, element size, storage start)."""
     if not x.is_cpu:
         raise ValueError(f"pypto runs on the CPU; found a torch tensor on device '{x.device}'")
-    ptr = x.data_ptr()
+    try:
+        ptr = x.data_ptr()
+    except RuntimeError:
+        raise UserTypeError(f"pypto reads dense (strided) tensors; found a torch tensor with layout {x.layout} "
+                            f"(call .to_dense() first)") from None
+    if x.is_neg():
+        # A lazy negation (z.conj().imag): the memory holds the values with the other sign.
+        raise UserError("pypto reads tensors as their memory holds them; found a torch tensor with the negative bit "
+                        "set (a lazy view such as z.conj().imag): call .resolve_neg() first")
     # The storage's start (views of one storage share it) without materialising the storage object.
     return (ptr, shape, x.stride(), item, ptr - x.storage_offset() * item)
+
+
+def check_writable(x: Any, what: str) -> None:
+    """Raises ValueError when the program would write `x` but its memory must not be written:
+    a read-only NumPy array (writeable=False, a read-only memmap, a view of bytes)."""
+    if isinstance(x, np.ndarray) and not x.flags.writeable:
+        raise UserError(f"{what} is written by the program but the NumPy array is read-only "
+                        f"(writeable=False, a read-only memmap or a view of immutable memory); pass a writable array")
 
 
 def is_contiguous(x: Any) -> bool:

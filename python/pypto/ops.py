@@ -298,10 +298,10 @@ def mean(x, dim=None, keepdim=False) -> Tensor:
     _ctx("mean")
     _require_float("mean", x)
     dims = _dims("mean", x, dim)
-    if keepdim:
-        return div(_reduce("sum", x, dims, True), _count(x, dims))
-    # Divide before the rank drops: later ops may not match the active tile rank.
-    return _reduce("sum", div(x, _count(x, dims)), dims, False)
+    # Divide before summing: the sum of n values near the dtype's largest would overflow (n * 1e30
+    # in float32), the sum of their n-th parts cannot. It also divides before the rank drops, so
+    # later ops match the active tile rank.
+    return _reduce("sum", div(x, _count(x, dims)), dims, keepdim)
 
 
 def var(x, dim=None, keepdim=False, correction=1, unbiased=None) -> Tensor:
@@ -312,6 +312,13 @@ def var(x, dim=None, keepdim=False, correction=1, unbiased=None) -> Tensor:
     if unbiased is not None:
         correction = 1 if unbiased else 0
     dims = _dims("var", x, dim)
+    # Shifted two-pass: deviations from the first element of each reduced slice, so a slice of equal
+    # values has variance exactly 0 (from its mean, rounded, the deviations of values near 1e30 would
+    # square past float32's range) and the mean's rounding error stays small.
+    from pypto import shape_ops
+
+    ref = shape_ops.view(x, [1 if d in dims else x.shape[d] for d in range(len(x.shape))], [0] * len(x.shape))
+    x = sub(x, ref)
     m = mean(x, dims, True)
     d = sub(x, m)
     n = _count(x, dims)

@@ -241,6 +241,10 @@ class Compiled:
         self._out_dtypes: list = []
         self._tuple_return = False
         self._copy_params: set[int] = set()
+        # Parameters some task writes (pypto.assemble into them): (index, what to call it in errors).
+        names = [name for name, _, _, _ in bound.tensors]
+        self._written = [(i, f"{sig.name}(): parameter '{names[i]}'")
+                         for i, w in enumerate(program.written[:len(names)]) if w]
 
     def dump(self, stage: str | None = None) -> str:
         """Every stage under headers, or one of "tensor", "tile", "block",
@@ -306,6 +310,8 @@ def _prepare(compiled: Compiled, bound: _Bound):
         arrays.append(a)
     dyn = bound.dyn_values(compiled._program.dyn_dims)
     outputs = zip(compiled._program.output_shapes(dyn), compiled._out_dtypes)
+    for i, what in compiled._written:
+        memory.check_writable(arrays[i], what)
     keep, specs, outs = _specs_and_outputs(arrays, outputs)
     return keep, specs, outs, dyn
 
@@ -348,6 +354,8 @@ class _FastEntry:
 
     def run(self, args: tuple):
         if not self.torch:
+            for i, what in self.compiled._written:
+                memory.check_writable(args[i], what)
             keep, specs, outs = _specs_and_outputs(args, self.outputs)
         else:
             specs = [memory.torch_spec(a, shape, item) for a, (shape, item) in zip(args, self.arg_meta)]

@@ -56,7 +56,8 @@ class PTOProgram:
                 raise UserTypeError(f"@{self.name}(): scalar '{s}' must be an int, found {type(v).__name__}")
             env[s] = int(v)
         kept, specs = [], []
-        for name, dt, dims, _ in self._memrefs:
+        written = self._program.written
+        for k, (name, dt, dims, _) in enumerate(self._memrefs):
             a = values[name]
             if not memory.is_array(a):
                 raise UserTypeError(f"@{self.name}(): '{name}' must be a NumPy array or torch tensor, found "
@@ -74,8 +75,10 @@ class PTOProgram:
                     if want in env and env[want] != got:
                         raise UserError(f"@{self.name}(): dim {d} of '{name}' is {got} but {want} = {env[want]}")
                     env[want] = got
-            k, spec = memory.describe(a)
-            kept.append(k)
+            if written[k]:
+                memory.check_writable(a, f"@{self.name}(): '{name}'")
+            keep, spec = memory.describe(a)
+            kept.append(keep)
             specs.append(spec)
         for name, dt, dims, _ in self._memrefs:
             shape = memory.shape_of(values[name])
