@@ -165,9 +165,13 @@ using Orchestrate = std::function<void(const pypto_runtime_api*)>;
 /// `trace_path` writes a Chrome trace there (otherwise PYPTO_TRACE applies).
 int64_t run(const CompiledProgram& p, const std::vector<TensorSpec>& specs, const std::vector<int64_t>& scalars,
             const std::string& trace_path) {
-  return with_entry(p, specs, scalars, [&](runtime::Runtime& rt, const Orchestrate& o) {
-    return (trace_path.empty() ? rt.run(o) : rt.run(o, trace_path)).tasks;
+  runtime::RunStats st = with_entry(p, specs, scalars, [&](runtime::Runtime& rt, const Orchestrate& o) {
+    return trace_path.empty() ? rt.run(o) : rt.run(o, trace_path);
   });
+  // The outputs are complete; a trace that could not be written is a warning beside them.
+  if (!st.trace_error.empty() && PyErr_WarnEx(PyExc_RuntimeWarning, st.trace_error.c_str(), 1) != 0)
+    throw py::error_already_set();
+  return st.tasks;
 }
 
 /// (id, name, buffer_bytes, preds) per task of the graph a call builds, in recording mode (no kernel runs).

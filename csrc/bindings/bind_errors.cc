@@ -27,13 +27,25 @@ void bind_errors(py::module_& m) {
       py::set_error(internal_any, (std::string("pypto internal error: ") + e.what()).c_str());
     }
   });
-  py::register_exception<pypto::UserError>(m, "UserError", PyExc_ValueError);
+  static py::exception<pypto::UserError>& user_error =
+      py::register_exception<pypto::UserError>(m, "UserError", PyExc_ValueError);
   py::register_exception<pypto::TypeError>(m, "UserTypeError", PyExc_TypeError);
   py::register_exception<pypto::VerifyError>(m, "VerifyError", PyExc_RuntimeError);
   py::register_exception<pypto::CompileError>(m, "CompileError", PyExc_RuntimeError);
   py::register_exception<pypto::NotSupportedError>(m, "NotSupportedError", PyExc_NotImplementedError);
   py::register_exception<pypto::InternalError>(m, "PyptoInternalError", internal_any.ptr());
   py::register_exception<runtime::TaskError>(m, "TaskError", PyExc_RuntimeError);
+  // A malformed PYPTO_* variable or limit is the user's ValueError; running out of memory is a
+  // MemoryError, as for any Python allocation.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const runtime::ConfigError& e) {
+      py::set_error(user_error, e.what());
+    } catch (const std::bad_alloc&) {
+      PyErr_SetString(PyExc_MemoryError, "pypto: out of memory");
+    }
+  });
   // A SyntaxError with the position as `line` and `column` attributes.
   static py::exception<PtoSyntaxError> pto_syntax(m, "PtoSyntaxError", PyExc_SyntaxError);
   py::register_exception_translator([](std::exception_ptr p) {

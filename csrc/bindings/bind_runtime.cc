@@ -161,6 +161,7 @@ py::dict run_tasks(Runtime& rt, const py::list& tasks, const std::string& trace_
     stats = trace_path.empty() ? rt.run(orchestrate) : rt.run(orchestrate, trace_path);
   }
   py::dict result;
+  if (!stats.trace_error.empty()) throw runtime::TraceError(stats.trace_error);
   result["tasks"] = stats.tasks;
   result["edges"] = stats.edges;
   return result;
@@ -176,10 +177,6 @@ py::list record_tasks(Runtime& rt, const py::list& tasks) {
   return recorded_tasks(graph);
 }
 
-int64_t checked_window(int64_t n) {
-  if (n <= 0) throw py::value_error("task window must be positive, got " + std::to_string(n));
-  return n;
-}
 
 }  // namespace
 
@@ -214,11 +211,11 @@ void bind_runtime(py::module_& m) {
            "(id, name, buffer_bytes, preds).")
       .def_property(
           "task_window", &Runtime::task_window,
-          [](Runtime& r, int64_t n) { r.set_task_window(checked_window(n)); },
+          [](Runtime& r, int64_t n) { r.set_task_window(n); },
           "Bound on submitted but unfinished tasks.");
 
   rt.def(
-      "set_task_window", [](int64_t n) { runtime::default_runtime().set_task_window(checked_window(n)); },
+      "set_task_window", [](int64_t n) { runtime::default_runtime().set_task_window(n); },
       py::arg("n"),
       "Sets the task window of the process-wide runtime.");
   rt.def(

@@ -1,5 +1,7 @@
 #include "runtime/memory.h"
 
+#include "runtime/runtime.h"
+
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -32,12 +34,8 @@ constexpr size_t kBlockAlign = size_t{2} << 20;
 constexpr size_t kDefaultCacheMiB = 1024;
 
 size_t limit_from_environment() {
-  const char* env = std::getenv("PYPTO_OUTPUT_CACHE_MB");
-  if (env == nullptr || *env == '\0') return kDefaultCacheMiB << 20;
-  char* end = nullptr;
-  const long long mib = std::strtoll(env, &end, 10);
-  if (*end != '\0' || mib < 0 || mib > (int64_t{1} << 30)) return kDefaultCacheMiB << 20;
-  return static_cast<size_t>(mib) << 20;
+  auto mib = env_int("PYPTO_OUTPUT_CACHE_MB", 0, int64_t{1} << 30);
+  return static_cast<size_t>(mib ? *mib : kDefaultCacheMiB) << 20;
 }
 
 }  // namespace

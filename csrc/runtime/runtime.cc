@@ -1,5 +1,10 @@
 #include "runtime/runtime.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "runtime/region_index.h"
 
 #include <algorithm>
@@ -24,24 +29,19 @@ constexpr uint64_t kMinArenaBytes = uint64_t{1} << 20;
 constexpr auto kSpin = std::chrono::microseconds(50);
 
 int resolve_num_threads(int requested) {
+  if (requested > kMaxThreads)
+    throw ConfigError("a runtime takes at most " + std::to_string(kMaxThreads) + " threads, asked for " +
+                      std::to_string(requested));
   if (requested > 0) return requested;
-  if (const char* env = std::getenv("PYPTO_NUM_THREADS")) {
-    char* end = nullptr;
-    long v = std::strtol(env, &end, 10);
-    if (end != env && v > 0) return static_cast<int>(std::min<long>(v, 1 << 12));
-  }
+  if (auto v = env_int("PYPTO_NUM_THREADS", 1, kMaxThreads)) return static_cast<int>(*v);
   unsigned hc = std::thread::hardware_concurrency();
-  return hc > 0 ? static_cast<int>(hc) : 1;
+  return hc > 0 ? static_cast<int>(std::min<unsigned>(hc, kMaxThreads)) : 1;
 }
 
 // The window bounds the number of live tasks so that a long-running orchestration does not queue
 // an unbounded graph ahead of the workers.
 int64_t resolve_task_window() {
-  if (const char* env = std::getenv("PYPTO_TASK_WINDOW")) {
-    char* end = nullptr;
-    long long v = std::strtoll(env, &end, 10);
-    if (end != env && *end == '\0' && v > 0) return static_cast<int64_t>(v);
-  }
+  if (auto v = env_int("PYPTO_TASK_WINDOW", 1, kMaxTaskWindow)) return *v;
   return kDefaultTaskWindow;
 }
 
@@ -350,8 +350,25 @@ Runtime::~Runtime() {
   for (auto& w : workers_) w.join();
 }
 
+std::optional<int64_t> env_int(const char* name, int64_t lo, int64_t hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  const char* p = v + (*v == '+' || *v == '-');
+  bool digits = *p != '\0';
+  for (const char* q = p; *q; ++q) digits = digits && *q >= '0' && *q <= '9';
+  errno = 0;
+  char* end = nullptr;
+  const long long x = digits ? std::strtoll(v, &end, 10) : 0;
+  if (!digits || errno == ERANGE || x < lo || x > hi)
+    throw ConfigError(std::string(name) + " must be an integer from " + std::to_string(lo) + " to " +
+                      std::to_string(hi) + ", found '" + v + "'");
+  return x;
+}
+
 void Runtime::set_task_window(int64_t n) {
-  if (n <= 0) throw std::invalid_argument("task window must be positive, got " + std::to_string(n));
+  if (n <= 0 || n > kMaxTaskWindow)
+    throw ConfigError("the task window must be from 1 to " + std::to_string(kMaxTaskWindow) + " tasks, found " +
+                      std::to_string(n));
   window_.store(n, std::memory_order_relaxed);
 }
 
@@ -583,10 +600,12 @@ RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orche
   if (tracing_) {
     const int64_t run_end = now_ns();
     tracing_ = false;
+    // The run succeeded whatever happens to its trace: a trace that cannot be written is reported
+    // beside the results, not instead of them.
     try {
       write_trace(trace_path, orch_end, run_end);
-    } catch (...) {
-      record_failure(std::current_exception());
+    } catch (const std::exception& e) {
+      stats_.trace_error = e.what();
     }
   }
   RunStats stats = stats_;
@@ -657,8 +676,15 @@ void Runtime::write_trace(const std::string& path, int64_t orch_end_ns, int64_t 
      << ", \"orchestration_us\": " << us(orch_end_ns) << ", \"workers\": " << (trace_.size() - 1)
      << ", \"tasks\": " << rows.size() << "}}\n";
 
+  // Only a regular file (or a new one): opening a FIFO with no reader would block forever.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw TraceError("PYPTO_TRACE: '" + path + "' is not a regular file; the trace was not written");
+  errno = 0;
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw TraceError("PYPTO_TRACE: cannot open '" + path + "' for writing");
+  if (!f)
+    throw TraceError("PYPTO_TRACE: cannot open '" + path + "' for writing" +
+                     (errno ? std::string(": ") + std::strerror(errno) : std::string()));
   f << os.str();
   f.close();
   if (!f) throw TraceError("PYPTO_TRACE: failed to write '" + path + "'");

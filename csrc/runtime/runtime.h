@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +48,9 @@ struct RunStats {
   /// Wall time of the orchestration (submitting every task), and of the whole run, in nanoseconds.
   int64_t build_ns = 0;
   int64_t total_ns = 0;
+  /// Why the trace of this run could not be written ("" when it was, or when none was asked for).
+  /// The run itself succeeded: its outputs are complete.
+  std::string trace_error;
 };
 
 /// One task of a recorded task graph (see `Runtime::record`).
@@ -76,6 +80,24 @@ class TaskError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// A PYPTO_* environment variable (or a limit set through the API) holds a malformed or
+/// out-of-range value; the message names the variable, the value and what is accepted.
+class ConfigError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Threads a runtime may use at most (PYPTO_NUM_THREADS, Runtime(n)).
+constexpr int kMaxThreads = 256;
+/// Largest task window (PYPTO_TASK_WINDOW, set_task_window): the task arena reserves a few hundred
+/// bytes per task of the window.
+constexpr int64_t kMaxTaskWindow = int64_t{1} << 22;
+
+/// The value of integer environment variable `name`, parsed strictly (decimal digits, optional
+/// sign, nothing else); nullopt when unset or empty. Throws ConfigError for a malformed value or
+/// one outside [lo, hi].
+std::optional<int64_t> env_int(const char* name, int64_t lo, int64_t hi);
 
 /// A trace file (PYPTO_TRACE or an explicit trace path) could not be written.
 class TraceError : public std::runtime_error {
