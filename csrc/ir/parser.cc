@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -32,6 +33,37 @@ bool name_start(char c) {
   return (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || u == '_' || u >= 0x80;
 }
 bool name_char(char c) { return name_start(c) || is_digit(c); }
+
+/// The first character of `name` that a name may not hold, as (byte offset, code point; -1 for
+/// bytes that are not UTF-8): C1 controls, bidirectional controls and invisible format characters
+/// (a name must read as it is stored). Other non-ASCII letters are names' characters.
+std::optional<std::pair<size_t, int32_t>> bad_name_char(std::string_view name) {
+  for (size_t i = 0; i < name.size();) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const int len = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+    if (len == 0 || c >= 0xF5 || i + len > name.size()) return std::make_pair(i, int32_t{-1});
+    int32_t cp = c & (0x7F >> len);
+    for (int k = 1; k < len; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(name[i + k]);
+      if ((cc & 0xC0) != 0x80) return std::make_pair(i, int32_t{-1});
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    const bool overlong = (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF));
+    const bool surrogate = cp >= 0xD800 && cp <= 0xDFFF;
+    const bool control = cp >= 0x80 && cp <= 0x9F;
+    const bool bidi = cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+                      (cp >= 0x2066 && cp <= 0x2069);
+    const bool invisible = (cp >= 0x200B && cp <= 0x200D) || cp == 0x2060 || cp == 0xFEFF || cp == 0x00AD;
+    if (overlong || surrogate) return std::make_pair(i, int32_t{-1});
+    if (control || bidi || invisible) return std::make_pair(i, cp);
+    i += static_cast<size_t>(len);
+  }
+  return std::nullopt;
+}
 
 /// Dtype by its .pto name (f32, bf16, i32, ...).
 std::optional<DataType> dtype_by_name(std::string_view s) {
@@ -165,7 +197,17 @@ class Line {
     size_t s = pos_;
     if (!name_start(peek())) return "";
     while (name_char(peek())) ++pos_;
-    return std::string(t_.substr(s, pos_ - s));
+    return checked_name(s);
+  }
+  /// The name from `s` to the cursor, refused when it holds a character names may not hold.
+  std::string checked_name(size_t s) const {
+    std::string_view name = t_.substr(s, pos_ - s);
+    if (auto bad = bad_name_char(name)) {
+      if (bad->second < 0) fail(s + bad->first, "a name holds bytes that are not valid UTF-8");
+      fail(s + bad->first, fmt::format("a name may not hold the control or bidirectional formatting character "
+                                       "U+{:04X}", bad->second));
+    }
+    return std::string(name);
   }
   /// The name after a sigil ('%' or '@'): one or more name characters.
   std::string sigil_name(char sigil, const char* what) {
@@ -175,7 +217,7 @@ class Line {
     if (!name_char(peek())) fail(fmt::format("expected the name of {} after '{}', found {}", what, sigil, found()));
     size_t s = pos_;
     while (name_char(peek())) ++pos_;
-    return std::string(t_.substr(s, pos_ - s));
+    return checked_name(s);
   }
 
   /// An integer literal, optionally negative.
@@ -355,7 +397,12 @@ class Line {
         skip_ws();
         char c = peek();
         if (c == '(') m.shape.push_back(expr());
-        else if (c == '-' || is_digit(c)) m.shape.emplace_back(integer("a memref dim"));
+        else if (c == '-' || is_digit(c)) {
+          const size_t at = pos_;
+          const int64_t d = integer("a memref dim");
+          if (d < 0) fail(at, fmt::format("a memref dim cannot be negative, found {}", d));
+          m.shape.emplace_back(d);
+        }
         else fail(fmt::format("expected a memref dim (an integer or a parenthesized expression), found {}", found()));
         skip_ws();
         if (peek() == ',') {
@@ -554,6 +601,7 @@ class Parser {
         if (L.starts_with("!pto.memref")) {
           MemrefType t = L.memref_type(false);
           if (t.local) L.fail(type_at, fmt::format("parameter %{} must be in gm, not local memory", p));
+          if (!is_orch_) require_positive_dims(L, type_at, t, "parameter %" + p);
           bool out = L.accept_word("out");
           if (memref_names_.count(p)) L.fail(p_at, fmt::format("parameter %{} is declared twice", p));
           int id = add_memref(p, t, out ? MemKind::Output : MemKind::Input);
@@ -685,8 +733,56 @@ class Parser {
     L.fail(at, fmt::format("unknown instruction '{}'", w));
   }
 
+  /// An InCore function's regions and local buffers hold at least one element per dim.
+  static void require_positive_dims(const Line& L, size_t at, const MemrefType& t, const std::string& what) {
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (auto c = t.shape[d].as_const(); c && *c <= 0)
+        L.fail(at, fmt::format("dim {} of {} must be positive, found {}", d, what, *c));
+    }
+  }
+
+  /// Names the expressions of the orchestration's views may use: its scalars and loop variables.
+  void collect_loop_vars(const std::vector<Stmt>& body, std::set<std::string>& out) const {
+    for (const Stmt& st : body) {
+      if (auto* l = std::get_if<Loop>(&st.node)) {
+        out.insert(l->var);
+        collect_loop_vars(l->body, out);
+      } else if (auto* c = std::get_if<IfThen>(&st.node)) {
+        collect_loop_vars(c->then_body, out);
+        collect_loop_vars(c->else_body, out);
+      }
+    }
+  }
+
+  /// Every name in a view's offsets and shape is a scalar of the orchestration or one of its loop
+  /// variables (a view may be declared before the loop whose variable it uses).
+  void check_view_names() const {
+    std::set<std::string> known(scalar_names_.begin(), scalar_names_.end());
+    collect_loop_vars(top_, known);
+    for (const ViewUse& v : view_uses_) {
+      std::function<void(const Expr&)> walk = [&](const Expr& e) {
+        if (e.is_const()) return;
+        if (e.is_var()) {
+          if (!known.count(e.name())) {
+            const bool memref = memref_names_.count(e.name()) > 0;
+            throw PtoSyntaxError(v.line, v.column,
+                                 fmt::format("view %{} uses '{}', which is {} of the orchestration", v.name, e.name(),
+                                             memref ? "a memref, not a scalar or loop variable"
+                                                    : "not a scalar or loop variable"));
+          }
+          return;
+        }
+        walk(e.lhs());
+        walk(e.rhs());
+      };
+      for (const Expr& e : v.exprs) walk(e);
+    }
+  }
+
   void close_function() {
     if (is_orch_) {
+      check_view_names();
+      view_uses_.clear();
       g_.orchestration = std::move(top_);
     } else {
       fn_.body = std::move(top_);
@@ -883,6 +979,7 @@ class Parser {
       size_t type_at = L.pos();
       MemrefType t = L.memref_type(false);
       if (!t.local) L.fail(type_at, fmt::format("local buffer %{} must have a local memref type", name));
+      require_positive_dims(L, type_at, t, "local buffer %" + name);
       L.expect_end();
       if (memref_names_.count(name)) L.fail(name_at, fmt::format("memref %{} is declared twice", name));
       int id = add_memref(name, t, MemKind::Local);
@@ -1026,6 +1123,9 @@ class Parser {
       L.fail(type_at, fmt::format("view %{} has rank {} but {} dims", name, t.shape.size(), v.map.size()));
     L.expect_end();
     if (memref_names_.count(name)) L.fail(name_at, fmt::format("memref %{} is declared twice", name));
+    ViewUse use{name, L.number(), static_cast<int>(b_at) + 1, v.offsets};
+    use.exprs.insert(use.exprs.end(), t.shape.begin(), t.shape.end());
+    view_uses_.push_back(std::move(use));
     int id = add_memref(name, t, MemKind::View);
     g_.memrefs[id].view = std::move(v);
     memref_names_[name] = id;
@@ -1293,6 +1393,13 @@ class Parser {
 
   // The function being parsed.
   bool in_func_ = false, is_orch_ = false, returned_ = false;
+  /// The expressions of each view of the orchestration, checked when it closes (check_view_names).
+  struct ViewUse {
+    std::string name;
+    int line = 0, column = 0;
+    std::vector<Expr> exprs;
+  };
+  std::vector<ViewUse> view_uses_;
   std::string fn_name_;
   InCoreFunction fn_;
   std::map<std::string, int> memref_names_;  ///< params, locals (InCore) or params, workspaces, views

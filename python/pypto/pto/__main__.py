@@ -13,10 +13,39 @@ import sys
 from pypto.errors import PtoSyntaxError
 
 
+class _CliError(Exception):
+    """A one-line message for the command line (no traceback)."""
+
+
 def _pto_files(path: str) -> list[str]:
     if os.path.isdir(path):
-        return sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".pto"))
+        try:
+            return sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".pto"))
+        except OSError as e:
+            raise _CliError(f"{path}: cannot list the directory: {e.strerror}") from None
     return [path]
+
+
+def _read_text(path: str) -> str:
+    """The .pto text of `path`, or a _CliError saying why it cannot be read."""
+    if os.path.isdir(path):
+        raise _CliError(f"{path}: is a directory, not a .pto file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        raise _CliError(f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})") from None
+    except OSError as e:
+        raise _CliError(f"{path}: cannot read the file: {e.strerror}") from None
+
+
+def _write_text(path: str, text: str) -> None:
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise _CliError(f"{path}: cannot write the file: {e.strerror}") from None
 
 
 def _parse(args) -> int:
@@ -31,18 +60,18 @@ def _parse(args) -> int:
     for path in files:
         print(f"Processing: {os.path.basename(path)}")
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-            code = builder_code(text, os.path.basename(path))
+            code = builder_code(_read_text(path), os.path.basename(path))
         except PtoSyntaxError as e:
             print(f"{path}:{e.line}:{e.column}: {e}", file=sys.stderr)
             status = 1
             continue
+        except _CliError as e:
+            print(e, file=sys.stderr)
+            status = 1
+            continue
         out_dir = args.output or os.path.dirname(path) or "."
-        os.makedirs(out_dir, exist_ok=True)
         out = os.path.join(out_dir, os.path.splitext(os.path.basename(path))[0] + "_builder.py")
-        with open(out, "w", encoding="utf-8") as f:
-            f.write(code)
+        _write_text(out, code)
         n_incore = code.count(".in_core()")
         print(f"Functions: {n_incore + 1}\n  InCore: {n_incore}\n  Orchestration: 1\nGenerated: {out}")
     return status
@@ -52,9 +81,7 @@ def _compile(args) -> int:
     import pypto.pto
 
     try:
-        with open(args.file, encoding="utf-8") as f:
-            text = f.read()
-        program = pypto.pto.compile(text)
+        program = pypto.pto.compile(_read_text(args.file))
     except PtoSyntaxError as e:
         print(f"{args.file}:{e.line}:{e.column}: {e}", file=sys.stderr)
         return 1
@@ -78,7 +105,11 @@ def main(argv=None) -> int:
     c = sub.add_parser("compile", help="check a .pto file and print its InCore buffer usage")
     c.add_argument("file")
     args = p.parse_args(argv)
-    return _parse(args) if args.cmd == "parse" else _compile(args)
+    try:
+        return _parse(args) if args.cmd == "parse" else _compile(args)
+    except _CliError as e:
+        print(e, file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

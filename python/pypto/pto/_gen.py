@@ -84,7 +84,9 @@ def _instr(s: dict) -> str:
 def builder_code(text: str, source: str = "") -> str:
     """Python that rebuilds the module of .pto `text` into `module` (and
     compiles it when run as a script)."""
-    data = _C.pto_module_data(text)
+    from pypto.pto.program import check_text
+
+    data = _C.pto_module_data(check_text(text, "pypto.pto"))
     lines = [
         f'"""PTOFunctionBuilder code for {source or "a .pto module"} (written by python -m pypto.pto parse)."""',
         "",

@@ -7,11 +7,26 @@ from typing import Optional
 
 from pypto import _C, memory
 from pypto._dtypes import dtype_name
-from pypto.errors import UserError, UserTypeError
+from pypto.errors import PtoSyntaxError, UserError, UserTypeError
 from pypto.frontend import config
 from pypto.pto.builder import PTOModule
 
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
+
+
+def check_text(text: str, what: str) -> str:
+    """`text` if every character of it can be read as UTF-8; otherwise a PtoSyntaxError at the
+    first one that cannot (a lone surrogate such as '\\ud800')."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        line = text.count("\n", 0, e.start) + 1
+        column = e.start - (text.rfind("\n", 0, e.start) + 1) + 1
+        err = PtoSyntaxError(f"line {line}, column {column}: {what}: U+{ord(text[e.start]):04X} is a lone surrogate, "
+                             f"not a character .pto text can hold")
+        err.line, err.column = line, column
+        raise err from None
+    return text
 
 
 class PTOProgram:
@@ -165,7 +180,7 @@ def compile(module, entry: Optional[str] = None, *, empty_kernels: bool = False,
         raise UserTypeError(f"pypto.pto.compile: expected a PTOModule or .pto text, found {type(module).__name__}")
     opts = config.make_pass_options(config.normalize_pass_options(pass_options)) if pass_options else _C.PassOptions()
     opts.empty_kernels = bool(empty_kernels)
-    program = _C.compile_pto(text, opts)
+    program = _C.compile_pto(check_text(text, "pypto.pto.compile"), opts)
     return PTOProgram(program, _entry_name(program.pto))
 
 
@@ -178,7 +193,7 @@ def parse(text: str) -> PTOModule:
     """A PTOModule from .pto text (raises pypto.PtoSyntaxError on malformed text)."""
     if not isinstance(text, str):
         raise UserTypeError(f"pypto.pto.parse: expected .pto text (str), found {type(text).__name__}")
-    canonical = _C.parse_pto_roundtrip(text)
+    canonical = _C.parse_pto_roundtrip(check_text(text, "pypto.pto.parse"))
     m = re.search(r"^// PTO Module: (\w+)", canonical, re.M)
     module = PTOModule(m.group(1) if m else _entry_name(canonical))
     module._text = canonical
