@@ -24,6 +24,15 @@ int64_t floordiv_i(int64_t a, int64_t b) {
   return q;
 }
 int64_t mod_i(int64_t a, int64_t b) { return a - floordiv_i(a, b) * b; }
+
+/// a op b, or UserError when the result does not fit in 64 bits (offsets near 2^63 must not wrap).
+int64_t checked(char op, int64_t a, int64_t b) {
+  int64_t r = 0;
+  bool over = op == '+' ? __builtin_add_overflow(a, b, &r) : op == '-' ? __builtin_sub_overflow(a, b, &r)
+                                                                          : __builtin_mul_overflow(a, b, &r);
+  if (over) throw UserError(fmt::format("integer overflow in a symbolic expression: {} {} {} does not fit in 64 bits", a, op, b));
+  return r;
+}
 }  // namespace
 
 Expr::Expr(int64_t value) {
@@ -82,7 +91,7 @@ struct Linear {
 
 static void linearize(const Expr& e, int64_t scale, Linear& out) {
   switch (e.kind()) {
-    case Expr::Kind::Const: out.constant += scale * e.value(); return;
+    case Expr::Kind::Const: out.constant = checked('+', out.constant, checked('*', scale, e.value())); return;
     case Expr::Kind::Add:
       linearize(e.lhs(), scale, out);
       linearize(e.rhs(), scale, out);
@@ -92,15 +101,15 @@ static void linearize(const Expr& e, int64_t scale, Linear& out) {
       linearize(e.rhs(), -scale, out);
       return;
     case Expr::Kind::Mul:
-      if (auto c = e.rhs().as_const()) return linearize(e.lhs(), scale * *c, out);
-      if (auto c = e.lhs().as_const()) return linearize(e.rhs(), scale * *c, out);
+      if (auto c = e.rhs().as_const()) return linearize(e.lhs(), checked('*', scale, *c), out);
+      if (auto c = e.lhs().as_const()) return linearize(e.rhs(), checked('*', scale, *c), out);
       break;
     default: break;
   }
   std::string key = e.str();
   auto it = out.terms.find(key);
   if (it == out.terms.end()) out.terms.emplace(key, std::make_pair(scale, e));
-  else it->second.first += scale;
+  else it->second.first = checked('+', it->second.first, scale);
 }
 
 Expr Expr::make(Kind kind, Expr a, Expr b) {
@@ -120,11 +129,11 @@ Expr Expr::make(Kind kind, Expr a, Expr b) {
     }
     if (lin.constant != 0) {
       if (!acc) acc = Expr(lin.constant);
-      else acc = lin.constant > 0 ? raw(Kind::Add, *acc, Expr(lin.constant)) : raw(Kind::Sub, *acc, Expr(-lin.constant));
+      else acc = lin.constant > 0 ? raw(Kind::Add, *acc, Expr(lin.constant)) : raw(Kind::Sub, *acc, Expr(checked('-', 0, lin.constant)));
     }
     for (auto& [key, term] : lin.terms) {
       if (term.first >= 0) continue;
-      Expr t = scaled(term.second, -term.first);
+      Expr t = scaled(term.second, checked('-', 0, term.first));
       acc = acc ? raw(Kind::Sub, *acc, t) : raw(Kind::Sub, Expr(0), t);
     }
     return acc ? *acc : Expr(0);
@@ -132,14 +141,16 @@ Expr Expr::make(Kind kind, Expr a, Expr b) {
   auto ca = a.as_const(), cb = b.as_const();
   if (ca && cb) {
     switch (kind) {
-      case Kind::Add: return Expr(*ca + *cb);
-      case Kind::Sub: return Expr(*ca - *cb);
-      case Kind::Mul: return Expr(*ca * *cb);
+      case Kind::Add: return Expr(checked('+', *ca, *cb));
+      case Kind::Sub: return Expr(checked('-', *ca, *cb));
+      case Kind::Mul: return Expr(checked('*', *ca, *cb));
       case Kind::FloorDiv:
         if (*cb == 0) throw UserError("division by zero in a symbolic expression");
+        if (*cb == -1) return Expr(checked('-', 0, *ca));
         return Expr(floordiv_i(*ca, *cb));
       case Kind::Mod:
         if (*cb == 0) throw UserError("modulo by zero in a symbolic expression");
+        if (*cb == -1) return Expr(0);
         return Expr(mod_i(*ca, *cb));
       case Kind::Min: return Expr(std::min(*ca, *cb));
       case Kind::Max: return Expr(std::max(*ca, *cb));

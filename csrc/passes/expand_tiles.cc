@@ -566,7 +566,7 @@ class Expander {
   /// Attention (made by fuse_attention): per block of query rows (and batch index), in parallel, an
   /// online softmax over blocks of keys, with the running row max m, row sum l and output
   /// accumulator acc in tiles:
-  ///   m = -inf, l = 0, acc = 0
+  ///   m = lowest finite float (a fully masked key block leaves it finite), l = 0, acc = 0
   ///   for each key block j:  s = (q * scale) @ kt_j;  mn = max(m, rowmax(s));  alpha = exp(m - mn)
   ///                          m = mn;  p = exp(s - m);  l = l * alpha + rowsum(p)
   ///                          acc = acc * alpha + p @ v_j
@@ -627,7 +627,10 @@ class Expander {
       with_scalar(Opcode::TMUL, q, scaled, op.scale, body);
       q = scaled;
     }
-    int m = fill(new_tile(shape2(br, 1), f32), -std::numeric_limits<double>::infinity(), body);
+    // The running max starts at the lowest finite float, not -inf: a row whose first key blocks are
+    // all masked (-inf scores) keeps m finite, so alpha = exp(m - mn) and p = exp(s - m) are 1 and
+    // 0 instead of exp(-inf + inf) = NaN.
+    int m = fill(new_tile(shape2(br, 1), f32), -static_cast<double>(std::numeric_limits<float>::max()), body);
     int l = fill(new_tile(shape2(br, 1), f32), 0.0, body);
     int acc = fill(new_tile(shape2(br, dv), f32), 0.0, body);
 

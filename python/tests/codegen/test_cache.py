@@ -98,3 +98,108 @@ def test_compiler_failure_names_kernel_source_and_log(tmp_path, monkeypatch):
     msg = str(e.value)
     assert "compiling kernel 'softmax' failed (exit 3)" in msg
     assert "source: " in msg and ".cc" in msg and "compiler log: " in msg and "simulated compiler failure" in msg
+
+
+@pytest.mark.parametrize("cut", ["half", "tenth", "page"])
+def test_a_truncated_library_is_rebuilt_not_loaded(tmp_path, cut):
+    # A truncated ELF used to be loaded and die with SIGBUS; each entry now carries the size and
+    # SHA-256 of its library, checked before it is loaded.
+    wrapper, log = _wrapper(tmp_path)
+    assert _run(tmp_path, {"CXX": str(wrapper)}) == "compiled"
+    (lib,) = (tmp_path / "cache").rglob("*.so")
+    size = lib.stat().st_size
+    keep = {"half": size // 2, "tenth": size // 10, "page": size - 4096}[cut]
+    with open(lib, "r+b") as f:
+        f.truncate(keep)
+    assert _run(tmp_path, {"CXX": str(wrapper)}) == "compiled"
+    assert len(log.read_text().splitlines()) == 2
+    assert _run(tmp_path, {"CXX": str(wrapper)}) == "disk"
+
+
+def test_a_planted_library_is_not_loaded(tmp_path):
+    # Whatever sits at the entry's path is checked against the record written with it before any
+    # of its code runs; a library that does not match is rebuilt.
+    wrapper, log = _wrapper(tmp_path)
+    assert _run(tmp_path, {"CXX": str(wrapper)}) == "compiled"
+    (lib,) = (tmp_path / "cache").rglob("*.so")
+    marker = tmp_path / "planted-ran"
+    src = tmp_path / "planted.c"
+    src.write_text(f'#include <stdio.h>\n__attribute__((constructor)) static void run(void) {{ '
+                   f'FILE* f = fopen("{marker}", "w"); if (f) fclose(f); }}\n')
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    assert _run(tmp_path, {"CXX": str(wrapper)}) == "compiled"
+    assert not marker.exists()
+
+
+def test_the_cache_directory_is_private_and_a_shared_one_is_not_used(tmp_path):
+    _run(tmp_path, {})
+    cache = tmp_path / "cache"
+    for d in [cache, *[p for p in cache.iterdir() if p.is_dir()]]:
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
+    cache.chmod(0o777)  # others could plant libraries here now
+    env = dict(os.environ, PYPTO_CACHE_DIR=str(cache))
+    script = tmp_path / "kernel.py"
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "compiled"  # not loaded from the shared directory
+    assert f"not using the kernel cache directory '{cache}': others may write to it (mode 777)" in out.stderr
+
+
+def test_an_abi_mismatch_is_repaired_within_the_process(tmp_path):
+    # An entry whose library loads but reports another ABI version (a library of an older pypto) is
+    # closed, rebuilt and loaded anew by the same process; the stale library used to stay loaded
+    # and shadow the rebuilt one, so only the next process worked.
+    import hashlib
+
+    wrapper, log = _wrapper(tmp_path)
+    assert _run(tmp_path, {"CXX": str(wrapper)}) == "compiled"
+    (lib,) = (tmp_path / "cache").rglob("*.so")
+    src = tmp_path / "old_abi.c"
+    src.write_text("int pypto_abi_version(void) { return 0; }\n")
+    lib.unlink()
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    data = lib.read_bytes()
+    lib.with_suffix(".sum").write_text(f"pypto-library {len(data)} {hashlib.sha256(data).hexdigest()}\n")
+    assert _run(tmp_path, {"CXX": str(wrapper)}) == "compiled"  # the script also checks the results
+    assert len(log.read_text().splitlines()) == 2
+    assert _run(tmp_path, {"CXX": str(wrapper)}) == "disk"
+
+
+def test_a_compiler_that_writes_nothing_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("CXX", "/bin/true")
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
+    from conftest import softmax_kernel
+    import torch
+
+    with pytest.raises(pypto.CompileError, match=r"compiling kernel 'softmax': the compiler '/bin/true' exited 0 but "
+                                                 r"produced no output file; source: .*\.cc"):
+        softmax_kernel(8, 56, tile=(8, 8))(torch.randn(8, 56))
+
+
+def test_a_hung_compiler_is_stopped_after_pypto_compile_timeout(tmp_path, monkeypatch):
+    slow = tmp_path / "slow-cxx.sh"
+    slow.write_text("#!/bin/sh\nsleep 120\n")
+    slow.chmod(slow.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("CXX", str(slow))
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PYPTO_COMPILE_TIMEOUT", "1")
+    from conftest import softmax_kernel
+    import time
+    import torch
+
+    t0 = time.monotonic()
+    with pytest.raises(pypto.CompileError, match=r"compiling kernel 'softmax' took longer than 1 s and was stopped "
+                                                 r"\(PYPTO_COMPILE_TIMEOUT\); source: .*\.cc"):
+        softmax_kernel(8, 72, tile=(8, 8))(torch.randn(8, 72))
+    assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "1e99x"])
+def test_a_malformed_compile_timeout_is_a_value_error(tmp_path, monkeypatch, value):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PYPTO_COMPILE_TIMEOUT", value)
+    from conftest import softmax_kernel
+    import torch
+
+    with pytest.raises(ValueError, match=f"PYPTO_COMPILE_TIMEOUT must be a positive number of seconds, found '{value}'"):
+        softmax_kernel(8, 88, tile=(8, 8))(torch.randn(8, 88))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import pypto
+import pypto.pto
 from pypto import _C
 
 
@@ -170,6 +171,13 @@ BAD = [
     ("CALL @k(", "CALL $@q(", "call to unknown function @q"),
     (", %g0 -> g0)", "$)", "@k takes 3 arguments, 2 given"),
     ("func @main(", "func $@other(", "not the entry @main"),
+    # Names read as they are stored: no bidirectional override, C1 control or invisible character.
+    ("  %t1 = alloc_tile", "  %t1$\u202e = alloc_tile", "may not hold the control or bidirectional formatting "
+                                                        "character U+202E"),
+    ("  %t1 = alloc_tile", "  %t1$\u0085 = alloc_tile", "character U+0085"),
+    ("  %t1 = alloc_tile", "  %t1$\u200b = alloc_tile", "character U+200B"),
+    ("%x: !pto.memref<gm,16x8", "%x: !pto.memref<gm,$-1x8", "a memref dim cannot be negative, found -1"),
+    ("%a: !pto.memref<gm,8x8", "%a: $!pto.memref<gm,0x8", "dim 0 of parameter %a must be positive, found 0"),
 ]
 
 
@@ -202,3 +210,57 @@ def test_empty_and_garbage_text():
     with pytest.raises(pypto.PtoSyntaxError) as info:
         _C.check_pto("\n\n  @@@")
     assert (info.value.line, info.value.column) == (3, 3)
+
+
+def test_names_may_hold_other_non_ascii_letters():
+    text = SMALL.replace("%t1", "%t\u00e91").replace("@k(", "@k\u03bb(").replace("@k ", "@k\u03bb ")
+    assert "%t\u00e91" in text
+    assert _C.parse_pto_roundtrip(text) == text
+
+
+def test_a_lone_surrogate_is_a_positioned_syntax_error_not_a_binding_error():
+    text = SMALL.replace("%t1 = alloc_tile", "%t\ud8001 = alloc_tile")
+    for call in (pypto.pto.parse, pypto.pto.compile):
+        with pytest.raises(pypto.PtoSyntaxError) as info:
+            call(text)
+        assert (info.value.line, info.value.column) == (8, 5)
+        assert "U+D800 is a lone surrogate" in str(info.value)
+    assert "incompatible function arguments" not in str(info.value)
+
+
+VIEWED = """\
+// Function Type: InCore
+func @k(%a: !pto.memref<gm,8x8,f32>, %o: !pto.memref<gm,8x8,f32> out) {
+  %t0 = alloc_tile : !pto.tile<8x8xf32>
+  %t0 = tload %a[0, 0] valid [8, 8] : !pto.tile<8x8xf32>
+  tstore %t0, %o[0, 0] valid [8, 8]
+  return
+}
+
+// Function Type: Orchestration
+func @main(%x: !pto.memref<gm,16x8,f32>, %y: !pto.memref<gm,16x8,f32> out) {
+  %n = alloc_scalar : i64
+  %v = view %x[(i * 8), 0] dims [0, 1] steps [1, 1] : !pto.memref<gm,8x8,f32>
+  FOR %i:idx, 0:idx, 2:idx, 1:idx
+    CALL @k(%a -> %v[0, 0; 8, 8], %o -> %y[(i * 8), 0; 8, 8])
+  ENDFOR
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("view %x[(i * 8), 0]", "view %x[y, 0]", "view %v uses 'y', which is a memref, not a scalar or loop variable"),
+    ("!pto.memref<gm,8x8,f32>\n  FOR", "!pto.memref<gm,(p)x(q),f32>\n  FOR", "view %v uses 'p', which is not a "
+                                                                          "scalar or loop variable"),
+])
+def test_view_expressions_name_only_scalars_and_loop_variables(old, new, message):
+    # These used to pass the verifier and fail in the host compiler.
+    x = np.arange(128, dtype=np.float32).reshape(16, 8)
+    y = np.zeros_like(x)
+    pypto.pto.compile(VIEWED)(x, y, 0)
+    np.testing.assert_array_equal(y, x)
+    with pytest.raises(pypto.PtoSyntaxError) as info:
+        pypto.pto.compile(VIEWED.replace(old, new))
+    assert (info.value.line, info.value.column) == (12, 13)
+    assert message in str(info.value)

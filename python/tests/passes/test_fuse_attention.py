@@ -139,6 +139,32 @@ def test_very_negative_scores_in_a_tail_key_block_stay_finite():
     torch.testing.assert_close(out, _reference(q, k, v, "none").float(), atol=2e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("masked", [64, 128, 150])
+def test_rows_whose_first_key_blocks_are_fully_masked_stay_finite(masked):
+    # Scores of -inf for the first `masked` keys of every row (as a causal or padding mask gives):
+    # the running max starts finite, so exp(m - max) is not exp(-inf + inf) = nan.
+    fn = _attention((40, 32), (256, 32), (256, 16), scale="none")
+    plain = _attention((40, 32), (256, 32), (256, 16), scale="none", disable_passes=["fuse_attention"])
+    q = torch.rand(40, 32) + 0.5
+    k = torch.randn(256, 32)
+    k[:masked] = -math.inf
+    v = torch.randn(256, 16)
+    ref = torch.softmax(q @ k.T, -1) @ v
+    assert torch.isfinite(ref).all()
+    out = fn(q, k, v)
+    assert _passes(pypto.compile(fn, q, k, v))["fuse_attention"] == "changed"
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(out, ref, atol=2e-5, rtol=1e-4)
+    torch.testing.assert_close(plain(q, k, v), ref, atol=2e-5, rtol=1e-4)
+
+
+def test_a_fully_masked_row_is_nan_as_in_torch():
+    fn = _attention((8, 32), (64, 32), (64, 16), scale="none")
+    q, k, v = torch.rand(8, 32) + 0.5, torch.full((64, 32), -math.inf), torch.randn(64, 16)
+    assert torch.isnan(torch.softmax(q @ k.T, -1) @ v).all()
+    assert torch.isnan(fn(q, k, v)).all()
+
+
 def test_half_precision_inputs_with_fp32_scores():
     fn = _attention((80, 32), (80, 32), (80, 32), dtype=pypto.DT_FP16)
     q, k, v = (torch.randn(80, 32, dtype=torch.float16) for _ in range(3))
