@@ -315,6 +315,13 @@ class KernelEmitter {
     return ptr + off;
   }
 
+  /// The valid extents of a memory instruction as C++ values; an instruction written without them
+  /// (the seed's forms) moves its whole tile.
+  std::string valid_list(const Instr& in) const {
+    if (!in.valid.empty()) return cexprs(in.valid);
+    return ints(tile(memory_tile(in)).shape);
+  }
+
   /// A memory access the bounds analysis could not bound over the scalars (under an IF, or with an
   /// offset it cannot bound) checks its box against its region's extents before it runs.
   void emit_access_check(std::string& o, const Instr& in, const std::string& pad) {
@@ -420,6 +427,7 @@ class KernelEmitter {
       return false;
     }
     if (numel(d.shape) != numel(src.shape) / C) return false;
+    if (in.valid.empty()) return true;  // no valid extents: the whole tile
     const Expr& valid = in.valid.at(src.shape.size() - 1);
     return valid.is_const() && valid.value() >= C;
   }
@@ -790,7 +798,7 @@ class KernelEmitter {
     switch (in.op) {
       case Opcode::TLOAD: {
         const TileDecl& t = tile(in.dst);
-        o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, cexprs(in.valid), comment);
+        o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
         // A view tile is a pointer: a viewing load sets it, a copying load points it back at its buffer.
         const bool view_tile = view_tiles_.count(in.dst) > 0;
         const bool view = view_loads_.count(&in) > 0;
@@ -809,7 +817,7 @@ class KernelEmitter {
         const TileDecl& t = tile(in.srcs[0]);
         const bool stream = streams_to(in.memref);
         streams_ = streams_ || stream;
-        o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, cexprs(in.valid), comment);
+        o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
         o += fmt::format("{}  pto::{}<{}, {}>({}, {}, valid, {}, {}_shape, {}); }}\n", pad,
                          stream ? "tstore_stream" : "tstore", ctype(t.dtype), t.shape.back(), address(in),
                          mem_stride_.at(in.memref), t.shape.size(), t.name, t.name);
@@ -851,7 +859,7 @@ class KernelEmitter {
       }
       case Opcode::TGATHER: {
         const TileDecl& t = tile(in.dst);
-        o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, cexprs(in.valid), comment);
+        o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
         o += fmt::format("{}  if (!pto::tgather({}, {}, {}_shape, valid, {}, {}, {}, {}, {}[{}])) return 2; }}\n", pad,
                          t.name, t.shape.size(), t.name, address(in), mem_stride_.at(in.memref), tile(in.srcs[0]).name,
                          in.axis, mem_extent_.at(in.memref), in.axis);
@@ -859,7 +867,7 @@ class KernelEmitter {
       }
       case Opcode::TSCATTER: {
         const TileDecl& t = tile(in.srcs[0]);
-        o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, cexprs(in.valid), comment);
+        o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
         o += fmt::format("{}  if (!pto::tscatter({}, {}, valid, {}, {}_shape, {}, {}, {}, {}[{}])) return 2; }}\n", pad,
                          address(in), mem_stride_.at(in.memref), t.shape.size(), t.name, t.name, tile(in.srcs[1]).name,
                          in.axis, mem_extent_.at(in.memref), in.axis);
@@ -929,7 +937,8 @@ class KernelEmitter {
         default: init = fmt::format("pto::highest<{}>()", ty);
       }
       o += fmt::format("{}pto::treduce<{}, {}, {}, {}, {}>({}, {}, {}, {});{}\n", pad, op_struct(in.op), ty, outer,
-                       s.shape[axis], inner, tile(in.dst).name, s.name, cexpr(in.valid.at(axis)), init, comment);
+                       s.shape[axis], inner, tile(in.dst).name, s.name,
+                       in.valid.empty() ? std::to_string(s.shape[axis]) : cexpr(in.valid.at(axis)), init, comment);
       return;
     }
     const TileDecl& t = tile(in.dst);

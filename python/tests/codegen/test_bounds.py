@@ -274,3 +274,30 @@ def test_a_loop_step_that_is_not_positive_is_an_error_not_a_hang():
     assert y[:5].all() and not y[5:].any()
     with pytest.raises(ValueError, match=r"FOR %i: the step k is not positive"):
         prog(x, y, 0)
+
+
+def test_instructions_written_without_valid_extents_move_whole_tiles():
+    # The seed's forms have no `valid`: the kernels used to read a zero-length array of extents.
+    text = """\
+// Function Type: InCore
+func @rowmax(%input: !pto.memref<gm,8x8xf32>, %output: !pto.memref<gm,8x1xf32> out) {
+  %x = tload %input[0, 0] : (!pto.memref) -> !pto.tile<8x8xf32>
+  %result = trowmax %x : !pto.tile<8x8xf32> -> !pto.tile<8x1xf32>
+  tstore %result, %output[0, 0]
+  return
+}
+
+// Function Type: Orchestration
+func @main(%input: !pto.memref<gm,16x8,f32>, %output: !pto.memref<gm,16x1,f32> out) {
+  FOR %i:idx, 0:idx, 2:idx, 1:idx
+    CALL @rowmax(%input -> %input[(i * 8), 0; 8, 8], %output -> %output[(i * 8), 0; 8, 1])
+  ENDFOR
+  return
+}
+"""
+    prog = pto.compile(text)
+    assert "valid[] = {8, 8};" in prog.source() and "valid[] = {};" not in prog.source()
+    x = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32)
+    out = np.zeros((16, 1), np.float32)
+    prog(x, out)
+    np.testing.assert_array_equal(out, x.max(1, keepdims=True))
