@@ -34,6 +34,18 @@ bool name_start(char c) {
 }
 bool name_char(char c) { return name_start(c) || is_digit(c); }
 
+/// The value of an expression without variables (the parser keeps `(2 - 3)` as written).
+std::optional<int64_t> constant_value(const Expr& e) {
+  struct HasVariable {};
+  try {
+    return e.eval([](const std::string&) -> int64_t { throw HasVariable{}; });
+  } catch (const HasVariable&) {
+    return std::nullopt;
+  } catch (const UserError&) {
+    return std::nullopt;  // a division by zero: the verifier or the run reports it
+  }
+}
+
 /// The first character of `name` that a name may not hold, as (byte offset, code point; -1 for
 /// bytes that are not UTF-8): C1 controls, bidirectional controls and invisible format characters
 /// (a name must read as it is stored). Other non-ASCII letters are names' characters.
@@ -396,7 +408,12 @@ class Line {
       for (;;) {
         skip_ws();
         char c = peek();
-        if (c == '(') m.shape.push_back(expr());
+        if (c == '(') {
+          const size_t at = pos_;
+          m.shape.push_back(expr());
+          if (auto v = constant_value(m.shape.back()); v && *v < 0)
+            fail(at, fmt::format("a memref dim cannot be negative, found {}", *v));
+        }
         else if (c == '-' || is_digit(c)) {
           const size_t at = pos_;
           const int64_t d = integer("a memref dim");

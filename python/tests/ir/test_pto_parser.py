@@ -177,6 +177,7 @@ BAD = [
     ("  %t1 = alloc_tile", "  %t1$\u0085 = alloc_tile", "character U+0085"),
     ("  %t1 = alloc_tile", "  %t1$\u200b = alloc_tile", "character U+200B"),
     ("%x: !pto.memref<gm,16x8", "%x: !pto.memref<gm,$-1x8", "a memref dim cannot be negative, found -1"),
+    ("%x: !pto.memref<gm,16x8", "%x: !pto.memref<gm,16x$(2 - 3)", "a memref dim cannot be negative, found -1"),
     ("%a: !pto.memref<gm,8x8", "%a: $!pto.memref<gm,0x8", "dim 0 of parameter %a must be positive, found 0"),
 ]
 
