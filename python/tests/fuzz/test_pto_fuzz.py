@@ -42,10 +42,6 @@ def test_mutants_are_a_function_of_seed_and_case():
 
 KERNELS = ["softmax", "dyn_dim"]  # the jitted seeds these tests use (all of them in .ci/fuzz.sh)
 SEED_NAMES = KERNELS + ["builder_demo", "builder_matmul", "builder_binexp"] + sorted(pto_fuzz.HAND_SEEDS)
-# Seeds that fail today: the test fails when one of them passes, so that the entry is removed.
-KNOWN_FAILING = {
-    "hand_seed_forms": "a trowmax without valid [...] (the seed's form) raises InternalError vector::_M_range_check",
-}
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +52,7 @@ def worker(tmp_path_factory):
     w.close()
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_FAILING[n], strict=True))
-                                  if n in KNOWN_FAILING else n for n in SEED_NAMES])
+@pytest.mark.parametrize("name", SEED_NAMES)
 def test_seed_passes_every_stage(name, worker):
     """An unmutated seed parses, verifies, compiles and runs (so a mutant's failure is the mutation's)."""
     seeds = {n: (text, hints) for n, text, hints in pto_fuzz.seed_texts(KERNELS)}
