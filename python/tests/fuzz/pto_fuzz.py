@@ -15,7 +15,9 @@ A mutant goes through these stages, in a worker process:
            verification, the passes and C++ generation run, the host compile
            fails at once (a CompileError we expect); no C++ compiler runs
   compile  ``pypto.pto.compile`` with the real compiler, for at most
-           ``--max-compiles`` mutants that generate new C++
+           ``--max-compiles`` mutants that generate new C++ (a second pass
+           over the verified mutants, in case order, once every case has
+           been through the cheap stages)
   run      the program on small NumPy arrays sized from the entry's memrefs
            (symbolic dims and scalars small ints), each array between guard
            bytes that must not change
@@ -1356,9 +1358,13 @@ def _inject(case: dict, spec: str, seeds) -> dict:
                 text=f"{SELFTEST_MARK}{stage}:{action}\n" + text)
 
 
-def fuzz(seed: int, cases: int, max_compiles: int, timeout: float, out_dir: Optional[str], time_budget: Optional[float],
-         kernels=None, inject=None, verbose=False, log=print, first_case: int = 0):
-    """Runs the fuzzer; returns Stats. `inject` maps case numbers to 'stage:action' self-test cases."""
+def fuzz(seed: int, cases: int, max_compiles: int, timeout: float, out_dir: Optional[str],
+         time_budget: Optional[float], kernels=None, inject=None, verbose=False, log=print, first_case: int = 0):
+    """Runs the fuzzer; returns Stats. `inject` maps case numbers to 'stage:action' self-test cases.
+
+    Two passes, so that a slow machine cuts the expensive part only: first every case up to the verify stage,
+    then the verified ones in case order through the real compile and a run, while host compiles (cache misses)
+    stay within `max_compiles` and time within `time_budget`."""
     t0 = time.monotonic()
     seeds = seed_texts(kernels, log=log if verbose else None)
     if verbose:
@@ -1368,26 +1374,37 @@ def fuzz(seed: int, cases: int, max_compiles: int, timeout: float, out_dir: Opti
     stats = Stats()
     stopped = ""
     worker = WorkerProcess(tmp, cache, timeout, hooks=bool(inject))
-    budget = max_compiles
+    out_of_time = lambda: time_budget is not None and time.monotonic() - t0 > time_budget  # noqa: E731
+
+    def record(case, r):
+        saved = save_case(out_dir, case, r) if r["outcome"] == "bad" and out_dir else ""
+        stats.add(r, saved)
+        if verbose and r["outcome"] == "bad":
+            log(f"case {case['case']} ({case['kernel']}, {'+'.join(case['mutations'])}): BAD {signature(r)}"
+                + (f" -> {saved}.pto" if saved else ""))
+
     try:
+        verified = []
         for n in range(first_case, first_case + cases):
-            if time_budget is not None and time.monotonic() - t0 > time_budget:
+            if out_of_time():
                 stopped = "time-budget"
                 break
             case = make_case(seed, n, seeds)
             if inject and n in inject:
                 case = _inject(case, inject[n], seeds)
-            case["compile"] = budget > 0
-            r = worker.run(case)
-            if r.get("host_compile"):
-                budget -= 1
-            saved = ""
-            if r["outcome"] == "bad" and out_dir:
-                saved = save_case(out_dir, case, r)
-            stats.add(r, saved)
-            if verbose and r["outcome"] == "bad":
-                log(f"case {n} ({case['kernel']}, {'+'.join(case['mutations'])}): BAD {signature(r)}"
-                    + (f" -> {saved}.pto" if saved else ""))
+            r = worker.run(dict(case, compile=False))
+            if r["outcome"] == "ok" and r["verified"] and max_compiles > 0:
+                verified.append((case, r))  # recorded after the second pass
+            else:
+                record(case, r)
+        budget = max_compiles
+        for case, r in verified:
+            if budget > 0 and not out_of_time():
+                r = worker.run(dict(case, compile=True))
+                budget -= bool(r.get("host_compile"))
+            elif budget > 0:
+                stopped = "time-budget"
+            record(case, r)
     finally:
         worker.close()
         shutil.rmtree(tmp, ignore_errors=True)
