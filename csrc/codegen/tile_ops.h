@@ -371,7 +371,8 @@ inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* _
                   const int64_t* valid) {
   int64_t rows = 1;
   for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
-  const int64_t vc = valid[rank - 1] < C ? valid[rank - 1] : C;
+  // The valid extent clamped to [0, C] (a negative one moves nothing).
+  const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < C ? valid[rank - 1] : C;
   const int64_t sc = stride[rank - 1];
   for (int64_t r = 0; r < rows; ++r) {
     int64_t off = 0;
@@ -451,7 +452,8 @@ inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* vali
                    const T* __restrict src) {
   int64_t rows = 1;
   for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
-  const int64_t vc = valid[rank - 1] < C ? valid[rank - 1] : C;
+  // The valid extent clamped to [0, C] (a negative one moves nothing).
+  const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < C ? valid[rank - 1] : C;
   const int64_t sc = stride[rank - 1];
   for (int64_t r = 0; r < rows; ++r) {
     int64_t off = 0;

@@ -159,6 +159,9 @@ struct StmtChecker {
       const MemRef& m = memrefs[a.memref];
       if (a.offsets.size() != m.shape.size() || a.extents.size() != m.shape.size())
         fail("memref.rank", fmt::format("CALL @{}: region of %{} does not match its rank {}", f.name, m.name, m.shape.size()));
+      if (m.shape.size() != f.params[i].max_extents.size())
+        fail("call.rank", fmt::format("CALL @{}: %{} has rank {}, parameter %{} rank {}", f.name, m.name, m.shape.size(),
+                                      f.params[i].name, f.params[i].max_extents.size()));
       if (m.dtype != f.params[i].dtype)
         fail("call.dtype", fmt::format("CALL @{}: %{} has the wrong dtype for parameter %{}", f.name, m.name, f.params[i].name));
       for (const Expr& e : a.offsets) check_expr(e, "CALL @" + f.name);

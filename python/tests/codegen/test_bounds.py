@@ -301,3 +301,23 @@ func @main(%input: !pto.memref<gm,16x8,f32>, %output: !pto.memref<gm,16x1,f32> o
     out = np.zeros((16, 1), np.float32)
     prog(x, out)
     np.testing.assert_array_equal(out, x.max(1, keepdims=True))
+
+
+def test_a_negative_valid_extent_moves_nothing():
+    # A rank-1 tload with a negative valid extent used to zero-fill before its tile (SIGSEGV).
+    text = DEMO.replace("%t = tload %src[0, 0] valid [8, 64]", "%t = tload %src[0, 0] valid [8, (64 - 2147483648)]")
+    r = _child(f"""
+        import numpy as np, pypto.pto as pto
+        x = np.ones((64, 64), np.float32); y = np.full((64, 64), 5.0, np.float32)
+        pto.compile({text!r})(x, y, 8)
+        print("SUM", float(y.sum()))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "SUM 0.0" in r.stdout  # every loaded row is all zeros, and 2 * 0 is stored
+
+
+def test_a_call_passing_a_tensor_of_another_rank_is_a_verify_error():
+    text = DEMO.replace("%x: !pto.memref<gm,(x_d0)x(x_d1),f32>", "%x: !pto.memref<gm,(x_d0),f32>").replace(
+        "%x[(i * 8), 0; 8, 64]", "%x[(i * 8); 8]")
+    with pytest.raises(pypto.VerifyError, match=r"CALL @scale: %x has rank 1, parameter %src rank 2"):
+        pto.compile(text)
