@@ -298,10 +298,10 @@ def mean(x, dim=None, keepdim=False) -> Tensor:
     _ctx("mean")
     _require_float("mean", x)
     dims = _dims("mean", x, dim)
-    # Divide before summing: the sum of n values near the dtype's largest would overflow (n * 1e30
-    # in float32), the sum of their n-th parts cannot. It also divides before the rank drops, so
-    # later ops match the active tile rank.
-    return _reduce("sum", div(x, _count(x, dims)), dims, keepdim)
+    if keepdim:
+        return div(_reduce("sum", x, dims, True), _count(x, dims))
+    # Divide before the rank drops: later ops may not match the active tile rank.
+    return _reduce("sum", div(x, _count(x, dims)), dims, False)
 
 
 def var(x, dim=None, keepdim=False, correction=1, unbiased=None) -> Tensor:
