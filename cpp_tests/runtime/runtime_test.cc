@@ -486,8 +486,21 @@ TEST(RuntimeTest, NumWorkersFromEnvironment) {
   std::string saved = old != nullptr ? old : "";
   setenv("PYPTO_NUM_THREADS", "3", 1);
   EXPECT_EQ(Runtime(0).num_workers(), 3);
-  setenv("PYPTO_NUM_THREADS", "0", 1);
-  EXPECT_GE(Runtime(0).num_workers(), 1);
+  // Malformed or out-of-range values are errors naming the variable, not silent defaults.
+  for (const char* bad : {"0", "1abc", "257", "-2", ""}) {
+    setenv("PYPTO_NUM_THREADS", bad, 1);
+    if (*bad == '\0') {
+      EXPECT_GE(Runtime(0).num_workers(), 1);  // empty: unset
+      continue;
+    }
+    try {
+      Runtime rt(0);
+      ADD_FAILURE() << "PYPTO_NUM_THREADS=" << bad << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("PYPTO_NUM_THREADS must be an integer from 1 to 256"), std::string::npos);
+    }
+  }
+  EXPECT_THROW(Runtime(257), ConfigError);
   if (old != nullptr) {
     setenv("PYPTO_NUM_THREADS", saved.c_str(), 1);
   } else {
