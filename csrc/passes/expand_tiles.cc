@@ -145,7 +145,10 @@ class Expander {
       Expr off = Expr::var(s.vars.back()) * Expr(s.tile.back());
       s.offset.push_back(off);
       const Expr& lim = valid_shape.empty() ? shape[d] : valid_shape[d];
-      s.valid.push_back(valid(lim, s.tile.back(), off));
+      // The loop walks the whole shape: when a valid shape cuts it shorter, tiles past the cut
+      // are empty even if the cut is a multiple of the tile (valid(...) would call them full).
+      const bool cut = !valid_shape.empty() && !valid_shape[d].equals(shape[d]);
+      s.valid.push_back(cut ? min(Expr(s.tile.back()), lim - off) : valid(lim, s.tile.back(), off));
     }
     return s;
   }

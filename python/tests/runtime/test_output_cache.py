@@ -97,8 +97,13 @@ def test_bad_limits_are_rejected():
 
 def test_limit_from_environment():
     code = "import pypto; print(pypto.get_output_cache_limit())"
-    for env, expected in (("16", 16 << 20), ("0", 0), ("junk", 1024 << 20)):
+    for env, expected in (("16", 16 << 20), ("0", 0), ("", 1024 << 20)):
         out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYPTO_OUTPUT_CACHE_MB=env),
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         assert int(out.stdout.strip()) == expected
+    # A malformed value is an error naming the variable, not a silent default.
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYPTO_OUTPUT_CACHE_MB="junk"),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "PYPTO_OUTPUT_CACHE_MB must be an integer from 0 to 1073741824, found 'junk'" in out.stderr

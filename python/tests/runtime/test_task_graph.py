@@ -280,7 +280,7 @@ def test_task_window_is_validated(restore_window):
         with pytest.raises(TypeError, match="positive int"):
             pypto.set_task_window(bad)
     rt = _C.runtime.Runtime(2)
-    with pytest.raises(ValueError, match="must be positive"):
+    with pytest.raises(ValueError, match="the task window must be from 1 to 4194304 tasks, found 0"):
         rt.task_window = 0
 
 
@@ -311,7 +311,8 @@ def test_pypto_task_window_environment_variable():
     assert out.stdout.strip() == "7"
     env["PYPTO_TASK_WINDOW"] = "zero"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip() == "16384"  # an invalid value keeps the default
+    assert out.returncode != 0  # an invalid value is an error naming it, not the default
+    assert "PYPTO_TASK_WINDOW must be an integer from 1 to 4194304, found 'zero'" in out.stderr
 
 
 # --------------------------------------------------------------------------- 4. randomised region graphs
