@@ -277,7 +277,14 @@ std::vector<std::string> compiler_command() {
 }
 
 std::vector<std::string> compiler_flags() {
-  return {"-std=c++17", "-O3", "-march=native", "-fno-math-errno", "-fopenmp-simd", "-fPIC", "-shared", "-w"};
+  std::vector<std::string> flags = {"-std=c++17", "-O3", "-march=native", "-fno-math-errno",
+                                    "-fopenmp-simd", "-fPIC", "-shared", "-w"};
+#ifdef PYPTO_SANITIZE_FLAGS
+  // A sanitized build (CMake PYPTO_SANITIZE) compiles generated kernels with the same sanitizers.
+  for (const auto& f : split_spaces(PYPTO_SANITIZE_FLAGS)) flags.push_back(f);
+  flags.push_back("-fno-omit-frame-pointer");
+#endif
+  return flags;
 }
 
 std::string cache_dir() {
