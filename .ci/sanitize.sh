@@ -40,7 +40,10 @@ echo "== build: $((SECONDS - start)) s"
 # Every error is fatal to its process, with its own exit status: ASan stops at
 # the first error (halt_on_error), UBSan too (the code is built with
 # -fno-sanitize-recover=undefined; halt_on_error covers anything built without).
-ASAN_COMMON=halt_on_error=1:exitcode=99:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1
+# An allocation too large to satisfy returns null, as it does without ASan (the
+# runtime turns that into std::bad_alloc and Python's MemoryError, which tests
+# check), instead of an ASan report.
+ASAN_COMMON=halt_on_error=1:exitcode=99:allocator_may_return_null=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=98
 status=0
 
@@ -98,9 +101,10 @@ EOF
 # softmax end to end, the pto builder and .pto round trip, the runtime, the
 # frontend's errors, the disk cache (a second process loading a kernel).
 # Left out: the variants of the same paths that cost most under the sanitizers.
-# -v names each test before it runs: a sanitizer report ends the process there.
+# -v names each test before it runs: a sanitizer report ends the process there,
+# and --capture=sys leaves file descriptor 2 alone so that the report is shown.
 T=python/tests
-sanpy -m pytest -v -p no:cacheprovider \
+sanpy -m pytest -v -p no:cacheprovider --capture=sys --durations=15 \
   $T/test_softmax_e2e.py $T/pto/test_builder.py $T/pto/test_roundtrip.py $T/runtime \
   $T/frontend/test_errors.py $T/codegen/test_cache.py \
   --deselect $T/test_softmax_e2e.py::test_jit_alias_and_operators \
