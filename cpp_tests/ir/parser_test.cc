@@ -296,7 +296,7 @@ TEST(PtoParserTest, RoundTripsEveryInstructionForm) {
       "  %t3 = tredmax %t5 axis=1 valid [4, 2, 8] : !pto.tile<4x1xf32>\n"
       "  %t1 = trowexpanddiv %t0, %t3 : !pto.tile<4x8xf32>\n"
       "  %t1 = tmatmul_acc %t1, %t0, %t0 : !pto.tile<4x8xf32>\n"
-      "  %t4 = tarange 0.5, 0.25, (g0 * 32) : !pto.tile<32xf32>\n"
+      "  %t4 = tarange 0.5, 0.25, (M * 32) : !pto.tile<32xf32>\n"
       "  %t4 = tarange -inf, 1, 0 : !pto.tile<32xf32>\n"
       "  %t0 = tgather %a[0, 0], %t6 axis=1 valid [4, 8] : !pto.tile<4x8xf32>\n"
       "  tscatter %t0, %o[0, 0], %t6 axis=1 valid [4, 8]\n"

@@ -138,7 +138,14 @@ std::string tile_type_str(const std::vector<int64_t>& shape, DataType dt) {
 /// Token scanner over one line of text.
 class Line {
  public:
-  Line(std::string_view text, int line) : t_(text), line_(line) {}
+  /// Called with the position and the name of each variable an expression uses (see Parser::check_scope).
+  using NameCheck = std::function<void(const Line&, size_t, const std::string&)>;
+
+  Line(std::string_view text, int line, NameCheck check = {}) : t_(text), line_(line), check_(std::move(check)) {}
+  /// Stops checking names (view declarations may name loop variables of later loops); returns the
+  /// check, for `checked` to restore.
+  NameCheck unchecked() { return std::exchange(check_, {}); }
+  void checked(NameCheck check) { check_ = std::move(check); }
 
   int number() const { return line_; }
   size_t pos() const { return pos_; }
@@ -287,7 +294,9 @@ class Line {
     }
     if (c == '%' && name_start(peek(1))) {
       ++pos_;
-      return Expr::var(ident());
+      std::string n = ident();
+      if (check_) check_(*this, s, n);
+      return Expr::var(std::move(n));
     }
     if (name_start(c)) {
       std::string n = ident();
@@ -304,6 +313,7 @@ class Line {
           return Expr::node(n == "min" ? Expr::Kind::Min : Expr::Kind::Max, a, b);
         }
       }
+      if (check_) check_(*this, s, n);
       return Expr::var(n);
     }
     fail("expected an expression, found " + found());
@@ -459,6 +469,7 @@ class Line {
   std::string_view t_;
   int line_;
   size_t pos_ = 0;
+  NameCheck check_;
 };
 
 enum class FnKind { None, InCore, Orchestration };
@@ -489,7 +500,10 @@ class Parser {
 
   ExecutionGraph run() {
     for (size_t i = 0; i < lines_.size(); ++i) {
-      Line L(lines_[i], static_cast<int>(i) + 1);
+      // Header lines are not checked: a parameter's dims may name a scalar parameter declared after it.
+      Line L(lines_[i], static_cast<int>(i) + 1,
+             in_func_ ? Line::NameCheck([this](const Line& l, size_t at, const std::string& n) { check_scope(l, at, n); })
+                      : Line::NameCheck());
       line(L);
     }
     Line eof(lines_.back(), static_cast<int>(lines_.size()));
@@ -756,6 +770,26 @@ class Parser {
       if (auto c = t.shape[d].as_const(); c && *c <= 0)
         L.fail(at, fmt::format("dim {} of {} must be positive, found {}", d, what, *c));
     }
+  }
+
+  /// An expression in a function's body names a scalar of the function (a scalar parameter or, in the
+  /// orchestration, an alloc_scalar declared before it) or the variable of an enclosing FOR.
+  void check_scope(const Line& L, size_t at, const std::string& n) const {
+    if (scalar_names_.count(n)) return;
+    for (const Block& b : blocks_)
+      if (b.is_loop && b.loop.var == n) return;
+    std::string kind = tile_names_.count(n)     ? "a tile, not a scalar"
+                       : memref_names_.count(n) ? "a memref, not a scalar"
+                                                : "not a scalar or loop variable in scope here";
+    std::string hint;
+    if (!tile_names_.count(n) && !memref_names_.count(n)) {
+      hint = is_orch_ ? " (the orchestration's scalars are its index parameters and alloc_scalar declarations; a FOR "
+                        "variable is in scope inside its loop)"
+                      : fmt::format(" (@{} sees only its index parameters and the variables of the FORs around the "
+                                    "expression; pass an orchestration scalar as an index parameter)",
+                                    fn_name_);
+    }
+    L.fail(at, fmt::format("'{}' is {}{}", n, kind, hint));
   }
 
   /// Names the expressions of the orchestration's views may use: its scalars and loop variables.
@@ -1093,6 +1127,7 @@ class Parser {
   }
 
   void view_decl(Line& L, const std::string& name, size_t name_at, bool reshape) {
+    L.unchecked();  // check_view_names checks the names when the orchestration closes
     L.skip_ws();
     size_t b_at = L.pos();
     std::string base = L.sigil_name('%', "the viewed memref");
@@ -1213,7 +1248,11 @@ class Parser {
         L.advance(2);
         L.skip_ws();
         const size_t list_at = L.pos();
-        for (const Expr& e : L.bracket_exprs()) {
+        // Any name is refused below as not a constant, wherever it is declared.
+        Line::NameCheck check = L.unchecked();
+        const std::vector<Expr> sizes = L.bracket_exprs();
+        L.checked(std::move(check));
+        for (const Expr& e : sizes) {
           std::optional<int64_t> v = e.as_const();
           if (!v || *v <= 0) L.fail(list_at, fmt::format("l0 sizes must be positive integers, found {}", e.str()));
           in.l0.push_back(*v);

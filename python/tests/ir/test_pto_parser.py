@@ -179,6 +179,15 @@ BAD = [
     ("%x: !pto.memref<gm,16x8", "%x: !pto.memref<gm,$-1x8", "a memref dim cannot be negative, found -1"),
     ("%x: !pto.memref<gm,16x8", "%x: !pto.memref<gm,16x$(2 - 3)", "a memref dim cannot be negative, found -1"),
     ("%a: !pto.memref<gm,8x8", "%a: $!pto.memref<gm,0x8", "dim 0 of parameter %a must be positive, found 0"),
+    # An expression names a scalar of its own function or the variable of a FOR around it.
+    ("tload %a[0, 0] valid [8, 8]", "tload %a[0, 0] valid [8, $n]",
+     "'n' is not a scalar or loop variable in scope here (@k sees only its index parameters"),
+    ("tadds %t0, 1", "tadds %t0, $t1", "'t1' is a tile, not a scalar"),
+    ("tadds %t0, 1", "tadds %t0, $a", "'a' is a memref, not a scalar"),
+    ("%o -> %y[(g0 * 8), 0; 8, 8]", "%o -> %y[($i * 8), 0; 8, 8]", "'i' is not a scalar or loop variable in scope"),
+    ("  ENDFOR\n  return", "  ENDFOR\n  CALL @k(%a -> %x[0, 0; 8, 8], %o -> %y[0, 0; 8, 8], %g0 -> $g0)\n  return",
+     "'g0' is not a scalar or loop variable in scope here (the orchestration's scalars"),
+    ("FOR %g0:idx, 0:idx, 2:idx", "FOR %g0:idx, 0:idx, $g0:idx", "'g0' is not a scalar or loop variable"),
 ]
 
 
@@ -202,6 +211,25 @@ def test_malformed_text_raises_with_position(replace_from, marked_to, message):
     assert message in str(err)
     with pytest.raises(pypto.PtoSyntaxError):
         _C.parse_pto_roundtrip(text)
+
+
+def test_a_scalar_declared_later_or_a_loop_variable_after_its_loop_is_out_of_scope():
+    # A workspace dim may not name a FOR variable; an InCore body may not use a variable of a FOR
+    # that has ended. Both used to pass the verifier and fail in the host compiler.
+    text = SMALL.replace("  FOR %g0", "  %w = alloc_workspace : !pto.memref<gm,8x(g0),f32>\n  FOR %g0")
+    with pytest.raises(pypto.PtoSyntaxError, match="'g0' is not a scalar or loop variable in scope") as info:
+        _C.check_pto(text)
+    assert (info.value.line, info.value.column) == (17, 44)
+    text = SMALL.replace("  %t1 = tadds %t0, 1", "  FOR %j:idx, 0:idx, 2:idx, 1:idx\n  ENDFOR\n  %t1 = tadds %t0, j")
+    with pytest.raises(pypto.PtoSyntaxError, match="'j' is not a scalar or loop variable in scope") as info:
+        _C.check_pto(text)
+    assert (info.value.line, info.value.column) == (12, 20)
+    # Inside the loop the variable is in scope, and the program runs.
+    text = SMALL.replace("  %t1 = tadds %t0, 1\n", "  FOR %j:idx, 0:idx, 2:idx, 1:idx\n  %t1 = tadds %t0, j\n  ENDFOR\n")
+    x = np.arange(128, dtype=np.float32).reshape(16, 8)
+    y = np.zeros_like(x)
+    pypto.pto.compile(text)(x, y)
+    np.testing.assert_array_equal(y, x + 1)
 
 
 def test_empty_and_garbage_text():
