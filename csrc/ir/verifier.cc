@@ -4,7 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <functional>
-#include <set>
+#include <optional>
 #include <set>
 
 #include "ir/errors.h"
@@ -45,6 +45,16 @@ struct StmtChecker {
       }
       walk(x.lhs());
       walk(x.rhs());
+      // A divisor that is 0 whatever the scalars are (`(8 // 0)`, `(n % (4 - 4))`) is a program error;
+      // one that depends on them is checked where it is evaluated.
+      if (x.kind() == Expr::Kind::FloorDiv || x.kind() == Expr::Kind::Mod) {
+        std::optional<int64_t> d;
+        try {
+          d = x.rhs().substitute({}).as_const();
+        } catch (const UserError&) {  // the divisor overflows: not 0
+        }
+        if (d && *d == 0) fail("expr.zero-divisor", fmt::format("{}: the divisor {} of {} is 0", what, x.rhs().str(), x.str()));
+      }
     };
     walk(e);
   }
@@ -88,6 +98,7 @@ struct StmtChecker {
                                        dtype_name(compute_dtype(m.dtype))));
       for (const Expr& e : in.offsets) check_expr(e, what);
     }
+    if (in.scalar_expr) check_expr(*in.scalar_expr, what);
     if (!in.valid.empty()) {
       const TileDecl* t = dst && !is_reduction(in.op) ? dst : tile(in.srcs.empty() ? in.dst : in.srcs[0]);
       if (in.valid.size() != t->shape.size())
@@ -138,7 +149,84 @@ struct StmtChecker {
       }
       default: break;
     }
+    check_dtypes(in, dst);
     if (dst) defined_tiles.insert(dst->id);
+  }
+
+  /// The element types the kernels need: a tile op computes in one C++ type, so its tiles agree;
+  /// TCAST converts; a comparison may write into another type; indices and conditions are integers.
+  void check_dtypes(const Instr& in, const TileDecl* dst) {
+    const std::string what = opcode_name(in.op);
+    auto name = [](DataType d) { return dtype_pto_name(d); };
+    auto same = [&](const TileDecl* a, const TileDecl* b) {
+      if (a->dtype != b->dtype)
+        fail("instr.dtype", fmt::format("{}: tile %{} is {} but tile %{} is {}; the operands of {} have one dtype", what,
+                                        a->name, name(a->dtype), b->name, name(b->dtype), what));
+    };
+    auto integer_index = [&](const TileDecl* t, const char* role) {
+      if (t->dtype != DataType::INT32 && t->dtype != DataType::INT64)
+        fail("instr.dtype", fmt::format("{}: the {} tile %{} is {}; it must be i32 or i64", what, role, t->name,
+                                        name(t->dtype)));
+    };
+    auto check_axis = [&](int64_t rank, const char* of) {
+      if (in.axis < 0 || in.axis >= rank)
+        fail("instr.axis", fmt::format("{}: axis={} is not a dim of the {} (rank {})", what, in.axis, of, rank));
+    };
+    std::vector<const TileDecl*> srcs;
+    for (int s : in.srcs) srcs.push_back(tile(s));
+    switch (in.op) {
+      case Opcode::TLOAD: case Opcode::TSTORE: case Opcode::TFILL: case Opcode::TARANGE: case Opcode::TCAST:
+        return;
+      case Opcode::TGATHER:
+        integer_index(srcs[0], "index");
+        check_axis(static_cast<int64_t>(memrefs[in.memref].shape.size()), "memref");
+        return;
+      case Opcode::TSCATTER:
+        integer_index(srcs[0], "index");
+        check_axis(static_cast<int64_t>(memrefs[in.memref].shape.size()), "memref");
+        return;
+      case Opcode::TADD: case Opcode::TSUB: case Opcode::TMUL: case Opcode::TDIV: case Opcode::TMAX:
+      case Opcode::TMIN: case Opcode::TPOW:
+      case Opcode::TCMPGT: case Opcode::TCMPGE: case Opcode::TCMPLT: case Opcode::TCMPLE: case Opcode::TCMPEQ:
+      case Opcode::TCMPNE:
+        // The result converts to the destination's type.
+        if (srcs.size() == 2) same(srcs[0], srcs[1]);
+        return;
+      case Opcode::TSELECT: {
+        // The condition is the first operand unless the constant takes its place (scalar_pos 0).
+        size_t v = 0;
+        if (in.scalar_pos != 0) {
+          if (srcs[0]->dtype != DataType::INT32)
+            fail("instr.dtype", fmt::format("tselect: the condition tile %{} is {}; it must be i32 (a comparison's "
+                                            "result)",
+                                            srcs[0]->name, name(srcs[0]->dtype)));
+          v = 1;
+        }
+        for (; v < srcs.size(); ++v) same(dst, srcs[v]);
+        return;
+      }
+      default: break;
+    }
+    if (is_reduction(in.op)) {
+      const TileDecl* s = srcs[0];
+      same(dst, s);
+      const bool row = in.op == Opcode::TROWSUM || in.op == Opcode::TROWMAX || in.op == Opcode::TROWMIN ||
+                       in.op == Opcode::TROWPROD;
+      const bool red = in.op == Opcode::TREDSUM || in.op == Opcode::TREDMAX || in.op == Opcode::TREDMIN ||
+                       in.op == Opcode::TREDPROD;
+      const int64_t rank = static_cast<int64_t>(s->shape.size());
+      if (red) check_axis(rank, "source tile");
+      const int64_t axis = red ? in.axis : row ? rank - 1 : 0;
+      int64_t rest = 1, out = 1;
+      for (int64_t d = 0; d < rank; ++d) rest *= d == axis ? 1 : s->shape[d];
+      for (int64_t d : dst->shape) out *= d;
+      if (out < rest)
+        fail("instr.shape", fmt::format("{}: tile %{} has {} elements, reducing dim {} of tile %{} gives {}", what,
+                                        dst->name, out, axis, s->name, rest));
+      return;
+    }
+    // Everything else computes in the destination's type on sources of that type.
+    for (const TileDecl* s : srcs) same(dst, s);
   }
 
   void check_call(const Call& c) {
@@ -321,7 +409,8 @@ void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs
   StmtChecker c{memrefs, f.tiles, [&](int id) { return visible.count(id) > 0; }};
   c.allow_if = true;
   for (const auto& s : f.scalar_params) c.scope.insert(s);
-  for (const auto& d : dyn) c.scope.insert(d);
+  // An InCore function sees its own scalars only: the orchestration passes it what it needs.
+  (void)dyn;
   c.check(f.body);
   // Stores into inputs would race with other readers of the caller's tensors.
   std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
