@@ -93,8 +93,14 @@ void emit_control(std::string& o, const std::vector<Stmt>& body, int indent,
         o += fmt::format("{}if (__builtin_expect({} <= 0, 0)) return {}(\"FOR %{}: the step {} is not positive\");\n",
                          pad, cexpr(l->step), fail, l->var, l->step.str());
       }
-      o += fmt::format("{}for (int64_t {} = {}; {} < {}; {} += {}) {{\n", pad, v, cexpr(l->start), v, cexpr(l->stop), v,
-                       cexpr(l->step));
+      // With constant bounds whose last step stays in range the step is a plain addition; otherwise
+      // pto::loop_next stops at the bound instead of overflowing past 2^63.
+      auto start = l->start.as_const(), stop = l->stop.as_const(), step = l->step.as_const();
+      int64_t past = 0;
+      const bool plain = start && stop && step && !__builtin_add_overflow(*stop, *step, &past);
+      const std::string next = plain ? fmt::format("{} += {}", v, *step)
+                                     : fmt::format("{} = pto::loop_next({}, {}, {})", v, v, cexpr(l->step), cexpr(l->stop));
+      o += fmt::format("{}for (int64_t {} = {}; {} < {}; {}) {{\n", pad, v, cexpr(l->start), v, cexpr(l->stop), next);
       emit_control(o, l->body, indent + 1, leaf, run, fail);
       o += pad + "}\n";
     } else if (auto* c = std::get_if<IfThen>(&s.node)) {
@@ -223,14 +229,14 @@ class KernelEmitter {
                                                  : offset;
       if (view_tiles_.count(t.id)) {
         // Only loaded and read: the tile may view its source instead of a copy (pto::tload_view).
-        decls += fmt::format("  {}* {}_buf = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, t.name, ty, at,
+        decls += fmt::format("  {}* {}_buf = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, tn(t), ty, at,
                              tile_type(t));
-        decls += fmt::format("  const {}* {} = {}_buf;\n", ty, t.name, t.name);
+        decls += fmt::format("  const {}* {} = {}_buf;\n", ty, tn(t), tn(t));
       } else {
-        decls += fmt::format("  {}* {} = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, t.name, ty, at,
+        decls += fmt::format("  {}* {} = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, tn(t), ty, at,
                              tile_type(t));
       }
-      decls += fmt::format("  static const int64_t {}_shape[] = {{{}}};\n", t.name, ints(t.shape));
+      decls += fmt::format("  static const int64_t {}_shape[] = {{{}}};\n", tn(t), ints(t.shape));
       offset += tile_bytes(t);
     }
     const int64_t arena = planned ? std::max(f_.buffer_bytes, arena_end_) : offset;
@@ -304,6 +310,9 @@ class KernelEmitter {
       if (t.id == id) return t;
     throw InternalError(fmt::format("@{}: tile {} is not declared", f_.name, id));
   }
+  /// The C++ name of a tile's buffer: prefixed, so that any .pto name (`%0`, `%arena`, `%int`) is an
+  /// identifier that collides with nothing the kernel declares.
+  static std::string tn(const TileDecl& t) { return "t_" + t.name; }
 
   std::string address(const Instr& in) const {
     std::string ptr = mem_ptr_.at(in.memref), s = mem_stride_.at(in.memref);
@@ -672,7 +681,7 @@ class KernelEmitter {
       const int b = in->srcs[1];
       if (row_operand.count(b)) continue;
       row_operand[b] = fmt::format("_frb{}", row_operand.size());
-      o += fmt::format("{}    const {} {} = {}[_fr];\n", pad, ty, row_operand[b], tile(through(b)).name);
+      o += fmt::format("{}    const {} {} = {}[_fr];\n", pad, ty, row_operand[b], tn(tile(through(b))));
     }
     // Row sums: one accumulator each, reassociated across SIMD lanes like pto::treduce's.
     std::vector<std::string> accs;
@@ -693,7 +702,7 @@ class KernelEmitter {
     o += fmt::format("{}      const int64_t _fbase = _fr * {} + _fc0;\n", pad, cols);
     std::map<int, std::string> value;  // tile -> the strip array holding it, once the chain defines it
     auto operand = [&](int t) {
-      return value.count(t) ? value.at(t) + "[_fk]" : fmt::format("{}[_fbase + _fk]", tile(through(t)).name);
+      return value.count(t) ? value.at(t) + "[_fk]" : fmt::format("{}[_fbase + _fk]", tn(tile(through(t))));
     };
     const std::string loop = fmt::format("{}      for (int64_t _fk = 0; _fk < {}; ++_fk) ", pad, S);
     for (size_t k = 0; k < chain.size(); ++k) {
@@ -702,7 +711,7 @@ class KernelEmitter {
       if (is_row_expand(in.op)) {
         expr = fmt::format("{}::f({}, {})", op_struct(in.op), operand(in.srcs[0]), row_operand.at(in.srcs[1]));
       } else if (is_col_expand(in.op)) {
-        expr = fmt::format("{}::f({}, {}[_fc0 + _fk])", op_struct(in.op), operand(in.srcs[0]), tile(through(in.srcs[1])).name);
+        expr = fmt::format("{}::f({}, {}[_fc0 + _fk])", op_struct(in.op), operand(in.srcs[0]), tn(tile(through(in.srcs[1]))));
       } else if (opcode_num_srcs(in.op) == 1) {
         expr = fmt::format("{}::f({})", op_struct(in.op), operand(in.srcs[0]));
       } else if (in.scalar_pos == 1) {
@@ -714,7 +723,7 @@ class KernelEmitter {
       }
       const std::string v = fmt::format("_fs{}", k);
       std::string write_back =
-          local.count(in.dst) ? "" : fmt::format(" {}[_fbase + _fk] = {}[_fk];", tile(in.dst).name, v);
+          local.count(in.dst) ? "" : fmt::format(" {}[_fbase + _fk] = {}[_fk];", tn(tile(in.dst)), v);
       o += fmt::format("{}#pragma GCC ivdep\n", pad);
       o += fmt::format("{}{{ {}[_fk] = {}({});{} }}  // {}\n", loop, v, ty, expr, write_back, opcode_name(in.op));
       value[in.dst] = v;
@@ -728,7 +737,7 @@ class KernelEmitter {
       o += fmt::format("{}{} += {}[_fk];  // {}\n", loop, accs[q], value.at(sums[q]->srcs[0]), opcode_name(sums[q]->op));
     }
     o += fmt::format("{}    }}\n", pad);
-    for (size_t q = 0; q < sums.size(); ++q) o += fmt::format("{}    {}[_fr] = {};\n", pad, tile(sums[q]->dst).name, accs[q]);
+    for (size_t q = 0; q < sums.size(); ++q) o += fmt::format("{}    {}[_fr] = {};\n", pad, tn(tile(sums[q]->dst)), accs[q]);
     o += fmt::format("{}  }}\n{}}}\n", pad, pad);
     return consumed;
   }
@@ -802,13 +811,13 @@ class KernelEmitter {
         // A view tile is a pointer: a viewing load sets it, a copying load points it back at its buffer.
         const bool view_tile = view_tiles_.count(in.dst) > 0;
         const bool view = view_loads_.count(&in) > 0;
-        const std::string buf = view_tile ? t.name + "_buf" : t.name;
+        const std::string buf = view_tile ? tn(t) + "_buf" : tn(t);
         std::string call = fmt::format("<{}, {}>({}, {}, {}_shape, {}, {}, valid)", ctype(t.dtype), t.shape.back(), buf,
-                                       t.shape.size(), t.name, address(in), mem_stride_.at(in.memref));
+                                       t.shape.size(), tn(t), address(in), mem_stride_.at(in.memref));
         if (view) {
-          o += fmt::format("{}  {} = pto::tload_view{}; }}\n", pad, t.name, call);
+          o += fmt::format("{}  {} = pto::tload_view{}; }}\n", pad, tn(t), call);
         } else {
-          if (view_tile) o += fmt::format("{}  {} = {};\n", pad, t.name, buf);
+          if (view_tile) o += fmt::format("{}  {} = {};\n", pad, tn(t), buf);
           o += fmt::format("{}  pto::tload{}; }}\n", pad, call);
         }
         return;
@@ -820,7 +829,7 @@ class KernelEmitter {
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
         o += fmt::format("{}  pto::{}<{}, {}>({}, {}, valid, {}, {}_shape, {}); }}\n", pad,
                          stream ? "tstore_stream" : "tstore", ctype(t.dtype), t.shape.back(), address(in),
-                         mem_stride_.at(in.memref), t.shape.size(), t.name, t.name);
+                         mem_stride_.at(in.memref), t.shape.size(), tn(t), tn(t));
         return;
       }
       case Opcode::TFILL: {
@@ -828,40 +837,40 @@ class KernelEmitter {
         std::string ty = ctype(t.dtype);
         std::string v = std::isinf(in.scalar) ? fmt::format("pto::{}<{}>()", in.scalar < 0 ? "lowest" : "highest", ty)
                                               : constant(in, ty);
-        o += fmt::format("{}pto::tfill<{}, {}>({}, {});{}\n", pad, ty, numel(t.shape), t.name, v, comment);
+        o += fmt::format("{}pto::tfill<{}, {}>({}, {});{}\n", pad, ty, numel(t.shape), tn(t), v, comment);
         return;
       }
       case Opcode::TARANGE: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}pto::tarange<{}, {}>({}, {:.17g}, {:.17g}, {});{}\n", pad, ctype(t.dtype), numel(t.shape),
-                         t.name, in.scalar, in.step, cexpr(in.offsets.at(0)), comment);
+                         tn(t), in.scalar, in.step, cexpr(in.offsets.at(0)), comment);
         return;
       }
       case Opcode::TRESHAPE: {
         const TileDecl& t = tile(in.dst);
-        o += fmt::format("{}pto::tcopy<{}, {}>({}, {});{}\n", pad, ctype(t.dtype), numel(t.shape), t.name,
-                         tile(in.srcs[0]).name, comment);
+        o += fmt::format("{}pto::tcopy<{}, {}>({}, {});{}\n", pad, ctype(t.dtype), numel(t.shape), tn(t),
+                         tn(tile(in.srcs[0])), comment);
         return;
       }
       case Opcode::TEXPAND: {
         const TileDecl& t = tile(in.dst);
         const TileDecl& s = tile(in.srcs[0]);
-        o += fmt::format("{}pto::texpand<{}>({}, {}, {}_shape, {}, {}_shape);{}\n", pad, ctype(t.dtype), t.name,
-                         t.shape.size(), t.name, s.name, s.name, comment);
+        o += fmt::format("{}pto::texpand<{}>({}, {}, {}_shape, {}, {}_shape);{}\n", pad, ctype(t.dtype), tn(t),
+                         t.shape.size(), tn(t), tn(s), tn(s), comment);
         return;
       }
       case Opcode::TCAST: {
         const TileDecl& t = tile(in.dst);
         std::string via = in.round_to ? dtype_cpp_type(*in.round_to) : ctype(t.dtype);
         o += fmt::format("{}pto::tcast<{}, {}, {}, {}>({}, {});{}\n", pad, via, ctype(t.dtype),
-                         ctype(tile(in.srcs[0]).dtype), numel(t.shape), t.name, tile(in.srcs[0]).name, comment);
+                         ctype(tile(in.srcs[0]).dtype), numel(t.shape), tn(t), tn(tile(in.srcs[0])), comment);
         return;
       }
       case Opcode::TGATHER: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
         o += fmt::format("{}  if (!pto::tgather({}, {}, {}_shape, valid, {}, {}, {}, {}, {}[{}])) return 2; }}\n", pad,
-                         t.name, t.shape.size(), t.name, address(in), mem_stride_.at(in.memref), tile(in.srcs[0]).name,
+                         tn(t), t.shape.size(), tn(t), address(in), mem_stride_.at(in.memref), tn(tile(in.srcs[0])),
                          in.axis, mem_extent_.at(in.memref), in.axis);
         return;
       }
@@ -869,7 +878,7 @@ class KernelEmitter {
         const TileDecl& t = tile(in.srcs[0]);
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
         o += fmt::format("{}  if (!pto::tscatter({}, {}, valid, {}, {}_shape, {}, {}, {}, {}[{}])) return 2; }}\n", pad,
-                         address(in), mem_stride_.at(in.memref), t.shape.size(), t.name, t.name, tile(in.srcs[1]).name,
+                         address(in), mem_stride_.at(in.memref), t.shape.size(), tn(t), tn(t), tn(tile(in.srcs[1])),
                          in.axis, mem_extent_.at(in.memref), in.axis);
         return;
       }
@@ -884,7 +893,7 @@ class KernelEmitter {
         const int64_t M0 = in.l0.empty() ? M : in.l0[0], K0 = in.l0.empty() ? K : in.l0[1],
                       N0 = in.l0.empty() ? N : in.l0[2];
         o += fmt::format("{}pto::tmatmul<{}, {}, {}, {}, {}, {}, {}, {}>({}, {}, {});{}\n", pad, acc ? "true" : "false",
-                         ctype(t.dtype), M, K, N, M0, K0, N0, t.name, a.name, b.name, comment);
+                         ctype(t.dtype), M, K, N, M0, K0, N0, tn(t), tn(a), tn(b), comment);
         return;
       }
       case Opcode::TSELECT: {
@@ -893,9 +902,9 @@ class KernelEmitter {
         std::vector<std::string> ops;
         size_t next = 0;
         for (int pos = 0; pos < 3; ++pos)
-          ops.push_back(pos == in.scalar_pos ? constant(in, ty) : tile(in.srcs.at(next++)).name);
+          ops.push_back(pos == in.scalar_pos ? constant(in, ty) : tn(tile(in.srcs.at(next++))));
         const char* form = in.scalar_pos == 1 ? "tselect_a" : in.scalar_pos == 2 ? "tselect_b" : "tselect";
-        o += fmt::format("{}pto::{}<{}, {}>({}, {}, {}, {});{}\n", pad, form, ty, numel(t.shape), t.name, ops[0], ops[1],
+        o += fmt::format("{}pto::{}<{}, {}>({}, {}, {}, {});{}\n", pad, form, ty, numel(t.shape), tn(t), ops[0], ops[1],
                          ops[2], comment);
         return;
       }
@@ -903,15 +912,15 @@ class KernelEmitter {
       case Opcode::TROWEXPANDMAX: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}pto::trowexpand<{}, {}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ctype(t.dtype),
-                         numel(t.shape) / t.shape.back(), t.shape.back(), t.name, tile(in.srcs[0]).name,
-                         tile(in.srcs[1]).name, comment);
+                         numel(t.shape) / t.shape.back(), t.shape.back(), tn(t), tn(tile(in.srcs[0])),
+                         tn(tile(in.srcs[1])), comment);
         return;
       }
       case Opcode::TCOLEXPANDADD: case Opcode::TCOLEXPANDSUB: case Opcode::TCOLEXPANDMUL: case Opcode::TCOLEXPANDDIV:
       case Opcode::TCOLEXPANDMAX: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}pto::tcolexpand<{}, {}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ctype(t.dtype),
-                         t.shape[0], numel(t.shape) / t.shape[0], t.name, tile(in.srcs[0]).name, tile(in.srcs[1]).name,
+                         t.shape[0], numel(t.shape) / t.shape[0], tn(t), tn(tile(in.srcs[0])), tn(tile(in.srcs[1])),
                          comment);
         return;
       }
@@ -937,7 +946,7 @@ class KernelEmitter {
         default: init = fmt::format("pto::highest<{}>()", ty);
       }
       o += fmt::format("{}pto::treduce<{}, {}, {}, {}, {}>({}, {}, {}, {});{}\n", pad, op_struct(in.op), ty, outer,
-                       s.shape[axis], inner, tile(in.dst).name, s.name,
+                       s.shape[axis], inner, tn(tile(in.dst)), tn(s),
                        in.valid.empty() ? std::to_string(s.shape[axis]) : cexpr(in.valid.at(axis)), init, comment);
       return;
     }
@@ -945,7 +954,7 @@ class KernelEmitter {
     int arity = opcode_num_srcs(in.op);
     if (arity == 1) {
       o += fmt::format("{}pto::tunary<{}, {}, {}>({}, {});{}\n", pad, op_struct(in.op), ctype(t.dtype), numel(t.shape),
-                       t.name, tile(in.srcs[0]).name, comment);
+                       tn(t), tn(tile(in.srcs[0])), comment);
       return;
     }
     // Binary: the operand type is the sources' (comparisons write 0/1 into an integer tile).
@@ -953,13 +962,13 @@ class KernelEmitter {
     std::string ty = ctype(a.dtype);
     if (in.scalar_pos == 1) {
       o += fmt::format("{}pto::tbinary_rs<{}, {}, {}, {}>({}, {}, {});{}s\n", pad, op_struct(in.op), ctype(t.dtype), ty,
-                       numel(t.shape), t.name, a.name, constant(in, ty), comment);
+                       numel(t.shape), tn(t), tn(a), constant(in, ty), comment);
     } else if (in.scalar_pos == 0) {
       o += fmt::format("{}pto::tbinary_ls<{}, {}, {}, {}>({}, {}, {});{}s\n", pad, op_struct(in.op), ctype(t.dtype), ty,
-                       numel(t.shape), t.name, constant(in, ty), a.name, comment);
+                       numel(t.shape), tn(t), constant(in, ty), tn(a), comment);
     } else {
       o += fmt::format("{}pto::tbinary<{}, {}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ctype(t.dtype), ty,
-                       numel(t.shape), t.name, a.name, tile(in.srcs[1]).name, comment);
+                       numel(t.shape), tn(t), tn(a), tn(tile(in.srcs[1])), comment);
     }
   }
 

@@ -102,6 +102,12 @@ inline int64_t floordiv(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 inline int64_t floormod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
+
+/// The next value of a FOR variable `v` (< `stop`, `step` > 0): `v + step`, or `stop` when that would
+/// reach or pass it, so that a step near 2^63 ends the loop instead of overflowing.
+inline int64_t loop_next(int64_t v, int64_t step, int64_t stop) {
+  return static_cast<uint64_t>(stop) - static_cast<uint64_t>(v) > static_cast<uint64_t>(step) ? v + step : stop;
+}
 inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
@@ -222,12 +228,16 @@ inline pypto_tensor make_workspace(const pypto_runtime_api* api, int32_t ndim, c
   t.ndim = ndim;
   t.elem_size = elem_size;
   int64_t n = 1;
+  bool overflow = false;
   for (int d = ndim - 1; d >= 0; --d) {
     t.shape[d] = shape[d];
     t.stride[d] = n;
-    n *= shape[d];
+    overflow = __builtin_mul_overflow(n, shape[d], &n) || overflow;
   }
-  t.data = api->alloc_workspace(api->rt, n * elem_size);
+  int64_t bytes = 0;
+  overflow = __builtin_mul_overflow(n, int64_t{elem_size}, &bytes) || overflow;
+  // A size past 2^63 bytes goes as -1: the runtime reports it as a failed allocation.
+  t.data = api->alloc_workspace(api->rt, overflow ? -1 : bytes);
   t.buffer = t.data;
   return t;
 }
@@ -526,7 +536,10 @@ inline float poly(float x, float c0, C... c) {
 inline float pow2i_product(float y, int32_t n) {
   const int32_t n1 = n >> 1;
   const int32_t n2 = n - n1;
-  return y * from_bits((n1 + 127) << 23) * from_bits((n2 + 127) << 23);
+  // Shifted as unsigned: for a nan input `n` is garbage (the caller discards the result), and a
+  // signed shift of it would be undefined.
+  return y * from_bits(static_cast<int32_t>(static_cast<uint32_t>(n1 + 127) << 23)) *
+         from_bits(static_cast<int32_t>(static_cast<uint32_t>(n2 + 127) << 23));
 }
 
 inline float exp(float x) {

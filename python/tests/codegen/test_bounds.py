@@ -276,6 +276,32 @@ def test_a_loop_step_that_is_not_positive_is_an_error_not_a_hang():
         prog(x, y, 0)
 
 
+@pytest.mark.parametrize("step", ["9223372036854775807", "k"])
+def test_a_loop_step_near_2_to_63_ends_the_loop_instead_of_overflowing(step):
+    # In the kernel (constant or scalar step) and in the orchestration: `i += step` used to wrap
+    # past 2^63 (a hang, or accesses at negative offsets).
+    kernel = SCALAR_OFFSET.replace(
+        "  %t = tload %src[k, 0] valid [4, 64] : !pto.tile<4x64xf32>\n  tstore %t, %dst[k, 0] valid [4, 64]\n",
+        f"  FOR %j:idx, 0:idx, 4:idx, {step}:idx\n    %t = tload %src[j, 0] valid [4, 64] : !pto.tile<4x64xf32>\n"
+        "    tstore %t, %dst[j, 0] valid [4, 64]\n  ENDFOR\n")
+    orchestration = SCALAR_OFFSET.replace(
+        "  CALL @shift(%src -> %x[0, 0; 8, 64], %dst -> %y[0, 0; 8, 64], %k -> k)\n",
+        f"  FOR %i:idx, 1:idx, 9223372036854775807:idx, {step}:idx\n    CALL @shift(%src -> %x[0, 0; 8, 64], "
+        "%dst -> %y[0, 0; 8, 64], %k -> i)\n  ENDFOR\n")
+    for text, rows in ((kernel, slice(0, 4)), (orchestration, slice(1, 5))):
+        r = _child(f"""
+            import numpy as np, pypto.pto as pto
+            x = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
+            y = np.zeros((8, 64), np.float32)
+            pto.compile({text!r})(x, y, 9223372036854775807)
+            expect = np.zeros_like(y)
+            expect[{rows.start}:{rows.stop}] = x[{rows.start}:{rows.stop}]
+            np.testing.assert_array_equal(y, expect)
+            print("ok")
+        """, timeout=120)
+        assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
 def test_instructions_written_without_valid_extents_move_whole_tiles():
     # The seed's forms have no `valid`: the kernels used to read a zero-length array of extents.
     text = """\
