@@ -21,6 +21,8 @@
 //   IF 0 < r                                      (residual, the base rows)
 //     FOR v_r in [0, r)                           v := start + q + v_r
 // Conditions and trip counts that fold to constants drop their dead parts.
+// A view a call passes whose offsets or shape mention the loop variable is
+// copied (a new memref `<view>_<block variable>`) with the block's expression.
 // In a block whose scale is not 1, every CALL below it switches to the
 // variant `<callee>_<rows(b)>` with the variant's block shape as extents;
 // calls keep a variant an enclosing expanded block picked (nested loops must
@@ -95,7 +97,7 @@ void collect_names(const std::vector<Stmt>& body, std::set<std::string>& out) {
 
 class Expander {
  public:
-  explicit Expander(const ExecutionGraph& g) : g_(g) {
+  Expander(const ExecutionGraph& g, std::vector<MemRef>& memrefs) : g_(g), memrefs_(memrefs) {
     for (size_t i = 0; i < g.functions.size(); ++i) by_name_.emplace(g.functions[i].name, static_cast<int>(i));
     scope_.insert(g.dyn_dims.begin(), g.dyn_dims.end());
   }
@@ -126,6 +128,7 @@ class Expander {
 
  private:
   const ExecutionGraph& g_;
+  std::vector<MemRef>& memrefs_;  ///< the output graph's: views rebound to a block's variable are added
   std::map<std::string, int> by_name_;
   std::set<std::string> scope_;  ///< variables bound around the statement being rewritten
 
@@ -165,6 +168,48 @@ class Expander {
     }
     c.callee = it->second;
     return c;
+  }
+
+  /// `body` with `var` := `value`: its expressions (substitute), and the views its calls pass whose
+  /// offsets or shape (or those of the views they are built on) mention `var`, which are copied with
+  /// the substitution (a view is materialized at each call, so the copy sees the block's variable).
+  /// A copy is named `<view>_<block>` (`block`: the block's loop variable), made unique.
+  void substitute_var(std::vector<Stmt>& body, const std::string& var, const Expr& value, const std::string& block) {
+    substitute(body, {{var, value}});
+    const std::map<std::string, Expr> env{{var, value}};
+    std::map<int, int> rebound;
+    std::function<int(int)> rebind = [&](int id) -> int {
+      if (auto it = rebound.find(id); it != rebound.end()) return it->second;
+      if (!memrefs_[id].view) return rebound[id] = id;
+      const int base = rebind(memrefs_[id].view->base);
+      bool mentions = base != memrefs_[id].view->base;
+      for (const Expr& e : memrefs_[id].shape) mentions = mentions || vars_of(e).count(var) > 0;
+      for (const Expr& e : memrefs_[id].view->offsets) mentions = mentions || vars_of(e).count(var) > 0;
+      if (!mentions) return rebound[id] = id;
+      MemRef copy = memrefs_[id];
+      std::set<std::string> names;
+      for (const MemRef& m : memrefs_) names.insert(m.name);
+      copy.name = fresh(copy.name + "_" + block, names);
+      copy.id = static_cast<int>(memrefs_.size());
+      copy.view->base = base;
+      for (Expr& e : copy.shape) e = e.substitute(env);
+      for (Expr& e : copy.view->offsets) e = e.substitute(env);
+      memrefs_.push_back(std::move(copy));
+      return rebound[id] = memrefs_.back().id;
+    };
+    std::function<void(std::vector<Stmt>&)> walk = [&](std::vector<Stmt>& stmts) {
+      for (Stmt& s : stmts) {
+        if (auto* l = std::get_if<Loop>(&s.node)) {
+          walk(l->body);
+        } else if (auto* c = std::get_if<IfThen>(&s.node)) {
+          walk(c->then_body);
+          walk(c->else_body);
+        } else if (auto* c = std::get_if<Call>(&s.node)) {
+          for (CallArg& a : c->args) a.memref = rebind(a.memref);
+        }
+      }
+    };
+    walk(body);
   }
 
   /// Checks a ranged loop; returns the scale (rows(b) / rows(0)) of each block size b.
@@ -223,7 +268,7 @@ class Expander {
     out.dim = l.dim;
     out.tile = l.tile * scale;
     std::vector<Stmt> body = l.body;
-    substitute(body, {{l.var, origin + Expr::var(name) * Expr(scale)}});
+    substitute_var(body, l.var, origin + Expr::var(name) * Expr(scale), name);
     VariantCtx inner = ctx;
     if (scale != 1) {
       int64_t rows = l.range->tile_levels.at(b);
@@ -301,7 +346,7 @@ class Expander {
     rest.dim = l.dim;
     rest.tile = l.tile;
     std::vector<Stmt> body = l.body;
-    substitute(body, {{l.var, l.start + q + Expr::var(vr)}});
+    substitute_var(body, l.var, l.start + q + Expr::var(vr), vr);
     scope_.insert(vr);
     rest.body = stmts(body, ctx);
     scope_.erase(vr);
@@ -313,7 +358,7 @@ class Expander {
 
 ExecutionGraph BinaryExpand(const ExecutionGraph& g, const PassOptions&) {
   ExecutionGraph out = g;
-  Expander ex(g);
+  Expander ex(g, out.memrefs);
   out.orchestration = ex.stmts(g.orchestration, VariantCtx{});
   return out;
 }
