@@ -42,6 +42,8 @@ void bind_errors(py::module_& m) {
       if (p) std::rethrow_exception(p);
     } catch (const runtime::ConfigError& e) {
       py::set_error(user_error, e.what());
+    } catch (const runtime::OutOfMemory& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const std::bad_alloc&) {
       PyErr_SetString(PyExc_MemoryError, "pypto: out of memory");
     }

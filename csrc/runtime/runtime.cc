@@ -982,12 +982,18 @@ int Runtime::enqueue(TaskSpec& st) {
 }
 
 void* Runtime::alloc_workspace(int64_t bytes) {
-  if (bytes < 0) throw std::invalid_argument("alloc_workspace: negative size " + std::to_string(bytes));
+  // A negative size is a workspace whose element count overflowed 64 bits (pto::make_workspace).
+  if (bytes < 0) throw OutOfMemory("pypto: a workspace of more than 2^63 bytes cannot be allocated");
   // aligned_alloc needs a size that is a non-zero multiple of the alignment.
   size_t size = (static_cast<size_t>(bytes) + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
   if (size == 0) size = kWorkspaceAlign;
   void* p = std::aligned_alloc(kWorkspaceAlign, size);
-  if (p == nullptr) throw std::bad_alloc();
+  if (p == nullptr) {
+    char gib[32];
+    std::snprintf(gib, sizeof gib, "%.1f", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+    throw OutOfMemory("pypto: a workspace of " + std::to_string(bytes) + " bytes (" + gib +
+                      " GiB) could not be allocated");
+  }
   std::memset(p, 0, size);
   std::lock_guard<std::mutex> lock(workspace_mu_);
   workspaces_.push_back(p);

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <optional>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,6 +87,17 @@ class TaskError : public std::runtime_error {
 class ConfigError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
+};
+
+/// A run-time buffer (a workspace) the machine cannot provide; the message says which and how
+/// large. Python's MemoryError.
+class OutOfMemory : public std::bad_alloc {
+ public:
+  explicit OutOfMemory(std::string msg) : msg_(std::move(msg)) {}
+  const char* what() const noexcept override { return msg_.c_str(); }
+
+ private:
+  std::string msg_;
 };
 
 /// Threads a runtime may use at most (PYPTO_NUM_THREADS, Runtime(n)).

@@ -829,6 +829,9 @@ def classify_exception(e: BaseException, stage: str, text: str = "") -> dict:
     elif isinstance(e, (ValueError, TypeError, SyntaxError, NotImplementedError)) and _raised_by_pypto(e) \
             and msg.strip() and not any(s in msg for s in STD_MESSAGES):
         return dict(out, outcome="error", cls="builtin-" + type(e).__name__)
+    elif isinstance(e, MemoryError) and msg.startswith("pypto: a workspace"):
+        # A workspace larger than the machine: pypto's MemoryError names its size.
+        return dict(out, outcome="error", cls="builtin-MemoryError")
     elif isinstance(e, (ValueError, TypeError, SyntaxError, NotImplementedError)):
         cls = "wrong-class"
     else:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import pypto
+import pypto.pto
 
 KERNEL = textwrap.dedent("""
     import numpy as np, pypto
@@ -98,6 +99,40 @@ def test_an_output_too_large_for_memory_is_a_memory_error():
     x = np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), shape=(1 << 40, 2), strides=(0, 0))
     with pytest.raises(MemoryError):
         big(x)
+
+
+WORKSPACE = """\
+// Function Type: InCore
+func @k(%a: !pto.memref<gm,8x8,f32>, %o: !pto.memref<gm,8x8,f32> out) {
+  %t = alloc_tile : !pto.tile<8x8xf32>
+  %t = tload %a[0, 0] valid [8, 8] : !pto.tile<8x8xf32>
+  tstore %t, %o[0, 0] valid [8, 8]
+  return
+}
+
+// Function Type: Orchestration
+func @main(%x: !pto.memref<gm,8x8,f32>, %y: !pto.memref<gm,8x8,f32> out) {
+  %w = alloc_workspace : !pto.memref<gm,ROWSx8,f32>
+  CALL @k(%a -> %x, %o -> %w[0, 0; 8, 8])
+  CALL @k(%a -> %w[0, 0; 8, 8], %o -> %y)
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("rows, message", [
+    (1 << 42, r"pypto: a workspace of 140737488355328 bytes \(131072.0 GiB\) could not be allocated"),
+    (1 << 62, r"pypto: a workspace of more than 2\^63 bytes cannot be allocated"),
+])
+def test_a_workspace_too_large_for_memory_is_a_memory_error_naming_its_size(rows, message):
+    prog = pypto.pto.compile(WORKSPACE.replace("ROWS", str(rows)))
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    y = np.zeros_like(x)
+    with pytest.raises(MemoryError, match=message):
+        prog(x, y)
+    small = pypto.pto.compile(WORKSPACE.replace("ROWS", "16"))
+    small(x, y)
+    np.testing.assert_array_equal(y, x)
 
 
 def _seed_softmax(tmp_path, env_extra):
