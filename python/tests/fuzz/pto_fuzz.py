@@ -5,15 +5,16 @@ compiled with pypto (``pypto.compile(fn, *args).pto()``), PTOFunctionBuilder
 modules (the demo of docs/pto.md among them) and a few hand-written texts.
 Each case mutates one seed text (integer literals, dims, loop bounds, view
 offsets, CALL regions, lines, tokens, dtypes, bytes and unicode, truncation)
-with ``random.Random(f"{seed}:{case}")``, so a case is reproducible from the
-seed and its number alone.
+with ``random.Random(f"pto-fuzz:{seed}:{case}")``, so a case is
+reproducible from the seed and its number alone.
 
 A mutant goes through these stages, in a worker process:
 
   parse    ``pypto.pto.parse``; its canonical text must parse back to itself
-  verify   ``pypto.pto.compile`` with CXX pointing at ``false``: parsing,
-           verification, the passes and C++ generation run, the host compile
-           fails at once (a CompileError we expect); no C++ compiler runs
+  verify   ``pypto.pto.compile`` with CXX set to a script that exits 97:
+           parsing, verification, the passes and C++ generation run, the
+           host compile fails at once (a CompileError we expect); no C++
+           compiler runs
   compile  ``pypto.pto.compile`` with the real compiler, for at most
            ``--max-compiles`` mutants that generate new C++ (a second pass
            over the verified mutants, in case order, once every case has
@@ -1137,9 +1138,7 @@ class Worker:
         self.stage("run")
         try:
             arrays, scalars, guards, env = make_arguments(prog, case.get("hints", {}), case.get("rng_seed", 0))
-            data = _C.pto_module_data(prog.pto())
-            shape_env = dict(env)
-            res["work"] = estimate_work(data, shape_env)
+            res["work"] = estimate_work(_C.pto_module_data(prog.pto()), env)
         except _Skip as e:
             return dict(res, stage="run", outcome="ok", skipped=str(e))
         except Exception as e:
