@@ -12,6 +12,7 @@ import sys
 import pytest
 
 import pypto
+import pypto.pto  # noqa: F401  (pypto.pto.parse and compile below)
 from pypto import errors
 
 sys.path.insert(0, os.path.dirname(__file__))
