@@ -1033,6 +1033,7 @@ class Worker:
         with open(self.fake_cxx, "w") as f:
             f.write("#!/bin/sh\nexit 97\n")
         os.chmod(self.fake_cxx, 0o755)
+        self.kernels_ran = 0  # cases whose kernels ran in this process
 
     def send(self, msg):
         self.out.write(json.dumps(msg) + "\n")
@@ -1047,7 +1048,7 @@ class Worker:
         at, _, action = text.split(SELFTEST_MARK, 1)[1].split("\n", 1)[0].strip().partition(":")
         if at != stage:
             return
-        if action == "abort":
+        if action == "abort" or (action == "abort-if-ran" and self.kernels_ran):
             os.abort()
         if action == "segv":
             os.kill(os.getpid(), signal.SIGSEGV)
@@ -1156,6 +1157,7 @@ class Worker:
         res["args"] = {"dims": {k: v for k, v in env.items() if k not in prog.parameters}, "scalars": scalars,
                        "shapes": [list(getattr(a, "shape", ())) for a in arrays]}
         self.send({"stage": "run", "args": res["args"]})  # the harness keeps them for a crash report
+        self.kernels_ran += 1
         try:
             self.selftest(text, "run")
             prog(*arrays, *scalars)
@@ -1189,13 +1191,31 @@ def worker_main(args) -> int:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-class WorkerProcess:
-    """A worker subprocess and its pipes. `run(case)` returns the result dict, or a crash/hang result."""
+def malloc_check_env() -> dict:
+    """Environment that makes glibc check the heap on each malloc and free and abort on corruption, so that a
+    kernel that writes outside its memory is caught in its own case rather than in a later one."""
+    env = {"MALLOC_CHECK_": "3"}  # glibc before 2.34
+    for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib/aarch64-linux-gnu"):
+        lib = os.path.join(d, "libc_malloc_debug.so.0")
+        if os.path.exists(lib):  # glibc 2.34 and later: the checks live in this library
+            env["LD_PRELOAD"] = " ".join(filter(None, [os.environ.get("LD_PRELOAD", ""), lib]))
+            env["GLIBC_TUNABLES"] = ":".join(filter(None, [os.environ.get("GLIBC_TUNABLES", ""),
+                                                           "glibc.malloc.check=3"]))
+            break
+    return env
 
-    def __init__(self, tmp: str, cache: str, timeout: float, hooks: bool = False, start_timeout: float = 120):
+
+class WorkerProcess:
+    """A worker subprocess and its pipes. `run(case)` returns the result dict, or a crash/hang result.
+    `ran` lists the cases whose kernels ran in the current worker process (suspects when it crashes later)."""
+
+    def __init__(self, tmp: str, cache: str, timeout: float, hooks: bool = False, start_timeout: float = 120,
+                 malloc_check: bool = True):
         self.tmp, self.cache, self.timeout, self.hooks, self.start_timeout = tmp, cache, timeout, hooks, start_timeout
+        self.env = dict(os.environ, PYTHONFAULTHANDLER="1", **(malloc_check_env() if malloc_check else {}))
         self.proc = None
         self.spawns = 0
+        self.ran = []
 
     def _start(self):
         self.spawns += 1
@@ -1206,8 +1226,9 @@ class WorkerProcess:
                "--worker-scratch", scratch] + (["--hooks"] if self.hooks else [])
         self.scratch = scratch
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
-                                     start_new_session=True, env=dict(os.environ, PYTHONFAULTHANDLER="1"))
+                                     start_new_session=True, env=self.env)
         self.buf = b""
+        self.ran = []
         msg = self._read(self.start_timeout)
         if not msg or "ready" not in msg:
             tail = self._stderr_tail(0)
@@ -1278,7 +1299,7 @@ class WorkerProcess:
                 tail = self._stderr_tail(since)
                 self.close()
                 r = {"case": case["case"], "stage": stage, "outcome": "bad", "exc": "", "stderr": tail, **info,
-                     **_reached(stage)}
+                     **_reached(stage), "earlier_runs": [c for c in self.ran if c != case["case"]]}
                 if rc is None:
                     return dict(r, cls="hang", msg=f"no answer within {limit:g} s in stage {stage}")
                 if rc < 0:
@@ -1289,6 +1310,8 @@ class WorkerProcess:
             if "stage" in msg:
                 stage = msg["stage"]
                 info.update({k: v for k, v in msg.items() if k != "stage"})
+                if stage == "run" and "args" in msg:
+                    self.ran.append(case["case"])
                 continue
             if "result" in msg:
                 return msg["result"]
@@ -1368,7 +1391,8 @@ def _inject(case: dict, spec: str, seeds) -> dict:
 
 
 def fuzz(seed: int, cases: int, max_compiles: int, timeout: float, out_dir: Optional[str],
-         time_budget: Optional[float], kernels=None, inject=None, verbose=False, log=print, first_case: int = 0):
+         time_budget: Optional[float], kernels=None, inject=None, verbose=False, log=print, first_case: int = 0,
+         malloc_check: bool = True):
     """Runs the fuzzer; returns Stats. `inject` maps case numbers to 'stage:action' self-test cases.
 
     Two passes, so that a slow machine cuts the expensive part only: first every case up to the verify stage,
@@ -1382,8 +1406,21 @@ def fuzz(seed: int, cases: int, max_compiles: int, timeout: float, out_dir: Opti
     cache = os.environ.get("PYPTO_CACHE_DIR") or os.path.join(tmp, "cache")
     stats = Stats()
     stopped = ""
-    worker = WorkerProcess(tmp, cache, timeout, hooks=bool(inject))
+    worker = WorkerProcess(tmp, cache, timeout, hooks=bool(inject), malloc_check=malloc_check)
     out_of_time = lambda: time_budget is not None and time.monotonic() - t0 > time_budget  # noqa: E731
+
+    def confirm(case, r):
+        """A crash after other kernels ran in the same worker is run again alone: a kernel that wrote outside
+        its memory may have made a later case crash."""
+        if not (r["outcome"] == "bad" and r["cls"].startswith(("crash:", "worker-exit")) and r.get("earlier_runs")):
+            return r
+        again = worker.run(dict(case, compile=True))  # a new worker: the crash closed the old one
+        if again["outcome"] == "bad" and again["cls"] == r["cls"]:
+            return dict(again, confirmed=True)
+        return dict(r, cls="heap-corruption",
+                    msg=f"{r['msg']}, but not when run alone ({again['outcome']} {again.get('cls', '')}): "
+                        f"memory corrupted by a kernel that ran before in this worker, one of cases "
+                        f"{r['earlier_runs'][-20:]}")
 
     def record(case, r):
         saved = save_case(out_dir, case, r) if r["outcome"] == "bad" and out_dir else ""
@@ -1409,7 +1446,7 @@ def fuzz(seed: int, cases: int, max_compiles: int, timeout: float, out_dir: Opti
         budget = max_compiles
         for case, r in verified:
             if budget > 0 and not out_of_time():
-                r = worker.run(dict(case, compile=True))
+                r = confirm(case, worker.run(dict(case, compile=True)))
                 budget -= bool(r.get("host_compile"))
             elif budget > 0:
                 stopped = "time-budget"
@@ -1513,11 +1550,13 @@ def main(argv=None) -> int:
                    help="seconds a stage may take before it counts as a hang (x3 for the host compile)")
     p.add_argument("--out", help="directory for the failing mutants (.pto and .json per case)")
     p.add_argument("--time-budget", type=float, help="stop starting cases after this many seconds")
+    p.add_argument("--no-malloc-check", action="store_true",
+                   help="do not run the workers with glibc's heap checks (MALLOC_CHECK_, libc_malloc_debug)")
     p.add_argument("--kernels", help="comma-separated jitted seed kernels to use, 'none' for the builder and "
                    "hand-written seeds only (default: all)")
     p.add_argument("--inject", action="append", default=[], metavar="CASE=STAGE:ACTION",
                    help="self-test: make case CASE abort/segv/hang/exit/keyerror in STAGE (parse, verify, compile, "
-                   "run)")
+                   "run); abort-if-ran aborts only in a worker that has run kernels; none is an unmutated seed")
     p.add_argument("--replay", metavar="FILE", help="run one saved case (.json or .pto) and print its outcome")
     p.add_argument("--shrink", metavar="FILE", help="shrink a saved failing case; writes FILE's base + .min.pto")
     p.add_argument("--max-tests", type=int, default=1500, help="runs a --shrink may take")
@@ -1543,7 +1582,7 @@ def main(argv=None) -> int:
         case = _load_case(path)
         tmp = tempfile.mkdtemp(prefix="pto-fuzz-")
         cache = os.environ.get("PYPTO_CACHE_DIR") or os.path.join(tmp, "cache")
-        worker = WorkerProcess(tmp, cache, args.timeout)
+        worker = WorkerProcess(tmp, cache, args.timeout, malloc_check=not args.no_malloc_check)
         try:
             if args.replay:
                 r = worker.run(dict(case, compile=True))
@@ -1565,7 +1604,7 @@ def main(argv=None) -> int:
         n, what = spec.split("=", 1)
         inject[int(n)] = what
     stats = fuzz(args.seed, args.cases, args.max_compiles, args.timeout, args.out, args.time_budget, kernels,
-                 inject or None, args.verbose, first_case=args.first_case)
+                 inject or None, args.verbose, first_case=args.first_case, malloc_check=not args.no_malloc_check)
     if stats.signatures:
         print("distinct bad outcomes:")
         for sig, e in stats.signatures.items():

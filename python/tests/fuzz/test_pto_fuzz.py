@@ -95,6 +95,17 @@ def test_harness_detects_crashes_hangs_and_wrong_exceptions(tmp_path):
         assert f.read().startswith(pto_fuzz.SELFTEST_MARK + "parse:abort\n")
 
 
+def test_a_crash_caused_by_an_earlier_kernel_is_not_blamed_on_its_case(tmp_path):
+    """Case 4 aborts only in a worker where a kernel ran before (as after a kernel that wrote outside its memory):
+    run again alone it passes, so it is reported as heap corruption with case 1 as a suspect."""
+    stats = pto_fuzz.fuzz(seed=3, cases=6, max_compiles=5, timeout=20, out_dir=str(tmp_path), time_budget=None,
+                          kernels=[], inject={1: "run:none", 4: "verify:abort-if-ran"})
+    assert stats.bad["heap-corruption"] == 1, stats.bad
+    with open(tmp_path / "heap-corruption-verify-s3-c4.json") as f:
+        result = pto_fuzz.json.load(f)["result"]
+    assert 1 in result["earlier_runs"] and "not when run alone" in result["msg"]
+
+
 def test_cli_summary_and_exit_status(tmp_path):
     r = subprocess.run([sys.executable, FUZZ, "--seed", "2", "--cases", "3", "--max-compiles", "0", "--kernels",
                         "none", "--inject", "1=parse:abort", "--out", str(tmp_path)],
