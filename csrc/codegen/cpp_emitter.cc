@@ -158,7 +158,8 @@ class KernelEmitter {
     o += fmt::format("// InCore @{} ({} buffer bytes)\n", f_.name, f_.buffer_bytes);
     o += fmt::format("static int32_t k_{}(const pypto_region* args, int32_t nargs, const int64_t* scalars, int32_t nscalars) {{\n",
                      f_.name);
-    o += fmt::format("  if (nargs != {} || nscalars != {}) return 1;\n", f_.params.size(), f_.scalar_params.size());
+    o += fmt::format("  if (nargs != {} || nscalars != {}) return PYPTO_STATUS_ARGUMENTS;\n", f_.params.size(),
+                     f_.scalar_params.size());
     for (size_t i = 0; i < f_.params.size(); ++i) {
       const RegionParam& p = f_.params[i];
       std::string ty = dtype_cpp_type(p.dtype);
@@ -869,17 +870,19 @@ class KernelEmitter {
       case Opcode::TGATHER: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
-        o += fmt::format("{}  if (!pto::tgather({}, {}, {}_shape, valid, {}, {}, {}, {}, {}[{}])) return 2; }}\n", pad,
-                         tn(t), t.shape.size(), tn(t), address(in), mem_stride_.at(in.memref), tn(tile(in.srcs[0])),
-                         in.axis, mem_extent_.at(in.memref), in.axis);
+        o += fmt::format("{}  if (int32_t bad = pto::tgather({}, {}, {}_shape, valid, {}, {}, {}, {}, {}[{}], \"@{}: {}\")) "
+                         "return bad; }}\n",
+                         pad, tn(t), t.shape.size(), tn(t), address(in), mem_stride_.at(in.memref), tn(tile(in.srcs[0])),
+                         in.axis, mem_extent_.at(in.memref), in.axis, f_.name, access_text(in, f_.tiles, memrefs_));
         return;
       }
       case Opcode::TSCATTER: {
         const TileDecl& t = tile(in.srcs[0]);
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
-        o += fmt::format("{}  if (!pto::tscatter({}, {}, valid, {}, {}_shape, {}, {}, {}, {}[{}])) return 2; }}\n", pad,
-                         address(in), mem_stride_.at(in.memref), t.shape.size(), tn(t), tn(t), tn(tile(in.srcs[1])),
-                         in.axis, mem_extent_.at(in.memref), in.axis);
+        o += fmt::format("{}  if (int32_t bad = pto::tscatter({}, {}, valid, {}, {}_shape, {}, {}, {}, {}[{}], \"@{}: {}\")) "
+                         "return bad; }}\n",
+                         pad, address(in), mem_stride_.at(in.memref), t.shape.size(), tn(t), tn(t), tn(tile(in.srcs[1])),
+                         in.axis, mem_extent_.at(in.memref), in.axis, f_.name, access_text(in, f_.tiles, memrefs_));
         return;
       }
       case Opcode::TMATMUL:
@@ -1000,7 +1003,7 @@ class OrchestrationEmitter {
         "int32_t ntensors, const int64_t* scalars, int32_t nscalars) {{\n",
         g_.name, kEntrySymbol);
     size_t nt = g_.params.size() + g_.outputs.size();
-    o += fmt::format("  if (ntensors != {} || nscalars != {}) return 2;\n", nt, g_.dyn_dims.size());
+    o += fmt::format("  if (ntensors != {} || nscalars != {}) return PYPTO_STATUS_ARGUMENTS;\n", nt, g_.dyn_dims.size());
     o += "  void* rt = api->rt;\n";
     for (size_t i = 0; i < g_.dyn_dims.size(); ++i)
       o += fmt::format("  const int64_t {} = scalars[{}];\n", var_name(g_.dyn_dims[i]), i);
@@ -1022,7 +1025,7 @@ class OrchestrationEmitter {
       if (!loop_invariant(id)) continue;
       emit_view(o, id, "  ", views);
       o += fmt::format("  const int32_t h{} = api->tensor_handle(rt, &m{});\n", id, id);
-      o += fmt::format("  if (h{} < 0) return 1;\n", id);
+      o += fmt::format("  if (h{} < 0) return PYPTO_STATUS_FAILED;\n", id);
       hoisted_.insert(id);
     }
     emit_body(o, g_.orchestration, 1);
@@ -1107,7 +1110,7 @@ class OrchestrationEmitter {
       o += fmt::format("{}int m{}_ok = 1;\n", pad, id);
       o += fmt::format("{}const pypto_tensor m{} = pto::make_reshape(m{}, {}, m{}_shape, &m{}_ok);  // %{}\n", pad, id,
                        v.base, m.shape.size(), id, id, m.name);
-      o += fmt::format("{}if (!m{}_ok) return 3;\n", pad, id);
+      o += fmt::format("{}if (!m{}_ok) return PYPTO_STATUS_RESHAPE;\n", pad, id);
       o += fmt::format("{}if (int32_t bad = pto::check_reshape(m{}, {}, m{}_shape, \"reshape %{} of %{}\")) return bad;\n",
                        pad, v.base, m.shape.size(), id, m.name, g_.memrefs[v.base].name);
       return;
@@ -1178,7 +1181,7 @@ class OrchestrationEmitter {
     o += fmt::format("{}const pypto_task_desc d = {{\"{}\", &k_{}, {}, {}, {}, {}, {}}};\n", in, f.name, f.name,
                      f.buffer_bytes, args.empty() ? "nullptr" : "args", c.scalars.empty() ? "nullptr" : "sc", args.size(),
                      c.scalars.size());
-    o += fmt::format("{}if (api->task_submit_desc(rt, &d)) return 1;\n{}}}\n", in, pad);
+    o += fmt::format("{}if (api->task_submit_desc(rt, &d)) return PYPTO_STATUS_FAILED;\n{}}}\n", in, pad);
   }
 
   const ExecutionGraph& g_;

@@ -965,33 +965,47 @@ inline void for_each_valid(int rank, const int64_t* tshape, const int64_t* valid
   }
 }
 
-/// Walks the valid part of an index tile: calls f(flat tile index, element
-/// offset of the indexed position); false when an index is outside [0, extent).
+/// Kernel: an index `k` of a gather or scatter (`where`) outside [0, extent) on `axis`.
+[[gnu::cold, gnu::noinline]] inline int32_t index_error(const char* where, int64_t k, int axis, int64_t extent) {
+  char text[512];
+  snprintf(text, sizeof text, "%s: index %lld on axis %d is outside [0, %lld)", where, static_cast<long long>(k), axis,
+           static_cast<long long>(extent));
+  return kernel_error(PYPTO_STATUS_INDEX, text);
+}
+
+/// Walks the valid part of an index tile: calls f(flat tile index, element offset of the indexed
+/// position) for each index inside [0, extent); 0, or PYPTO_STATUS_INDEX naming the first index
+/// outside it (no element is moved for that one).
 template <typename I, typename F>
-inline bool for_each_indexed(int rank, const int64_t* tshape, const int64_t* valid, const int64_t* stride,
-                             const I* __restrict idx, int axis, int64_t extent, F f) {
+inline int32_t for_each_indexed(int rank, const int64_t* tshape, const int64_t* valid, const int64_t* stride,
+                                const I* __restrict idx, int axis, int64_t extent, const char* where, F f) {
   bool ok = true;
+  int64_t bad = 0;
   for_each_valid(rank, tshape, valid, stride, axis, [&](int64_t i, int64_t off) {
     int64_t k = static_cast<int64_t>(idx[i]);
-    if (k < 0 || k >= extent) ok = false;
-    else f(i, off + k * stride[axis]);
+    if (k < 0 || k >= extent) {
+      if (ok) bad = k;
+      ok = false;
+    } else {
+      f(i, off + k * stride[axis]);
+    }
   });
-  return ok;
+  return ok ? 0 : index_error(where, bad, axis, extent);
 }
 
 /// TGATHER: dst[i] = src[box position of i, with idx[i] on `axis`].
 template <typename T, typename S, typename I>
-inline bool tgather(T* __restrict dst, int rank, const int64_t* tshape, const int64_t* valid, const S* __restrict src,
-                    const int64_t* stride, const I* __restrict idx, int axis, int64_t extent) {
-  return for_each_indexed(rank, tshape, valid, stride, idx, axis, extent,
+inline int32_t tgather(T* __restrict dst, int rank, const int64_t* tshape, const int64_t* valid, const S* __restrict src,
+                       const int64_t* stride, const I* __restrict idx, int axis, int64_t extent, const char* where) {
+  return for_each_indexed(rank, tshape, valid, stride, idx, axis, extent, where,
                           [&](int64_t i, int64_t at) { dst[i] = cvt<T>(src[at]); });
 }
 
 /// TSCATTER: dst[box position of i, with idx[i] on `axis`] = val[i].
 template <typename T, typename S, typename I>
-inline bool tscatter(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
-                     const I* __restrict idx, const T* __restrict val, int axis, int64_t extent) {
-  return for_each_indexed(rank, tshape, valid, stride, idx, axis, extent,
+inline int32_t tscatter(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
+                        const I* __restrict idx, const T* __restrict val, int axis, int64_t extent, const char* where) {
+  return for_each_indexed(rank, tshape, valid, stride, idx, axis, extent, where,
                           [&](int64_t i, int64_t at) { dst[at] = cvt<S>(val[i]); });
 }
 

@@ -176,7 +176,8 @@ struct Collector {
 }  // namespace
 
 std::string access_text(const Instr& in, const std::vector<TileDecl>& tiles, const std::vector<MemRef>& memrefs) {
-  const int tile_id = memory_tile(in);
+  // The tile the instruction moves (a scatter's data tile, not its index tile).
+  const int tile_id = in.op == Opcode::TSCATTER ? in.srcs.at(1) : memory_tile(in);
   std::string tile = "?";
   for (const TileDecl& t : tiles)
     if (t.id == tile_id) tile = t.name;

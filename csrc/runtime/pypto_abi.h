@@ -15,13 +15,21 @@ extern "C" {
 
 /// Bumped whenever a struct or function table below changes layout.
 #define PYPTO_ABI_VERSION 4
-/// Statuses a generated orchestration or kernel returns besides 0 (success) and 1 (failed).
+/// Statuses a generated orchestration or kernel returns; 0 is success.
+/// A runtime call failed (the runtime recorded why).
+#define PYPTO_STATUS_FAILED 1
+/// The entry or a kernel was called with another number of tensors or scalars than it takes.
+#define PYPTO_STATUS_ARGUMENTS 2
+/// A reshape of a tensor that is not contiguous in memory.
+#define PYPTO_STATUS_RESHAPE 3
 /// A region of a CALL (or a view) outside its tensor; pypto_error_message() says which.
 #define PYPTO_STATUS_REGION 4
 /// A kernel's access outside the region it was given; pypto_take_kernel_error() says which.
 #define PYPTO_STATUS_ACCESS 5
 /// A symbolic divisor (or loop step) that is zero at run time; pypto_error_message() says which.
 #define PYPTO_STATUS_ZERO 6
+/// A kernel's gather or scatter index outside its axis; pypto_take_kernel_error() says which.
+#define PYPTO_STATUS_INDEX 7
 /// Highest tensor rank a region can describe.
 #define PYPTO_MAX_DIMS 6
 

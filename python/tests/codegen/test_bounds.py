@@ -347,3 +347,50 @@ def test_a_call_passing_a_tensor_of_another_rank_is_a_verify_error():
         "%x[(i * 8), 0; 8, 64]", "%x[(i * 8); 8]")
     with pytest.raises(pypto.VerifyError, match=r"CALL @scale: %x has rank 1, parameter %src rank 2"):
         pto.compile(text)
+
+
+GATHER = """\
+// Function Type: InCore
+func @g(%src: !pto.memref<gm,8x4,f32>, %idx: !pto.memref<gm,4x4,i32>, %o: !pto.memref<gm,4x4,f32> out) {
+  %i = alloc_tile : !pto.tile<4x4xi32>
+  %t = alloc_tile : !pto.tile<4x4xf32>
+  %i = tload %idx[0, 0] valid [4, 4] : !pto.tile<4x4xi32>
+  %t = tgather %src[0, 0], %i axis=0 valid [4, 4] : !pto.tile<4x4xf32>
+  tstore %t, %o[0, 0] valid [4, 4]
+  return
+}
+
+// Function Type: Orchestration
+func @main(%x: !pto.memref<gm,8x4,f32>, %ix: !pto.memref<gm,4x4,i32>, %y: !pto.memref<gm,4x4,f32> out) {
+  CALL @g(%src -> %x, %idx -> %ix, %o -> %y)
+  return
+}
+"""
+
+SCATTER = GATHER.replace("%o: !pto.memref<gm,4x4,f32> out", "%o: !pto.memref<gm,8x4,f32> out").replace(
+    "  %t = tgather %src[0, 0], %i axis=0 valid [4, 4] : !pto.tile<4x4xf32>\n"
+    "  tstore %t, %o[0, 0] valid [4, 4]\n",
+    "  %t = tload %src[0, 0] valid [4, 4] : !pto.tile<4x4xf32>\n"
+    "  tscatter %t, %o[0, 0], %i axis=0 valid [4, 4]\n").replace(
+    "%y: !pto.memref<gm,4x4,f32> out", "%y: !pto.memref<gm,8x4,f32> out")
+
+
+@pytest.mark.parametrize("bad", [8, -1, 2**31 - 1])
+def test_a_gather_or_scatter_index_outside_its_axis_is_an_error_naming_it(bad):
+    # It used to end the task with a bare "kernel returned status 2".
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    ix = np.array([[0, 1, 2, 3], [7, 6, 5, 4], [1, 3, 5, 7], [2, 4, 6, 0]], np.int32)
+    gather, scatter = pto.compile(GATHER), pto.compile(SCATTER)
+    y = np.zeros((4, 4), np.float32)
+    gather(x, ix, y)
+    np.testing.assert_array_equal(y, np.take_along_axis(x, ix, 0))
+    s = np.zeros((8, 4), np.float32)
+    scatter(x, ix, s)
+    expect = np.zeros_like(s)
+    np.put_along_axis(expect, ix, x[:4], 0)
+    np.testing.assert_array_equal(s, expect)
+    ix[2, 1] = bad
+    with pytest.raises(ValueError, match=rf"'main': @g: tgather %t <- %src: index {bad} on axis 0 is outside \[0, 8\)"):
+        gather(x, ix, y)
+    with pytest.raises(ValueError, match=rf"'main': @g: tscatter %t -> %o: index {bad} on axis 0 is outside \[0, 8\)"):
+        scatter(x, ix, s)
