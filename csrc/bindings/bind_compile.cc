@@ -149,10 +149,13 @@ auto with_entry(const CompiledProgram& p, const std::vector<TensorSpec>& specs, 
     py::gil_scoped_release release;
     out = mode(runtime::default_runtime(), orchestrate);
   } catch (const runtime::TaskError&) {
-    // A kernel that refused an access outside its region says which; other failures as they are.
+    // A kernel that refused an access outside its region (or divided by zero) says which: the
+    // program's error, a ValueError. An index outside its axis is in the data, as for torch.gather
+    // a RuntimeError (TaskError), now with the kernel's message. Other failures as they are.
     char text[512];
-    if (p.take_kernel_error && p.take_kernel_error(text, sizeof text))
-      throw UserError(fmt::format("'{}': {}", p.ir.execution.name, text));
+    const int32_t status = p.take_kernel_error ? p.take_kernel_error(text, sizeof text) : 0;
+    if (status == PYPTO_STATUS_INDEX) throw runtime::TaskError(fmt::format("'{}': {}", p.ir.execution.name, text));
+    if (status != 0) throw UserError(fmt::format("'{}': {}", p.ir.execution.name, text));
     throw;
   }
   check_status(p, rc);

@@ -19,7 +19,8 @@ struct CompiledProgram {
   BuildResult build;
   pypto_orchestration_fn entry = nullptr;
   const char* (*error_message)() = nullptr;  ///< why the orchestration returned PYPTO_STATUS_REGION
-  /// Takes why a kernel returned PYPTO_STATUS_ACCESS (see kKernelErrorSymbol).
+  /// Takes why a kernel returned PYPTO_STATUS_ACCESS, _ZERO or _INDEX and returns that status (0: no
+  /// message; see kKernelErrorSymbol).
   int32_t (*take_kernel_error)(char* out, int32_t cap) = nullptr;
   /// Entry tensors (parameters, in order) that some task writes, directly or through a view.
   std::vector<bool> written;

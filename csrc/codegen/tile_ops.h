@@ -178,11 +178,17 @@ inline std::atomic<int>& kernel_error_state() {
   static std::atomic<int> state{0};
   return state;
 }
+inline int32_t& kernel_error_status() {
+  static int32_t status = 0;
+  return status;
+}
+/// Copies the recorded message into `out` and returns its status (0: none recorded).
 inline int32_t take_kernel_error(char* out, int32_t cap) {
   if (kernel_error_state().load(std::memory_order_acquire) != 2 || cap <= 0) return 0;
   snprintf(out, static_cast<size_t>(cap), "%s", kernel_error_text());
+  const int32_t status = kernel_error_status();
   kernel_error_state().store(0, std::memory_order_release);
-  return 1;
+  return status;
 }
 
 /// Kernel: records `what` as the kernel's error (the first since it was last taken) and returns
@@ -191,6 +197,7 @@ inline int32_t take_kernel_error(char* out, int32_t cap) {
   int expect = 0;
   if (kernel_error_state().compare_exchange_strong(expect, 1, std::memory_order_acq_rel)) {
     snprintf(kernel_error_text(), 512, "%s", what);
+    kernel_error_status() = status;
     kernel_error_state().store(2, std::memory_order_release);
   }
   return status;
