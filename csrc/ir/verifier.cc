@@ -36,6 +36,12 @@ struct StmtChecker {
     return nullptr;
   }
 
+  static bool has_var(const Expr& x) {
+    if (x.is_const()) return false;
+    if (x.is_var()) return true;
+    return has_var(x.lhs()) || has_var(x.rhs());
+  }
+
   void check_expr(const Expr& e, const std::string& what) {
     std::function<void(const Expr&)> walk = [&](const Expr& x) {
       if (x.is_const()) return;
@@ -45,15 +51,23 @@ struct StmtChecker {
       }
       walk(x.lhs());
       walk(x.rhs());
-      // A divisor that is 0 whatever the scalars are (`(8 // 0)`, `(n % (4 - 4))`) is a program error;
-      // one that depends on them is checked where it is evaluated.
+      // A constant part that cannot be computed (a divisor that is 0 whatever the scalars are, as
+      // `(8 // 0)` or `(n % (4 - 4))`, or a result past 64 bits) is a program error; what depends on
+      // the scalars is checked where it is evaluated.
       if (x.kind() == Expr::Kind::FloorDiv || x.kind() == Expr::Kind::Mod) {
         std::optional<int64_t> d;
         try {
           d = x.rhs().substitute({}).as_const();
-        } catch (const UserError&) {  // the divisor overflows: not 0
+        } catch (const UserError&) {  // reported below, for the divisor itself
         }
         if (d && *d == 0) fail("expr.zero-divisor", fmt::format("{}: the divisor {} of {} is 0", what, x.rhs().str(), x.str()));
+      }
+      if (!has_var(x)) {
+        try {
+          (void)x.substitute({});
+        } catch (const UserError& err) {
+          fail("expr.constant", fmt::format("{}: {} cannot be computed: {}", what, x.str(), err.what()));
+        }
       }
     };
     walk(e);

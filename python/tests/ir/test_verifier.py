@@ -57,6 +57,11 @@ def test_the_unbroken_program_runs():
     ("(n // 2)", "(n // (3 - 3))", "[expr.zero-divisor] tadd: the divisor (3 - 3) of (n // (3 - 3)) is 0"),
     ("%y[0, 0; 8, 8]", "%y[0, 0; (8 // 0), 8]", "[expr.zero-divisor] CALL @k: the divisor 0 of (8 // 0) is 0"),
     ("%y[0, 0; 8, 8]", "%y[0, (m % 0); 8, 8]", "[expr.zero-divisor] CALL @k: the divisor 0 of (m % 0) is 0"),
+    # Generated C++ would overflow (undefined behaviour) computing these.
+    ("%y[0, 0; 8, 8]", "%y[(9223372036854775807 * 2), 0; 8, 8]",
+     "[expr.constant] CALL @k: (9223372036854775807 * 2) cannot be computed: integer overflow"),
+    ("(n // 2)", "(n + (9223372036854775807 + 1))",
+     "[expr.constant] tadd: (9223372036854775807 + 1) cannot be computed: integer overflow"),
 ])
 def test_a_broken_rule_is_a_verify_error(old, new, message):
     assert old in PROGRAM
