@@ -1470,13 +1470,13 @@ class Parser {
 ExecutionGraph parse_pto(const std::string& text) {
   try {
     return Parser(text).run();
-  } catch (const PtoSyntaxError&) {
-    throw;
+  } catch (const Error&) {
+    throw;  // PtoSyntaxError, or a pypto error class that already says what it is
   } catch (const std::bad_alloc&) {
-    throw PtoSyntaxError(1, 1, "internal parser error: out of memory");
+    throw;  // Python's MemoryError
   } catch (const std::exception& e) {
-    // A safety net: the parser reports every malformed input itself.
-    throw PtoSyntaxError(1, 1, fmt::format("internal parser error: {}", e.what()));
+    // The parser reports every malformed input itself: anything else is a bug in it, not in the text.
+    throw InternalError(fmt::format("parse_pto: {}", e.what()));
   }
 }
 
