@@ -25,6 +25,7 @@ from pypto.errors import (
     NotSupportedError,
     PyptoError,
     TaskError,
+    TracingError,
     PtoSyntaxError,
     UserError,
     UserTypeError,
@@ -70,5 +71,5 @@ __all__ = [
     "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "set_cube_tile_shapes", "get_cube_tile_shapes",
     "PyptoError", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",
-    "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "PtoSyntaxError",
+    "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "TracingError", "PtoSyntaxError",
 ]

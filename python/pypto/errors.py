@@ -21,5 +21,11 @@ TaskError = _C.TaskError
 #: Malformed .pto text (a SyntaxError); ``line`` and ``column`` give the position, from 1.
 PtoSyntaxError = _C.PtoSyntaxError
 
+
+class TracingError(RuntimeError):
+    """A pypto op (or pypto.loop) used outside a function decorated with ``@pypto.frontend.jit``:
+    ops only trace inside one."""
+
+
 PyptoError = (UserError, UserTypeError, VerifyError, CompileError, NotSupportedError, InternalError, TaskError,
-              PtoSyntaxError)
+              PtoSyntaxError, TracingError)

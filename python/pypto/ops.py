@@ -11,7 +11,7 @@ import numbers
 from typing import Sequence
 
 from pypto._dtypes import DataType
-from pypto.errors import NotSupportedError, UserError, UserTypeError
+from pypto.errors import NotSupportedError, TracingError, UserError, UserTypeError
 from pypto.frontend.config import current_trace, user_location
 from pypto.frontend.symbolic import SymExpr
 from pypto.frontend.tensor import Tensor
@@ -20,7 +20,7 @@ from pypto.frontend.tensor import Tensor
 def _ctx(op: str):
     ctx = current_trace()
     if ctx is None:
-        raise RuntimeError(
+        raise TracingError(
             f"pypto.{op} was called outside a jitted function; did you forget @pypto.frontend.jit? "
             "pypto ops only trace inside a function decorated with @pypto.frontend.jit")
     return ctx

@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 from pypto.frontend import config
-
-
-class RunMode(enum.Enum):
-    """PyPTO's run modes; both run on pypto's CPU backend."""
-
-    NPU = "npu"
-    SIM = "sim"
+from pypto.frontend.config import RunMode  # noqa: F401 - re-exported as pypto.RunMode
 
 
 class options:  # noqa: N801 - PyPTO's name
@@ -27,7 +20,8 @@ class options:  # noqa: N801 - PyPTO's name
         sections = {k: opts.pop(k) for k in list(opts) if k.endswith("_options") and k != "pass_options"}
         passes = dict(opts.pop("pass_options", {}) or {})
         passes.update(opts)
-        passes.pop("run_mode", None)
+        if "run_mode" in passes:
+            config.record_run_mode("options", passes.pop("run_mode"))
         self._pass = config.normalize_pass_options(apply_option_sections(passes, sections))
 
     def __enter__(self):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import os
 import sys
 import threading
@@ -161,6 +162,24 @@ def record_ignored(section: str, key: str, value: Any) -> None:
         _warned.add(name)
         warnings.warn(f"pypto: option '{name}' has no effect on the CPU backend; it is recorded and ignored",
                       OptionWarning, stacklevel=3)
+
+
+class RunMode(enum.IntEnum):
+    """PyPTO's run modes, with upstream's values. Both run on pypto's CPU backend."""
+
+    NPU = 0
+    SIM = 1
+
+
+def record_run_mode(section: str, value: Any) -> None:
+    """Checks a ``run_mode`` option (``RunMode.NPU``, ``RunMode.SIM``, 0 or 1) and records it with the
+    ignored options (one warning: both modes run on the CPU backend). None is the default mode."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value not in (RunMode.NPU, RunMode.SIM):
+        raise _C.UserError(f"pypto.{section}: run_mode must be pypto.RunMode.NPU or pypto.RunMode.SIM (or 0, 1), "
+                           f"found {value!r}")
+    record_ignored(section, "run_mode", RunMode(value))
 
 
 def recorded_options() -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from pypto.errors import NotSupportedError, UserError
+from pypto.errors import NotSupportedError, TracingError, UserError
 from pypto.frontend.symbolic import SymExpr
 
 
@@ -83,7 +83,7 @@ class loop:  # noqa: N801 - PyPTO's name
 
         ctx = current_trace()
         if ctx is None:
-            raise RuntimeError("pypto.loop was used outside a jitted function; did you forget @pypto.frontend.jit?")
+            raise TracingError("pypto.loop was used outside a jitted function; did you forget @pypto.frontend.jit?")
         ctx.loop_counter = getattr(ctx, "loop_counter", 0) + 1
         var = self.idx_name or f"idx{ctx.loop_counter}"
         if not var.isidentifier():

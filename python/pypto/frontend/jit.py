@@ -404,6 +404,8 @@ def apply_option_sections(pass_options: dict, sections: dict) -> dict:
         for key, value in opts.items():
             if section == "verify_options" and key in ("enable", "enable_pass_verify", "pass_verify"):
                 out["verify"] = bool(value)
+            elif section == "runtime_options" and key == "run_mode":
+                config.record_run_mode(section, value)
             else:
                 config.record_ignored(section, key, value)
     return out
@@ -422,7 +424,8 @@ class JitFunction:
         merged.update(pass_options or {})
         for k, v in options.items():
             if k == "run_mode":
-                continue  # every run mode runs on the CPU backend
+                config.record_run_mode("jit", v)  # every run mode runs on the CPU backend
+                continue
             config.record_ignored("jit", k, v)
         self._pass_options = config.normalize_pass_options(apply_option_sections(merged, sections))
         self._options = options

@@ -69,14 +69,23 @@ def test_keyword_argument_works(f):
 
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
 def test_binary_op_outside_jit(op):
-    with pytest.raises(RuntimeError, match=r"did you forget @pypto.frontend.jit"):
+    with pytest.raises(RuntimeError, match=r"did you forget @pypto.frontend.jit") as info:
         getattr(pypto, op)(pypto.Tensor((2, 2), pypto.DT_FP32), pypto.Tensor((2, 2), pypto.DT_FP32))
+    # pypto's own class (in pypto.PyptoError), still a RuntimeError.
+    assert isinstance(info.value, pypto.TracingError) and isinstance(info.value, pypto.PyptoError)
+
+
+def test_loop_outside_jit_is_a_tracing_error():
+    with pytest.raises(pypto.TracingError, match=r"pypto.loop was used outside a jitted function; did you forget "
+                                                 r"@pypto.frontend.jit\?"):
+        for _ in pypto.loop(0, 4, 1):
+            pass
 
 
 @pytest.mark.parametrize("call", [lambda: pypto.exp(torch.ones(2)), lambda: pypto.amax(torch.ones(2, 2), -1, True),
                                   lambda: pypto.sum(torch.ones(2, 2), -1, True)])
 def test_unary_and_reduce_outside_jit(call):
-    with pytest.raises(RuntimeError, match=r"@pypto.frontend.jit"):
+    with pytest.raises(pypto.TracingError, match=r"@pypto.frontend.jit"):
         call()
 
 

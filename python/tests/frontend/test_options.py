@@ -36,6 +36,27 @@ def test_run_modes_both_run_on_cpu():
         torch.testing.assert_close(_kernel(run_mode=mode)(x), torch.softmax(x, -1), atol=1e-5, rtol=0)
 
 
+def test_run_mode_has_upstreams_values_is_checked_and_recorded():
+    # Upstream's RunMode is an IntEnum, NPU = 0 and SIM = 1; run_mode used to be dropped unchecked.
+    assert (int(pypto.RunMode.NPU), int(pypto.RunMode.SIM)) == (0, 1)
+    for mode in (None, 0, 1, pypto.RunMode.SIM):
+        _kernel(runtime_options={"run_mode": mode})
+        _kernel(run_mode=mode)
+        with pypto.options(run_mode=mode):
+            pass
+    recorded = pypto.frontend.config.recorded_options()
+    assert recorded["runtime_options.run_mode"] is pypto.RunMode.SIM
+    assert recorded["jit.run_mode"] is pypto.RunMode.SIM
+    for bad in ("npu", 2, True, 1.0):
+        with pytest.raises(ValueError, match=rf"pypto.runtime_options: run_mode must be pypto.RunMode.NPU or "
+                                             rf"pypto.RunMode.SIM \(or 0, 1\), found {bad!r}"):
+            _kernel(runtime_options={"run_mode": bad})
+        with pytest.raises(ValueError, match=r"pypto.jit: run_mode must be"):
+            _kernel(run_mode=bad)
+        with pytest.raises(ValueError, match=r"pypto.options: run_mode must be"):
+            pypto.options(run_mode=bad)
+
+
 def test_options_as_context_manager_and_decorator():
     x = torch.randn(8, 16)
     f = _kernel()
