@@ -153,7 +153,8 @@ class Forwarder {
 BlockGraph ForwardTiles(const BlockGraph& g, const PassOptions&) {
   BlockGraph out = g;
   for (InCoreFunction& f : out.functions) Forwarder(f).run();
-  // Memrefs no function keeps any more are not locals of anyone: mark them unused workspace-free.
+  // A local buffer nothing loads any more has left its function's `locals` (eliminate_dead); its
+  // memref stays in the graph's list, unused.
   return out;
 }
 

@@ -706,7 +706,8 @@ int64_t Runtime::task_alloc(std::string name, TaskFn fn, int64_t buffer_bytes) {
 }
 
 Runtime::Staged& Runtime::new_staged(const char* name, int64_t buffer_bytes) {
-  // On CPU, kernels keep their tiles on their own stack; the size is only sanity-checked.
+  // On CPU, a generated kernel keeps its tiles in a thread-local arena of its own (sized by codegen),
+  // so the runtime allocates nothing for them; the size is only sanity-checked.
   if (buffer_bytes < 0) {
     throw std::invalid_argument("task_alloc: negative buffer_bytes " + std::to_string(buffer_bytes));
   }
