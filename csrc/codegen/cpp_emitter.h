@@ -13,12 +13,12 @@ namespace pypto::codegen {
 std::string emit_cpp(const ExecutionGraph& g, bool empty_kernels = false);
 /// Name of the orchestration symbol every generated library exports.
 inline constexpr const char* kEntrySymbol = "pypto_orchestrate";
-/// Name of the symbol that returns the message of a failed region check
-/// (the orchestration returned 4).
+/// Name of the symbol that returns the message of a failed region check or zero divisor
+/// (the orchestration returned PYPTO_STATUS_REGION or PYPTO_STATUS_ZERO).
 inline constexpr const char* kErrorSymbol = "pypto_error_message";
 /// `int32_t pypto_take_kernel_error(char* out, int32_t cap)`: copies why a kernel returned
-/// PYPTO_STATUS_ACCESS (the first such kernel since the last call) into `out`, clears it and
-/// returns 1; 0 when no kernel failed that way.
+/// PYPTO_STATUS_ACCESS, _ZERO or _INDEX (the first such kernel since the last call) into `out`,
+/// clears it and returns that status; 0 when no kernel recorded a message.
 inline constexpr const char* kKernelErrorSymbol = "pypto_take_kernel_error";
 /// Name of the ABI-version symbol every generated library exports.
 inline constexpr const char* kAbiSymbol = "pypto_abi_version";
