@@ -7,6 +7,7 @@
 #include <map>
 
 #include "codegen/cpp_emitter.h"
+#include "codegen/emit_util.h"
 #include "ir/errors.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -120,20 +121,6 @@ void check_round_trip(const std::string& text, const std::string& name) {
   throw InternalError(fmt::format("the .pto text of '{}' prints differently after parsing, from line {}", name, line));
 }
 
-/// Calls `f(call)` for every CALL of the orchestration.
-void for_each_call(const std::vector<Stmt>& body, const std::function<void(const Call&)>& f) {
-  for (const Stmt& s : body) {
-    if (auto* l = std::get_if<Loop>(&s.node)) {
-      for_each_call(l->body, f);
-    } else if (auto* c = std::get_if<IfThen>(&s.node)) {
-      for_each_call(c->then_body, f);
-      for_each_call(c->else_body, f);
-    } else if (auto* c = std::get_if<Call>(&s.node)) {
-      f(*c);
-    }
-  }
-}
-
 /// The entry tensor (index among parameters then outputs) memref `m` lives in, following views;
 /// -1 for workspaces.
 int entry_index(const ExecutionGraph& g, int m) {
@@ -184,7 +171,10 @@ void entry_tensor_access(const ExecutionGraph& g, CompiledProgram& p) {
   // read[j][w]: some CALL reads tensor j; clean[j][w] stays true while every such CALL writes w
   // exactly where it reads j.
   std::vector<std::vector<bool>> clean(n, std::vector<bool>(n, true));
-  for_each_call(g.orchestration, [&](const Call& c) {
+  for_each_leaf(g.orchestration, [&](const Stmt& s) {
+    const auto* call = std::get_if<Call>(&s.node);
+    if (call == nullptr) return;
+    const Call& c = *call;
     const InCoreFunction& f = g.functions.at(c.callee);
     std::vector<std::pair<int, std::string>> reads, writes;
     for (size_t i = 0; i < c.args.size() && i < f.params.size(); ++i) {
