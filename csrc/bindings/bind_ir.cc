@@ -102,6 +102,60 @@ void bind_ir(py::module_& m) {
       .value("DT_UINT8", DataType::UINT8)
       .value("DT_BOOL", DataType::BOOL);
   m.def("dtype_size", &dtype_size, "Bytes per element.");
+  // The op table (ir/ops.def), row by row, for the Python op functions, the docs page and its tests.
+  m.def(
+      "opcode_table",
+      [] {
+        py::list out;
+        for (const OpcodeInfo& r : opcode_table()) {
+          py::dict d;
+          d["name"] = r.name;
+          d["form"] = form_name(r.form);
+          d["srcs"] = opcode_num_srcs(r.op);
+          d["functor"] = r.functor;
+          d["base"] = opcode_name(r.base);
+          d["identity"] = identity_name(r.identity);
+          d["doc"] = r.doc;
+          out.append(d);
+        }
+        return out;
+      },
+      "Every PTO opcode of the op table: name, form, srcs, functor, base, identity, doc.");
+  m.def(
+      "op_table",
+      [] {
+        py::list out;
+        for (const OpInfo& r : op_table()) {
+          py::dict d;
+          d["name"] = r.name;
+          d["class"] = op_class_name(r.cls);
+          d["result"] = result_type_name(r.result);
+          d["opcode"] = r.opcode ? py::object(py::str(opcode_name(*r.opcode))) : py::none();
+          d["emits"] = r.emits;
+          d["method"] = r.method;
+          d["signature"] = r.signature;
+          d["doc"] = r.doc;
+          out.append(d);
+        }
+        return out;
+      },
+      "Every tensor op of the op table: name, class, result, opcode, emits, method, signature, doc.");
+  m.def(
+      "composite_table",
+      [] {
+        py::list out;
+        for (const CompositeInfo& r : composite_table()) {
+          py::dict d;
+          d["name"] = r.name;
+          d["expands"] = r.expands;
+          d["method"] = r.method;
+          d["signature"] = r.signature;
+          d["doc"] = r.doc;
+          out.append(d);
+        }
+        return out;
+      },
+      "Every composite op of the op table: name, expands, method, signature, doc.");
   m.def(
       "parse_pto_roundtrip", [](const std::string& text) { return print_pto(parse_pto(text)); }, py::arg("text"),
       "Parses .pto text and prints it again (raises pypto.PtoSyntaxError on malformed text).");

@@ -259,14 +259,8 @@ class KernelEmitter {
                                     [](const TileDecl& t) { return t.name.rfind("_f", 0) == 0; });
   }
 
-  static bool is_row_expand(Opcode op) {
-    return op == Opcode::TROWEXPANDADD || op == Opcode::TROWEXPANDSUB || op == Opcode::TROWEXPANDMUL ||
-           op == Opcode::TROWEXPANDDIV || op == Opcode::TROWEXPANDMAX;
-  }
-  static bool is_col_expand(Opcode op) {
-    return op == Opcode::TCOLEXPANDADD || op == Opcode::TCOLEXPANDSUB || op == Opcode::TCOLEXPANDMUL ||
-           op == Opcode::TCOLEXPANDDIV || op == Opcode::TCOLEXPANDMAX;
-  }
+  static bool is_row_expand(Opcode op) { return opcode_info(op).form == OpForm::RowExpand; }
+  static bool is_col_expand(Opcode op) { return opcode_info(op).form == OpForm::ColExpand; }
   /// The row or column broadcast operand of `in`, or -1.
   static int broadcast_operand(const Instr& in) {
     return (is_row_expand(in.op) || is_col_expand(in.op)) && in.srcs.size() == 2 ? in.srcs[1] : -1;
@@ -276,14 +270,11 @@ class KernelEmitter {
   /// operands (or a row / column broadcast operand, or a constant), all of the destination's type,
   /// on a tile of rank 1 or 2.
   bool elementwise(const Instr& in) const {
-    switch (in.op) {
-      case Opcode::TLOAD: case Opcode::TSTORE: case Opcode::TFILL: case Opcode::TARANGE: case Opcode::TRESHAPE:
-      case Opcode::TEXPAND: case Opcode::TCAST: case Opcode::TGATHER: case Opcode::TSCATTER: case Opcode::TMATMUL:
-      case Opcode::TMATMUL_ACC: case Opcode::TSELECT:
-        return false;
-      default: break;
+    switch (opcode_info(in.op).form) {
+      case OpForm::Unary: case OpForm::Binary: case OpForm::RowExpand: case OpForm::ColExpand: break;
+      default: return false;
     }
-    if (is_reduction(in.op) || in.dst < 0) return false;
+    if (in.dst < 0) return false;
     const TileDecl& t = tile(in.dst);
     if (t.shape.empty() || t.shape.size() > 2) return false;
     for (int src : in.srcs) {
@@ -618,48 +609,7 @@ class KernelEmitter {
     return consumed;
   }
 
-  static const char* op_struct(Opcode op) {
-    switch (op) {
-      case Opcode::TADD: case Opcode::TROWEXPANDADD: case Opcode::TCOLEXPANDADD: case Opcode::TROWSUM:
-      case Opcode::TCOLSUM: case Opcode::TREDSUM: return "pto::OpAdd";
-      case Opcode::TSUB: case Opcode::TROWEXPANDSUB: case Opcode::TCOLEXPANDSUB: return "pto::OpSub";
-      case Opcode::TMUL: case Opcode::TROWEXPANDMUL: case Opcode::TCOLEXPANDMUL: case Opcode::TROWPROD:
-      case Opcode::TCOLPROD: case Opcode::TREDPROD: return "pto::OpMul";
-      case Opcode::TDIV: case Opcode::TROWEXPANDDIV: case Opcode::TCOLEXPANDDIV: return "pto::OpDiv";
-      case Opcode::TMAX: case Opcode::TROWEXPANDMAX: case Opcode::TCOLEXPANDMAX: case Opcode::TROWMAX:
-      case Opcode::TCOLMAX: case Opcode::TREDMAX: return "pto::OpMax";
-      case Opcode::TMIN: case Opcode::TROWMIN: case Opcode::TCOLMIN: case Opcode::TREDMIN: return "pto::OpMin";
-      case Opcode::TPOW: return "pto::OpPow";
-      case Opcode::TCMPGT: return "pto::OpGt";
-      case Opcode::TCMPGE: return "pto::OpGe";
-      case Opcode::TCMPLT: return "pto::OpLt";
-      case Opcode::TCMPLE: return "pto::OpLe";
-      case Opcode::TCMPEQ: return "pto::OpEq";
-      case Opcode::TCMPNE: return "pto::OpNe";
-      case Opcode::TEXP: return "pto::FnExp";
-      case Opcode::TNEG: return "pto::FnNeg";
-      case Opcode::TABS: return "pto::FnAbs";
-      case Opcode::TLOG: return "pto::FnLog";
-      case Opcode::TSQRT: return "pto::FnSqrt";
-      case Opcode::TRSQRT: return "pto::FnRsqrt";
-      case Opcode::TRECIP: return "pto::FnRecip";
-      case Opcode::TRELU: return "pto::FnRelu";
-      case Opcode::TSIGMOID: return "pto::FnSigmoid";
-      case Opcode::TTANH: return "pto::FnTanh";
-      case Opcode::TSILU: return "pto::FnSilu";
-      case Opcode::TGELU: return "pto::FnGelu";
-      case Opcode::TERF: return "pto::FnErf";
-      case Opcode::TERFC: return "pto::FnErfc";
-      case Opcode::TFLOOR: return "pto::FnFloor";
-      case Opcode::TCEIL: return "pto::FnCeil";
-      case Opcode::TROUND: return "pto::FnRound";
-      case Opcode::TTRUNC: return "pto::FnTrunc";
-      case Opcode::TEXP2: return "pto::FnExp2";
-      case Opcode::TEXPM1: return "pto::FnExpm1";
-      case Opcode::TNOT: return "pto::FnNot";
-      default: throw InternalError(fmt::format("no functor for {}", opcode_name(op)));
-    }
-  }
+  static std::string op_struct(Opcode op) { return opcode_functor(op); }
 
   static std::string ctype(DataType dt) { return dtype_cpp_type(dt); }
 
@@ -680,8 +630,8 @@ class KernelEmitter {
       o += zero_guards(exprs, pad, kKernelFail);
     }
     if (bounds_.checked_where_run.count(&in)) emit_access_check(o, in, pad);
-    switch (in.op) {
-      case Opcode::TLOAD: {
+    switch (opcode_info(in.op).form) {
+      case OpForm::Load: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
         // A view tile is a pointer: a viewing load sets it, a copying load points it back at its buffer.
@@ -698,7 +648,7 @@ class KernelEmitter {
         }
         return;
       }
-      case Opcode::TSTORE: {
+      case OpForm::Store: {
         const TileDecl& t = tile(in.srcs[0]);
         const bool stream = streams_to(in.memref);
         streams_ = streams_ || stream;
@@ -708,7 +658,7 @@ class KernelEmitter {
                          mem_stride_.at(in.memref), t.shape.size(), tn(t), tn(t));
         return;
       }
-      case Opcode::TFILL: {
+      case OpForm::Fill: {
         const TileDecl& t = tile(in.dst);
         std::string ty = ctype(t.dtype);
         std::string v = std::isinf(in.scalar) ? fmt::format("pto::{}<{}>()", in.scalar < 0 ? "lowest" : "highest", ty)
@@ -716,33 +666,33 @@ class KernelEmitter {
         o += fmt::format("{}pto::tfill<{}, {}>({}, {});{}\n", pad, ty, numel(t.shape), tn(t), v, comment);
         return;
       }
-      case Opcode::TARANGE: {
+      case OpForm::Arange: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}pto::tarange<{}, {}>({}, {:.17g}, {:.17g}, {});{}\n", pad, ctype(t.dtype), numel(t.shape),
                          tn(t), in.scalar, in.step, cexpr(in.offsets.at(0)), comment);
         return;
       }
-      case Opcode::TRESHAPE: {
+      case OpForm::Reshape: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}pto::tcopy<{}, {}>({}, {});{}\n", pad, ctype(t.dtype), numel(t.shape), tn(t),
                          tn(tile(in.srcs[0])), comment);
         return;
       }
-      case Opcode::TEXPAND: {
+      case OpForm::Expand: {
         const TileDecl& t = tile(in.dst);
         const TileDecl& s = tile(in.srcs[0]);
         o += fmt::format("{}pto::texpand<{}>({}, {}, {}_shape, {}, {}_shape);{}\n", pad, ctype(t.dtype), tn(t),
                          t.shape.size(), tn(t), tn(s), tn(s), comment);
         return;
       }
-      case Opcode::TCAST: {
+      case OpForm::Cast: {
         const TileDecl& t = tile(in.dst);
         std::string via = in.round_to ? dtype_cpp_type(*in.round_to) : ctype(t.dtype);
         o += fmt::format("{}pto::tcast<{}, {}, {}, {}>({}, {});{}\n", pad, via, ctype(t.dtype),
                          ctype(tile(in.srcs[0]).dtype), numel(t.shape), tn(t), tn(tile(in.srcs[0])), comment);
         return;
       }
-      case Opcode::TGATHER: {
+      case OpForm::Gather: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
         o += fmt::format("{}  if (int32_t bad = pto::tgather({}, {}, {}_shape, valid, {}, {}, {}, {}, {}[{}], \"@{}: {}\")) "
@@ -751,7 +701,7 @@ class KernelEmitter {
                          in.axis, mem_extent_.at(in.memref), in.axis, f_.name, access_text(in, f_.tiles, memrefs_));
         return;
       }
-      case Opcode::TSCATTER: {
+      case OpForm::Scatter: {
         const TileDecl& t = tile(in.srcs[0]);
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
         o += fmt::format("{}  if (int32_t bad = pto::tscatter({}, {}, valid, {}, {}_shape, {}, {}, {}, {}[{}], \"@{}: {}\")) "
@@ -760,10 +710,10 @@ class KernelEmitter {
                          in.axis, mem_extent_.at(in.memref), in.axis, f_.name, access_text(in, f_.tiles, memrefs_));
         return;
       }
-      case Opcode::TMATMUL:
-      case Opcode::TMATMUL_ACC: {
+      case OpForm::Matmul:
+      case OpForm::MatmulAcc: {
         const TileDecl& t = tile(in.dst);
-        bool acc = in.op == Opcode::TMATMUL_ACC;
+        bool acc = opcode_info(in.op).form == OpForm::MatmulAcc;
         const TileDecl& a = tile(in.srcs[acc ? 1 : 0]);
         const TileDecl& b = tile(in.srcs[acc ? 2 : 1]);
         int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
@@ -774,7 +724,7 @@ class KernelEmitter {
                          ctype(t.dtype), M, K, N, M0, K0, N0, tn(t), tn(a), tn(b), comment);
         return;
       }
-      case Opcode::TSELECT: {
+      case OpForm::Select: {
         const TileDecl& t = tile(in.dst);
         std::string ty = ctype(t.dtype);
         std::vector<std::string> ops;
@@ -786,16 +736,14 @@ class KernelEmitter {
                          ops[2], comment);
         return;
       }
-      case Opcode::TROWEXPANDADD: case Opcode::TROWEXPANDSUB: case Opcode::TROWEXPANDMUL: case Opcode::TROWEXPANDDIV:
-      case Opcode::TROWEXPANDMAX: {
+      case OpForm::RowExpand: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}pto::trowexpand<{}, {}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ctype(t.dtype),
                          numel(t.shape) / t.shape.back(), t.shape.back(), tn(t), tn(tile(in.srcs[0])),
                          tn(tile(in.srcs[1])), comment);
         return;
       }
-      case Opcode::TCOLEXPANDADD: case Opcode::TCOLEXPANDSUB: case Opcode::TCOLEXPANDMUL: case Opcode::TCOLEXPANDDIV:
-      case Opcode::TCOLEXPANDMAX: {
+      case OpForm::ColExpand: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}pto::tcolexpand<{}, {}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ctype(t.dtype),
                          t.shape[0], numel(t.shape) / t.shape[0], tn(t), tn(tile(in.srcs[0])), tn(tile(in.srcs[1])),
@@ -807,21 +755,19 @@ class KernelEmitter {
     if (is_reduction(in.op)) {
       const TileDecl& s = tile(in.srcs[0]);
       size_t r = s.shape.size();
-      size_t axis = in.axis >= 0 ? static_cast<size_t>(in.axis)
-                    : (in.op == Opcode::TROWSUM || in.op == Opcode::TROWMAX || in.op == Opcode::TROWMIN ||
-                       in.op == Opcode::TROWPROD)
-                        ? r - 1
-                        : 0;
+      const OpForm form = opcode_info(in.op).form;
+      size_t axis = in.axis >= 0 ? static_cast<size_t>(in.axis) : form == OpForm::RowReduce ? r - 1 : 0;
       int64_t outer = 1, inner = 1;
       for (size_t d = 0; d < axis; ++d) outer *= s.shape[d];
       for (size_t d = axis + 1; d < r; ++d) inner *= s.shape[d];
       std::string ty = ctype(s.dtype);
       std::string init;
-      switch (in.op) {
-        case Opcode::TROWSUM: case Opcode::TCOLSUM: case Opcode::TREDSUM: init = fmt::format("{}(0)", ty); break;
-        case Opcode::TROWPROD: case Opcode::TCOLPROD: case Opcode::TREDPROD: init = fmt::format("{}(1)", ty); break;
-        case Opcode::TROWMAX: case Opcode::TCOLMAX: case Opcode::TREDMAX: init = fmt::format("pto::lowest<{}>()", ty); break;
-        default: init = fmt::format("pto::highest<{}>()", ty);
+      switch (opcode_info(opcode_info(in.op).base).identity) {
+        case Identity::Zero: init = fmt::format("{}(0)", ty); break;
+        case Identity::One: init = fmt::format("{}(1)", ty); break;
+        case Identity::Lowest: init = fmt::format("pto::lowest<{}>()", ty); break;
+        case Identity::Highest: init = fmt::format("pto::highest<{}>()", ty); break;
+        case Identity::None: throw InternalError(fmt::format("{} has no start value", opcode_name(in.op)));
       }
       o += fmt::format("{}pto::treduce<{}, {}, {}, {}, {}>({}, {}, {}, {});{}\n", pad, op_struct(in.op), ty, outer,
                        s.shape[axis], inner, tn(tile(in.dst)), tn(s),

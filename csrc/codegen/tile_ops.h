@@ -715,6 +715,16 @@ struct FnTrunc { template <typename T> static T f(T x) { return std::is_integral
 struct FnExp2 { template <typename T> static T f(T x) { return std::exp2(x); } };
 struct FnExpm1 { template <typename T> static T f(T x) { return std::expm1(x); } };
 struct FnNot { template <typename T> static T f(T x) { return x == T(0) ? T(1) : T(0); } };
+// torch.sign: NaN and -0.0 give +0.
+struct FnSign { template <typename T> static T f(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0)); } };
+struct FnSignbit {
+  template <typename T>
+  static T f(T x) {
+    if constexpr (std::is_floating_point<T>::value) return std::signbit(x) ? T(1) : T(0);
+    else if constexpr (std::is_signed<T>::value) return x < T(0) ? T(1) : T(0);
+    else return T(0);
+  }
+};
 
 template <typename Fn, typename T, int64_t N>
 inline void tunary(T* __restrict dst, const T* __restrict a) {

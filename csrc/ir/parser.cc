@@ -86,29 +86,13 @@ std::optional<DataType> dtype_by_name(std::string_view s) {
   return std::nullopt;
 }
 
-/// Opcode by its mnemonic, over every Opcode value.
-std::optional<Opcode> opcode_by_name(std::string_view s) {
-  static const std::map<std::string, Opcode, std::less<>> table = [] {
-    std::map<std::string, Opcode, std::less<>> t;
-    // Opcode values are contiguous from 0; opcode_name throws past the last one.
-    for (int i = 0; i < 1024; ++i) {
-      try {
-        t.emplace(opcode_name(static_cast<Opcode>(i)), static_cast<Opcode>(i));
-      } catch (const InternalError&) {
-        break;
-      }
-    }
-    return t;
-  }();
-  auto it = table.find(s);
-  if (it == table.end()) return std::nullopt;
-  return it->second;
-}
-
 /// Opcodes printed in a form of their own (not `%d = op a, b : T`).
 bool has_own_form(Opcode op) {
-  return op == Opcode::TLOAD || op == Opcode::TSTORE || op == Opcode::TFILL || op == Opcode::TGATHER ||
-         op == Opcode::TSCATTER || op == Opcode::TARANGE;
+  switch (opcode_info(op).form) {
+    case OpForm::Load: case OpForm::Store: case OpForm::Fill: case OpForm::Gather: case OpForm::Scatter:
+    case OpForm::Arange: return true;
+    default: return false;
+  }
 }
 
 Instr make_instr(Opcode op) {
@@ -758,7 +742,7 @@ class Parser {
       return w == "tstore" ? tstore(L) : tscatter(L);
     }
     bool op = opcode_by_name(w) ||
-              (w.size() > 1 && w.back() == 's' && opcode_by_name(std::string_view(w).substr(0, w.size() - 1)));
+              (w.size() > 1 && w.back() == 's' && opcode_by_name(w.substr(0, w.size() - 1)));
     if (op || w.rfind("alloc_", 0) == 0 || w == "view" || w == "reshape")
       L.fail(at, fmt::format("'{}' needs a destination: %name = {} ...", w, w));
     L.fail(at, fmt::format("unknown instruction '{}'", w));
@@ -1092,7 +1076,7 @@ class Parser {
     std::optional<Opcode> op = opcode_by_name(w);
     bool with_scalar = false;
     if (!op && w.size() > 1 && w.back() == 's') {
-      op = opcode_by_name(std::string_view(w).substr(0, w.size() - 1));
+      op = opcode_by_name(w.substr(0, w.size() - 1));
       with_scalar = true;
     }
     if (!op || has_own_form(*op))

@@ -13,43 +13,10 @@
 
 #include "ir/dtype.h"
 #include "ir/expr.h"
+#include "ir/op_table.h"
 #include "ir/tensor_graph.h"
 
 namespace pypto {
-
-/// PTO tile instructions.
-enum class Opcode {
-  TLOAD,   ///< tile <- memref box (tail elements outside `valid` are zero)
-  TSTORE,  ///< memref box <- valid part of a tile
-  TFILL,   ///< tile <- scalar
-  TADD, TSUB, TMUL, TDIV, TMAX,  ///< elementwise, same shapes
-  TEXP,
-  TROWSUM, TROWMAX,  ///< reduce the last tile axis over its valid length
-  TCOLSUM, TCOLMAX,  ///< reduce the first tile axis over its valid length
-  // elementwise, one source
-  TNEG, TABS, TLOG, TSQRT, TRSQRT, TRECIP, TRELU, TSIGMOID, TTANH, TSILU, TGELU, TERF, TERFC, TFLOOR, TCEIL,
-  TROUND, TTRUNC, TEXP2, TEXPM1, TNOT,
-  // elementwise, two sources (or a source and the instruction's constant)
-  TMIN, TPOW, TCMPGT, TCMPGE, TCMPLT, TCMPLE, TCMPEQ, TCMPNE,
-  TSELECT,  ///< dst = cond ? a : b
-  TCAST,    ///< dst (its dtype) <- src, rounded through the destination's storage type
-  TROWMIN, TROWPROD, TCOLMIN, TCOLPROD,
-  TREDSUM, TREDMAX, TREDMIN, TREDPROD,  ///< reduce tile axis `axis` (a middle axis)
-  TROWEXPANDADD, TROWEXPANDSUB, TROWEXPANDMUL, TROWEXPANDDIV, TROWEXPANDMAX,  ///< src1 is [..,1]
-  TCOLEXPANDADD, TCOLEXPANDSUB, TCOLEXPANDMUL, TCOLEXPANDDIV, TCOLEXPANDMAX,  ///< src1 is [1,..]
-  TARANGE,   ///< dst[i] = scalar + (offsets[0] + i) * step  (1-D)
-  TGATHER,   ///< dst[i] = memref[box origin + i, with index tile src0 replacing the `axis` coordinate]
-  TSCATTER,  ///< memref[box origin + i, with index src0[i] on `axis`] = src1[i]
-  TMATMUL,      ///< dst = src0 @ src1 over the last two tile dims
-  TMATMUL_ACC,  ///< dst += src0 @ src1 (dst is also the accumulator source)
-  TEXPAND,   ///< general broadcast copy of src0 to dst's shape
-  TRESHAPE,  ///< same elements, another shape (e.g. drop a size-1 dim)
-};
-
-/// Lower-case mnemonic used in .pto text, e.g. "trowmax".
-const char* opcode_name(Opcode op);
-/// Number of tile sources the opcode reads.
-int opcode_num_srcs(Opcode op);
 
 /// Where a memref lives.
 enum class MemKind {
@@ -100,8 +67,6 @@ struct Instr {
 
 /// Tile sources an instruction reads (its opcode's arity less a constant operand).
 int instr_num_srcs(const Instr& in);
-/// True for the reduction opcodes (TROW*, TCOL*, TRED*).
-bool is_reduction(Opcode op);
 /// Instructions that read a memref (TLOAD, TGATHER) or write one (TSTORE, TSCATTER).
 bool reads_memory(Opcode op);
 bool writes_memory(Opcode op);

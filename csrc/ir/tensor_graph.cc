@@ -15,38 +15,6 @@ std::string SourceLoc::str() const {
 }
 
 namespace {
-using K = TensorOpKind;
-using C = OpClass;
-using R = ResultType;
-const OpInfo kOps[] = {
-    {K::Neg, "neg", C::Unary, R::Same},         {K::Abs, "abs", C::Unary, R::Same},
-    {K::Exp, "exp", C::Unary, R::Float},        {K::Log, "log", C::Unary, R::Float},
-    {K::Sqrt, "sqrt", C::Unary, R::Float},      {K::Rsqrt, "rsqrt", C::Unary, R::Float},
-    {K::Reciprocal, "reciprocal", C::Unary, R::Float}, {K::Relu, "relu", C::Unary, R::Same},
-    {K::Sigmoid, "sigmoid", C::Unary, R::Float}, {K::Tanh, "tanh", C::Unary, R::Float},
-    {K::Silu, "silu", C::Unary, R::Float},      {K::Gelu, "gelu", C::Unary, R::Float},
-    {K::Erf, "erf", C::Unary, R::Float},        {K::Erfc, "erfc", C::Unary, R::Float},
-    {K::Floor, "floor", C::Unary, R::Same},     {K::Ceil, "ceil", C::Unary, R::Same},
-    {K::Round, "round", C::Unary, R::Same},     {K::Trunc, "trunc", C::Unary, R::Same},
-    {K::Exp2, "exp2", C::Unary, R::Float},      {K::Expm1, "expm1", C::Unary, R::Float},
-    {K::LogicalNot, "logical_not", C::Unary, R::Bool},
-    {K::Add, "add", C::Binary, R::Same},        {K::Sub, "sub", C::Binary, R::Same},
-    {K::Mul, "mul", C::Binary, R::Same},        {K::Div, "div", C::Binary, R::Float},
-    {K::Max, "maximum", C::Binary, R::Same},    {K::Min, "minimum", C::Binary, R::Same},
-    {K::Pow, "pow", C::Binary, R::Same},        {K::Gt, "gt", C::Binary, R::Bool},
-    {K::Ge, "ge", C::Binary, R::Bool},          {K::Lt, "lt", C::Binary, R::Bool},
-    {K::Le, "le", C::Binary, R::Bool},          {K::Eq, "eq", C::Binary, R::Bool},
-    {K::Ne, "ne", C::Binary, R::Bool},          {K::Where, "where", C::Where, R::Same},
-    {K::Cast, "cast", C::Cast, R::Same},        {K::Sum, "sum", C::Reduce, R::Wide},
-    {K::Amax, "amax", C::Reduce, R::Same},      {K::Amin, "amin", C::Reduce, R::Same},
-    {K::Prod, "prod", C::Reduce, R::Wide},
-    {K::View, "view", C::View, R::Same},        {K::Reshape, "reshape", C::View, R::Same},
-    {K::Assemble, "assemble", C::Assemble, R::Same}, {K::Full, "full", C::Create, R::Same},
-    {K::Arange, "arange", C::Create, R::Same},    {K::Matmul, "matmul", C::Matmul, R::Same},
-    {K::Gather, "gather", C::Gather, R::Same},    {K::Scatter, "scatter", C::Scatter, R::Same},
-    {K::Attention, "attention", C::Attention, R::Same},
-};
-
 DataType apply_result(ResultType r, DataType t) {
   switch (r) {
     case ResultType::Same: return t;
@@ -64,18 +32,6 @@ std::string where(const char* op, const SourceLoc& loc) {
   return s + ": ";
 }
 }  // namespace
-
-const OpInfo& op_info(TensorOpKind kind) {
-  for (const auto& info : kOps)
-    if (info.kind == kind) return info;
-  throw InternalError("unknown TensorOpKind");
-}
-
-TensorOpKind op_kind_from_name(const std::string& name) {
-  for (const auto& info : kOps)
-    if (name == info.name) return info.kind;
-  throw UserError(fmt::format("unknown op '{}'", name));
-}
 
 std::string shape_str(const std::vector<Expr>& shape) {
   std::string s = "[";
@@ -245,7 +201,8 @@ int TensorGraphBuilder::add_unary(TensorOpKind kind, int x, const std::vector<in
   g_.values[id].valid = valid;
   TensorOp op{kind, {x}, id, -1, false, tile, loc};
   op.operands = {Operand::tensor(x)};
-  op.compute = compute_dtype(result);
+  // A test (DT_BOOL result, e.g. signbit) computes on the operand's values; the rest on the result's.
+  op.compute = compute_dtype(info.result == ResultType::Bool ? g_.values[x].dtype : result);
   op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return id;

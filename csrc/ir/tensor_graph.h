@@ -10,6 +10,7 @@
 
 #include "ir/dtype.h"
 #include "ir/expr.h"
+#include "ir/op_table.h"
 
 namespace pypto {
 
@@ -20,55 +21,6 @@ struct SourceLoc {
   /// "file:line", or "" when unknown.
   std::string str() const;
 };
-
-/// Kinds of tensor ops.
-enum class TensorOpKind {
-  // elementwise, one operand
-  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Reciprocal, Relu, Sigmoid, Tanh, Silu, Gelu, Erf, Erfc, Floor, Ceil, Round,
-  Trunc, Exp2, Expm1, LogicalNot,
-  // elementwise, two operands (tensor or constant)
-  Add, Sub, Mul, Div, Max, Min, Pow, Gt, Ge, Lt, Le, Eq, Ne,
-  // elementwise, other
-  Where, Cast,
-  // reductions over one dim
-  Sum, Amax, Amin, Prod,
-  // data movement and creation
-  View,      ///< a strided view of another tensor (slice, transpose, permute, unsqueeze, expand, box view)
-  Reshape,   ///< the same elements in another shape (a contiguous tensor's alias)
-  Assemble,  ///< copies inputs[0] into the view inputs[1] (writes the viewed tensor)
-  Full,      ///< a new tensor filled with a constant
-  Arange,    ///< a new 1-D tensor start, start + step, ...
-  Matmul,    ///< [..., M, K] @ [..., K, N], batch dims broadcast
-  Gather,    ///< out[i] = x[i with index[i] on dim]  (inputs x, index)
-  Scatter,   ///< target[i with index[i] on dim] = src[i]  (inputs index, src, target; writes target)
-  /// softmax(q @ kt * scale) @ v over the last two dims (inputs q [.., S, D], kt [.., D, T], v [.., T, Dv]);
-  /// made only by the fuse_attention pass, tiled as an online softmax over key blocks.
-  Attention,
-};
-
-/// Broad classes of ops, which decide how an op is tiled.
-enum class OpClass { Unary, Binary, Where, Cast, Reduce, View, Assemble, Create, Matmul, Gather, Scatter, Attention };
-
-/// How an op decides its result dtype.
-enum class ResultType {
-  Same,       ///< the (promoted) operand type
-  Float,      ///< integers and bool become DT_FP32 (exp, sqrt, true division, ...)
-  Bool,       ///< comparisons
-  Wide,       ///< integers and bool become DT_INT64 (sum, prod)
-};
-
-/// Static facts about an op kind.
-struct OpInfo {
-  TensorOpKind kind;
-  const char* name;  ///< user-facing name, e.g. "amax"
-  OpClass cls;
-  ResultType result;
-};
-
-/// The facts about `kind`.
-const OpInfo& op_info(TensorOpKind kind);
-/// Looks an op up by its user-facing name; throws UserError if unknown.
-TensorOpKind op_kind_from_name(const std::string& name);
 
 /// How a view addresses its base: view dim v walks base dim map[v] (-1: a
 /// new or broadcast dim, stride 0) with step steps[v], from `offsets` (one per

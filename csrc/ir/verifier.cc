@@ -122,29 +122,22 @@ struct StmtChecker {
     }
     // Shape rules of compute instructions.
     auto same = [&](const TileDecl* a, const TileDecl* b) { return a->shape == b->shape; };
-    switch (in.op) {
-      case Opcode::TADD: case Opcode::TSUB: case Opcode::TMUL: case Opcode::TDIV: case Opcode::TMAX:
-      case Opcode::TMIN: case Opcode::TPOW: case Opcode::TCMPGT: case Opcode::TCMPGE: case Opcode::TCMPLT:
-      case Opcode::TCMPLE: case Opcode::TCMPEQ: case Opcode::TCMPNE: case Opcode::TSELECT:
+    switch (opcode_info(in.op).form) {
+      case OpForm::Binary: case OpForm::Select:
         for (int s : in.srcs)
           if (!same(dst, tile(s))) fail("instr.shape", fmt::format("{} needs equal tile shapes", what));
         break;
-      case Opcode::TEXP: case Opcode::TNEG: case Opcode::TABS: case Opcode::TLOG: case Opcode::TSQRT:
-      case Opcode::TRSQRT: case Opcode::TRECIP: case Opcode::TRELU: case Opcode::TSIGMOID: case Opcode::TTANH:
-      case Opcode::TSILU: case Opcode::TGELU: case Opcode::TERF: case Opcode::TERFC: case Opcode::TFLOOR:
-      case Opcode::TCEIL: case Opcode::TROUND: case Opcode::TTRUNC: case Opcode::TEXP2: case Opcode::TEXPM1:
-      case Opcode::TNOT: case Opcode::TCAST:
+      case OpForm::Unary: case OpForm::Cast:
         if (!same(dst, tile(in.srcs[0]))) fail("instr.shape", fmt::format("{} needs equal tile shapes", what));
         break;
-      case Opcode::TROWEXPANDADD: case Opcode::TROWEXPANDSUB: case Opcode::TROWEXPANDMUL:
-      case Opcode::TROWEXPANDDIV: case Opcode::TROWEXPANDMAX: {
+      case OpForm::RowExpand: {
         const TileDecl* b = tile(in.srcs[1]);
         if (!same(dst, tile(in.srcs[0])) || b->shape.back() != 1 || b->shape.size() != dst->shape.size())
           fail("instr.shape", fmt::format("{} needs src1 of shape [..., 1] matching src0", what));
         break;
       }
-      case Opcode::TMATMUL: case Opcode::TMATMUL_ACC: {
-        bool acc = in.op == Opcode::TMATMUL_ACC;
+      case OpForm::Matmul: case OpForm::MatmulAcc: {
+        bool acc = opcode_info(in.op).form == OpForm::MatmulAcc;
         const TileDecl* a = tile(in.srcs[acc ? 1 : 0]);
         const TileDecl* b = tile(in.srcs[acc ? 2 : 1]);
         size_t ra = a->shape.size(), rb = b->shape.size(), rd = dst->shape.size();
@@ -188,25 +181,19 @@ struct StmtChecker {
     };
     std::vector<const TileDecl*> srcs;
     for (int s : in.srcs) srcs.push_back(tile(s));
-    switch (in.op) {
-      case Opcode::TLOAD: case Opcode::TSTORE: case Opcode::TFILL: case Opcode::TARANGE: case Opcode::TCAST:
+    const OpForm form = opcode_info(in.op).form;
+    switch (form) {
+      case OpForm::Load: case OpForm::Store: case OpForm::Fill: case OpForm::Arange: case OpForm::Cast:
         return;
-      case Opcode::TGATHER:
+      case OpForm::Gather: case OpForm::Scatter:
         integer_index(srcs[0], "index");
         check_axis(static_cast<int64_t>(memrefs[in.memref].shape.size()), "memref");
         return;
-      case Opcode::TSCATTER:
-        integer_index(srcs[0], "index");
-        check_axis(static_cast<int64_t>(memrefs[in.memref].shape.size()), "memref");
-        return;
-      case Opcode::TADD: case Opcode::TSUB: case Opcode::TMUL: case Opcode::TDIV: case Opcode::TMAX:
-      case Opcode::TMIN: case Opcode::TPOW:
-      case Opcode::TCMPGT: case Opcode::TCMPGE: case Opcode::TCMPLT: case Opcode::TCMPLE: case Opcode::TCMPEQ:
-      case Opcode::TCMPNE:
+      case OpForm::Binary:
         // The result converts to the destination's type.
         if (srcs.size() == 2) same(srcs[0], srcs[1]);
         return;
-      case Opcode::TSELECT: {
+      case OpForm::Select: {
         // The condition is the first operand unless the constant takes its place (scalar_pos 0).
         size_t v = 0;
         if (in.scalar_pos != 0) {
@@ -224,10 +211,8 @@ struct StmtChecker {
     if (is_reduction(in.op)) {
       const TileDecl* s = srcs[0];
       same(dst, s);
-      const bool row = in.op == Opcode::TROWSUM || in.op == Opcode::TROWMAX || in.op == Opcode::TROWMIN ||
-                       in.op == Opcode::TROWPROD;
-      const bool red = in.op == Opcode::TREDSUM || in.op == Opcode::TREDMAX || in.op == Opcode::TREDMIN ||
-                       in.op == Opcode::TREDPROD;
+      const bool row = form == OpForm::RowReduce;
+      const bool red = form == OpForm::AxisReduce;
       const int64_t rank = static_cast<int64_t>(s->shape.size());
       if (red) check_axis(rank, "source tile");
       const int64_t axis = red ? in.axis : row ? rank - 1 : 0;

@@ -227,72 +227,11 @@ class Expander {
     return rs.dst;
   }
 
+  /// The instruction computing elementwise op `k` (its op table row's opcode).
   static Opcode plain_opcode(TensorOpKind k) {
-    switch (k) {
-      case TensorOpKind::Add: return Opcode::TADD;
-      case TensorOpKind::Sub: return Opcode::TSUB;
-      case TensorOpKind::Mul: return Opcode::TMUL;
-      case TensorOpKind::Div: return Opcode::TDIV;
-      case TensorOpKind::Max: return Opcode::TMAX;
-      case TensorOpKind::Min: return Opcode::TMIN;
-      case TensorOpKind::Pow: return Opcode::TPOW;
-      case TensorOpKind::Gt: return Opcode::TCMPGT;
-      case TensorOpKind::Ge: return Opcode::TCMPGE;
-      case TensorOpKind::Lt: return Opcode::TCMPLT;
-      case TensorOpKind::Le: return Opcode::TCMPLE;
-      case TensorOpKind::Eq: return Opcode::TCMPEQ;
-      case TensorOpKind::Ne: return Opcode::TCMPNE;
-      case TensorOpKind::Where: return Opcode::TSELECT;
-      case TensorOpKind::Exp: return Opcode::TEXP;
-      case TensorOpKind::Neg: return Opcode::TNEG;
-      case TensorOpKind::Abs: return Opcode::TABS;
-      case TensorOpKind::Log: return Opcode::TLOG;
-      case TensorOpKind::Sqrt: return Opcode::TSQRT;
-      case TensorOpKind::Rsqrt: return Opcode::TRSQRT;
-      case TensorOpKind::Reciprocal: return Opcode::TRECIP;
-      case TensorOpKind::Relu: return Opcode::TRELU;
-      case TensorOpKind::Sigmoid: return Opcode::TSIGMOID;
-      case TensorOpKind::Tanh: return Opcode::TTANH;
-      case TensorOpKind::Silu: return Opcode::TSILU;
-      case TensorOpKind::Gelu: return Opcode::TGELU;
-      case TensorOpKind::Erf: return Opcode::TERF;
-      case TensorOpKind::Erfc: return Opcode::TERFC;
-      case TensorOpKind::Floor: return Opcode::TFLOOR;
-      case TensorOpKind::Ceil: return Opcode::TCEIL;
-      case TensorOpKind::Round: return Opcode::TROUND;
-      case TensorOpKind::Trunc: return Opcode::TTRUNC;
-      case TensorOpKind::Exp2: return Opcode::TEXP2;
-      case TensorOpKind::Expm1: return Opcode::TEXPM1;
-      case TensorOpKind::LogicalNot: return Opcode::TNOT;
-      default: throw InternalError("no elementwise opcode for this op");
-    }
-  }
-
-  static bool has_expand_form(TensorOpKind k) {
-    return k == TensorOpKind::Add || k == TensorOpKind::Sub || k == TensorOpKind::Mul || k == TensorOpKind::Div ||
-           k == TensorOpKind::Max;
-  }
-
-  static Opcode rowexpand_opcode(TensorOpKind k) {
-    switch (k) {
-      case TensorOpKind::Add: return Opcode::TROWEXPANDADD;
-      case TensorOpKind::Sub: return Opcode::TROWEXPANDSUB;
-      case TensorOpKind::Mul: return Opcode::TROWEXPANDMUL;
-      case TensorOpKind::Div: return Opcode::TROWEXPANDDIV;
-      case TensorOpKind::Max: return Opcode::TROWEXPANDMAX;
-      default: throw InternalError("no row-expand opcode for this op");
-    }
-  }
-
-  static Opcode colexpand_opcode(TensorOpKind k) {
-    switch (k) {
-      case TensorOpKind::Add: return Opcode::TCOLEXPANDADD;
-      case TensorOpKind::Sub: return Opcode::TCOLEXPANDSUB;
-      case TensorOpKind::Mul: return Opcode::TCOLEXPANDMUL;
-      case TensorOpKind::Div: return Opcode::TCOLEXPANDDIV;
-      case TensorOpKind::Max: return Opcode::TCOLEXPANDMAX;
-      default: throw InternalError("no col-expand opcode for this op");
-    }
+    const OpInfo& info = op_info(k);
+    if (!info.opcode) throw InternalError(fmt::format("op {} has no elementwise opcode", info.name));
+    return *info.opcode;
   }
 
   /// A low-precision result rounded to its type before it is stored, so a
@@ -438,7 +377,9 @@ class Expander {
       bool is_cond = info.cls == OpClass::Where && pos == 0;
       tiles.push_back(is_cond ? t : convert(t, op.compute, body));
     }
-    in.dst = new_tile(s.tile, result);
+    // A unary test (signbit) computes in its operand's type; its result converts afterwards.
+    const bool convert_result = info.cls == OpClass::Unary && op.compute != result;
+    in.dst = new_tile(s.tile, convert_result ? op.compute : result);
     // Broadcast operands: the second operand of add/sub/mul/div/maximum may use a
     // row or column expand form; anything else is expanded to the full tile first.
     const auto& te = s.tile;
@@ -447,15 +388,17 @@ class Expander {
       if (tiles[pos] < 0 || out_.tiles[tiles[pos]].shape == te) continue;
       const auto tb = out_.tiles[tiles[pos]].shape;
       bool other_full = tiles.size() == 2 && pos == 1 && tiles[0] >= 0 && out_.tiles[tiles[0]].shape == te;
-      if (other_full && has_expand_form(op.kind) && in.op == plain_opcode(op.kind)) {
+      if (other_full && in.op == plain_opcode(op.kind)) {
+        // The table's row / column expand forms of the op's opcode, where it has them.
         bool row = tb[r - 1] == 1 && te[r - 1] != 1 && std::equal(tb.begin(), tb.end() - 1, te.begin());
         bool col = r == 2 && tb[0] == 1 && te[0] != 1 && tb[1] == te[1];
-        if (row) {
-          in.op = rowexpand_opcode(op.kind);
+        auto rowx = opcode_variant(in.op, OpForm::RowExpand), colx = opcode_variant(in.op, OpForm::ColExpand);
+        if (row && rowx) {
+          in.op = *rowx;
           continue;
         }
-        if (col) {
-          in.op = colexpand_opcode(op.kind);
+        if (col && colx) {
+          in.op = *colx;
           continue;
         }
       }
@@ -464,7 +407,7 @@ class Expander {
     for (int t : tiles)
       if (t >= 0) in.srcs.push_back(t);
     body.push_back(instr(in));
-    return in.dst;
+    return convert_result ? convert(in.dst, result, body) : in.dst;
   }
 
   int expand_to(int src, const std::vector<int64_t>& shape, DataType dt, std::vector<Stmt>& body) {
@@ -681,22 +624,29 @@ class Expander {
     Space s = make_space(inv.shape, op.tile_shape, idx, inv.valid);
     int k = op.dim;
     int r = static_cast<int>(inv.shape.size());
-    // Per reduction: its instruction along the last, first or a middle tile
-    // axis, how partial results combine, and the accumulator's start value
-    // (+-inf stand for the type's highest/lowest value).
+    // Per reduction (from the op table): the binary opcode combining partial results, its row,
+    // column and middle-axis reductions, and the accumulator's start value (+-inf stand for the
+    // type's highest/lowest value).
     struct Red {
       Opcode row, col, mid, combine;
       double init;
     };
     const double inf = std::numeric_limits<double>::infinity();
-    Red red_info;
-    switch (op.kind) {
-      case TensorOpKind::Sum: red_info = {Opcode::TROWSUM, Opcode::TCOLSUM, Opcode::TREDSUM, Opcode::TADD, 0.0}; break;
-      case TensorOpKind::Amax: red_info = {Opcode::TROWMAX, Opcode::TCOLMAX, Opcode::TREDMAX, Opcode::TMAX, -inf}; break;
-      case TensorOpKind::Amin: red_info = {Opcode::TROWMIN, Opcode::TCOLMIN, Opcode::TREDMIN, Opcode::TMIN, inf}; break;
-      case TensorOpKind::Prod: red_info = {Opcode::TROWPROD, Opcode::TCOLPROD, Opcode::TREDPROD, Opcode::TMUL, 1.0}; break;
-      default: throw InternalError("unknown reduction");
+    const Opcode combine = plain_opcode(op.kind);
+    auto variant = [&](OpForm f) {
+      auto v = opcode_variant(combine, f);
+      if (!v) throw InternalError(fmt::format("reduction {} has no {} opcode", opcode_name(combine), form_name(f)));
+      return *v;
+    };
+    double init = 0.0;
+    switch (opcode_info(combine).identity) {
+      case Identity::Zero: init = 0.0; break;
+      case Identity::One: init = 1.0; break;
+      case Identity::Lowest: init = -inf; break;
+      case Identity::Highest: init = inf; break;
+      case Identity::None: throw InternalError(fmt::format("{} has no identity to start a reduction", opcode_name(combine)));
     }
+    const Red red_info{variant(OpForm::RowReduce), variant(OpForm::ColReduce), variant(OpForm::AxisReduce), combine, init};
     std::vector<int> red_dims = op.dims.empty() ? std::vector<int>{k} : op.dims;
     auto is_red = [&](int d) { return std::find(red_dims.begin(), red_dims.end(), d) != red_dims.end(); };
     std::vector<int64_t> acc_shape = s.tile;

@@ -38,9 +38,8 @@ from pypto.frontend.config import (
 )
 from pypto.frontend.jit import Compiled, compile, jit
 from pypto.ops import (
-    abs, add, amax, amin, cast, ceil, clamp, clip, div, eq, erf, erfc, exp, exp2, expm1, floor, ge, gelu, gt,
-    layer_norm, le, log, logical_not, lt, matmul, maximum, mean, minimum, mul, ne, neg, pow, prod, reciprocal, relu,
-    rms_norm, round, rsqrt, sigmoid, silu, softmax, sqrt, sub, sum, tanh, trunc, var, where,
+    TABLE_FUNCTIONS as _TABLE_FUNCTIONS, amax, amin, cast, clamp, clip, gelu, layer_norm, matmul, mean, prod, rms_norm,
+    softmax, sum, var, where,
 )
 from pypto.frontend.symbolic import SymExpr, ceildiv
 from pypto.frontend.tensor import DYNAMIC
@@ -56,6 +55,8 @@ from pypto.memory import clear_output_cache, get_output_cache_limit, output_cach
 from pypto.frontend.config import OptionWarning
 
 tensor = Tensor
+# The plain elementwise ops of the op table (add, exp, ...), made from their rows.
+globals().update(_TABLE_FUNCTIONS)
 
 __version__ = "0.1.0"
 
@@ -63,13 +64,11 @@ __all__ = [
     "DataType", "DT_FP32", "DT_FP16", "DT_BF16", "DT_DOUBLE", "DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64",
     "DT_UINT8", "DT_BOOL", "Tensor", "jit", "compile", "Compiled", "frontend", "set_vec_tile_shapes",
     "get_vec_tile_shapes", "set_pass_options", "SymExpr", "ceildiv",
-    "abs", "add", "amax", "amin", "cast", "ceil", "clamp", "clip", "div", "eq", "erf", "erfc", "exp", "exp2", "expm1",
-    "floor", "ge", "gelu", "gt", "layer_norm", "le", "log", "logical_not", "lt", "maximum", "mean", "minimum", "mul",
-    "ne", "neg", "pow", "prod", "reciprocal", "relu", "rms_norm", "round", "rsqrt", "sigmoid", "silu", "softmax",
-    "sqrt", "sub", "sum", "tanh", "trunc", "var", "where", "arange", "assemble", "concat", "expand_clone", "full",
+    "amax", "amin", "cast", "clamp", "clip", "gelu", "layer_norm", "mean", "prod", "rms_norm", "softmax", "sum", "var",
+    "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",
     "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "set_cube_tile_shapes", "get_cube_tile_shapes",
     "PyptoError", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "TracingError", "PtoSyntaxError",
-]
+] + sorted(_TABLE_FUNCTIONS)

@@ -10,6 +10,7 @@ import math
 import numbers
 from typing import Sequence
 
+from pypto import _op_table
 from pypto._dtypes import DataType
 from pypto.errors import NotSupportedError, TracingError, UserError, UserTypeError
 from pypto.frontend.config import current_trace, user_location
@@ -100,80 +101,58 @@ def _reduce(op: str, x, dim, keepdim) -> Tensor:
     return Tensor._traced(ctx, ctx.builder.add_reduce(op, ix, dims, keepdim, _tile(ctx), file, line))
 
 
-# ---------------------------------------------------------------- elementwise, two operands
+# ---------------------------------------------------------------- the op table
+# Every op below has a row in the op table (csrc/ir/ops.def); the plain unary and binary ones are
+# made from their rows, the rest are written out and take their docstring from their row.
 
-def add(a, b) -> Tensor:
-    """Elementwise ``a + b`` with broadcasting (tensors or Python numbers)."""
-    return _elementwise("add", a, b)
-
-
-def sub(a, b) -> Tensor:
-    """Elementwise ``a - b``."""
-    return _elementwise("sub", a, b)
+def _documented(f):
+    """Gives `f` the description of its op table row (a KeyError names a function without one)."""
+    f.__doc__ = _op_table.row(f.__name__)["doc"]
+    return f
 
 
-def mul(a, b) -> Tensor:
-    """Elementwise ``a * b``."""
-    return _elementwise("mul", a, b)
+def _make_unary(name: str, doc: str):
+    def f(x) -> Tensor:
+        return _unary(name, x)
+
+    f.__name__ = name
+    f.__qualname__ = name
+    f.__doc__ = doc
+    return f
 
 
-def div(a, b) -> Tensor:
-    """Elementwise true division ``a / b`` (integers give DT_FP32)."""
-    return _elementwise("div", a, b)
+def _make_binary(name: str, doc: str):
+    def f(a, b) -> Tensor:
+        return _elementwise(name, a, b)
+
+    f.__name__ = name
+    f.__qualname__ = name
+    f.__doc__ = doc
+    return f
 
 
-def maximum(a, b) -> Tensor:
-    """Elementwise maximum (NaN propagates)."""
-    return _elementwise("maximum", a, b)
+def _table_functions() -> dict:
+    """The functions of the table's plain elementwise rows (signature ``(x)`` or ``(a, b)``)."""
+    made = {}
+    for r in _op_table.tensor_ops():
+        if r["class"] == "unary" and r["signature"] == "(x)":
+            made[r["name"]] = _make_unary(r["name"], r["doc"])
+        elif r["class"] == "binary" and r["signature"] == "(a, b)":
+            made[r["name"]] = _make_binary(r["name"], r["doc"])
+    return made
 
 
-def minimum(a, b) -> Tensor:
-    """Elementwise minimum (NaN propagates)."""
-    return _elementwise("minimum", a, b)
+TABLE_FUNCTIONS = _table_functions()
+globals().update(TABLE_FUNCTIONS)
 
 
-def pow(a, b) -> Tensor:  # noqa: A001 - PyPTO name
-    """Elementwise ``a ** b``."""
-    return _elementwise("pow", a, b)
-
-
-def gt(a, b) -> Tensor:
-    """Elementwise ``a > b`` (DT_BOOL)."""
-    return _elementwise("gt", a, b)
-
-
-def ge(a, b) -> Tensor:
-    """Elementwise ``a >= b`` (DT_BOOL)."""
-    return _elementwise("ge", a, b)
-
-
-def lt(a, b) -> Tensor:
-    """Elementwise ``a < b`` (DT_BOOL)."""
-    return _elementwise("lt", a, b)
-
-
-def le(a, b) -> Tensor:
-    """Elementwise ``a <= b`` (DT_BOOL)."""
-    return _elementwise("le", a, b)
-
-
-def eq(a, b) -> Tensor:
-    """Elementwise ``a == b`` (DT_BOOL)."""
-    return _elementwise("eq", a, b)
-
-
-def ne(a, b) -> Tensor:
-    """Elementwise ``a != b`` (DT_BOOL)."""
-    return _elementwise("ne", a, b)
-
-
+@_documented
 def where(cond, a, b) -> Tensor:
-    """``a`` where ``cond`` (DT_BOOL) holds, else ``b``; ``a``/``b`` may be numbers."""
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         # Two constants: materialise one of them by broadcasting against the condition.
         if not isinstance(cond, Tensor):
             raise UserTypeError("pypto.where: the condition must be a pypto.Tensor")
-        b = add(cast(cond, _const_dtype(b)) * 0, b)
+        b = _elementwise("add", cast(cond, _const_dtype(b)) * 0, b)
     return _elementwise("where", cond, a, b)
 
 
@@ -187,57 +166,23 @@ def _const_dtype(v) -> DataType:
     return _dtypes.DT_FP32
 
 
+@_documented
 def clip(x, min=None, max=None) -> Tensor:  # noqa: A002 - torch's names
-    """Clamps to ``[min, max]`` (either may be None, a number or a tensor)."""
     if min is None and max is None:
         raise UserError("pypto.clip: at least one of min and max must be given")
     out = x
     if min is not None:
-        out = maximum(out, min)
+        out = _elementwise("maximum", out, min)
     if max is not None:
-        out = minimum(out, max)
+        out = _elementwise("minimum", out, max)
     return out
 
 
 clamp = clip
 
 
-# ---------------------------------------------------------------- elementwise, one operand
-
-def _make_unary(name: str, doc: str):
-    def f(x) -> Tensor:
-        return _unary(name, x)
-
-    f.__name__ = name
-    f.__qualname__ = name
-    f.__doc__ = doc
-    return f
-
-
-neg = _make_unary("neg", "Elementwise ``-x``.")
-abs = _make_unary("abs", "Elementwise absolute value.")  # noqa: A001
-exp = _make_unary("exp", "Elementwise exponential.")
-log = _make_unary("log", "Elementwise natural logarithm.")
-sqrt = _make_unary("sqrt", "Elementwise square root.")
-rsqrt = _make_unary("rsqrt", "Elementwise ``1 / sqrt(x)``.")
-reciprocal = _make_unary("reciprocal", "Elementwise ``1 / x``.")
-relu = _make_unary("relu", "Elementwise ``max(x, 0)``.")
-sigmoid = _make_unary("sigmoid", "Elementwise logistic sigmoid.")
-tanh = _make_unary("tanh", "Elementwise hyperbolic tangent.")
-silu = _make_unary("silu", "Elementwise ``x * sigmoid(x)``.")
-erf = _make_unary("erf", "Elementwise error function.")
-erfc = _make_unary("erfc", "Elementwise complementary error function.")
-floor = _make_unary("floor", "Elementwise floor.")
-ceil = _make_unary("ceil", "Elementwise ceiling.")
-round = _make_unary("round", "Elementwise rounding, halves to even (as torch.round).")  # noqa: A001
-trunc = _make_unary("trunc", "Elementwise rounding toward zero.")
-exp2 = _make_unary("exp2", "Elementwise ``2 ** x``.")
-expm1 = _make_unary("expm1", "Elementwise ``exp(x) - 1``.")
-logical_not = _make_unary("logical_not", "Elementwise logical not of a DT_BOOL tensor.")
-
-
+@_documented
 def gelu(x, approximate: str = "none") -> Tensor:
-    """GELU: exact (erf) by default, or the tanh approximation."""
     if approximate == "none":
         return _unary("gelu", x)
     if approximate == "tanh":
@@ -246,8 +191,8 @@ def gelu(x, approximate: str = "none") -> Tensor:
     raise UserError(f"pypto.gelu: approximate must be 'none' or 'tanh', found {approximate!r}")
 
 
+@_documented
 def cast(x, dtype: DataType) -> Tensor:
-    """Converts to ``dtype`` (float to integer truncates toward zero)."""
     ctx = _ctx("cast")
     ix = _tensor("cast", x, ctx, "the")
     if not isinstance(dtype, DataType):
@@ -258,23 +203,23 @@ def cast(x, dtype: DataType) -> Tensor:
 
 # ---------------------------------------------------------------- reductions
 
+@_documented
 def sum(x, dim=None, keepdim=False) -> Tensor:  # noqa: A001 - PyPTO name
-    """Sum over ``dim`` (an int, negative allowed, or a list; None: every dim)."""
     return _reduce("sum", x, dim, keepdim)
 
 
+@_documented
 def amax(x, dim=None, keepdim=False) -> Tensor:
-    """Maximum over ``dim``."""
     return _reduce("amax", x, dim, keepdim)
 
 
+@_documented
 def amin(x, dim=None, keepdim=False) -> Tensor:
-    """Minimum over ``dim``."""
     return _reduce("amin", x, dim, keepdim)
 
 
+@_documented
 def prod(x, dim=None, keepdim=False) -> Tensor:
-    """Product over ``dim``."""
     return _reduce("prod", x, dim, keepdim)
 
 
@@ -293,8 +238,8 @@ def _count(x: Tensor, dims: list[int]):
     return n
 
 
+@_documented
 def mean(x, dim=None, keepdim=False) -> Tensor:
-    """Mean over ``dim`` (floating-point tensors)."""
     _ctx("mean")
     _require_float("mean", x)
     dims = _dims("mean", x, dim)
@@ -304,9 +249,8 @@ def mean(x, dim=None, keepdim=False) -> Tensor:
     return _reduce("sum", div(x, _count(x, dims)), dims, False)
 
 
+@_documented
 def var(x, dim=None, keepdim=False, correction=1, unbiased=None) -> Tensor:
-    """Variance over ``dim`` with Bessel's ``correction`` (torch's default 1;
-    ``unbiased=False`` means correction 0)."""
     _ctx("var")
     _require_float("var", x)
     if unbiased is not None:
@@ -332,10 +276,8 @@ def var(x, dim=None, keepdim=False, correction=1, unbiased=None) -> Tensor:
 DEFAULT_CUBE_TILE = ((32, 32), (64, 128), (64, 64))
 
 
+@_documented
 def matmul(a, b, out_dtype: DataType | None = None, a_trans: bool = False, b_trans: bool = False) -> Tensor:
-    """Matrix product over the last two dims, batch dims broadcast; tiled by
-    ``pypto.set_cube_tile_shapes``. ``a_trans``/``b_trans`` multiply by the
-    transpose (read in place through strides)."""
     from pypto import shape_ops
 
     ctx = _ctx("matmul")
@@ -359,22 +301,22 @@ def matmul(a, b, out_dtype: DataType | None = None, a_trans: bool = False, b_tra
 
 # ---------------------------------------------------------------- composites
 
+@_documented
 def softmax(x, dim=-1) -> Tensor:
-    """Softmax over ``dim``, traced as amax, sub, exp, sum, div so it fuses."""
     _ctx("softmax")
     e = exp(sub(x, amax(x, dim, True)))
     return div(e, sum(e, dim, True))
 
 
+@_documented
 def rms_norm(x, gamma=None, epsilon=1e-6) -> Tensor:
-    """RMS normalisation over the last dim, optionally scaled by ``gamma``."""
     _ctx("rms_norm")
     y = mul(x, rsqrt(add(mean(mul(x, x), -1, True), epsilon)))
     return mul(y, gamma) if gamma is not None else y
 
 
+@_documented
 def layer_norm(x, weight=None, bias=None, eps=1e-5) -> Tensor:
-    """Layer normalisation over the last dim (biased variance, as torch)."""
     _ctx("layer_norm")
     m = mean(x, -1, True)
     d = sub(x, m)

@@ -16,7 +16,7 @@ from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend.config import current_trace, user_location
 from pypto.frontend.symbolic import SymExpr, to_expr
 from pypto.frontend.tensor import Tensor
-from pypto.ops import _ctx, _operand, _tensor, _tile
+from pypto.ops import _ctx, _documented, _operand, _tensor, _tile
 
 
 def _dim(v, what: str):
@@ -42,9 +42,8 @@ def _view(x: Tensor, shape, offsets, dim_map, steps, valid=None, op="view") -> T
     return Tensor._traced(ctx, vid)
 
 
+@_documented
 def view(x, shape, offsets, valid_shape=None) -> Tensor:
-    """The box of ``x`` starting at ``offsets`` with ``shape``; a smaller
-    ``valid_shape`` marks a tail (only that part is computed and stored)."""
     rank = len(x.shape)
     if len(shape) != rank or len(offsets) != rank:
         raise UserError(f"pypto.view: shape {list(shape)} and offsets {list(offsets)} must both have rank {rank}")
@@ -131,9 +130,8 @@ def setitem(x: Tensor, key, value) -> None:
     assemble(value, None, target)
 
 
+@_documented
 def assemble(src, offsets, dst) -> None:
-    """Writes ``src`` into ``dst`` at ``offsets`` (``offsets=None`` with ``dst`` a
-    view writes the view); ``dst`` is updated in place."""
     ctx = _ctx("assemble")
     if not isinstance(src, Tensor):
         raise UserTypeError(f"pypto.assemble: src must be a pypto.Tensor, found {type(src).__name__}")
@@ -151,8 +149,8 @@ def assemble(src, offsets, dst) -> None:
     ctx.builder.add_assemble(_tensor("assemble", src, ctx, "the source"), target._id, _tile(ctx), file, line)
 
 
+@_documented
 def reshape(x, shape) -> Tensor:
-    """The same elements in another shape (one dim may be -1)."""
     ctx = _ctx("reshape")
     ix = _tensor("reshape", x, ctx, "the")
     shape = list(shape)
@@ -175,8 +173,8 @@ def reshape(x, shape) -> Tensor:
     return Tensor._traced(ctx, ctx.builder.add_reshape(ix, [_dim(d, "pypto.reshape: shape") for d in shape], file, line))
 
 
+@_documented
 def permute(x, *dims) -> Tensor:
-    """Reorders dims (a view)."""
     if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
         dims = tuple(dims[0])
     rank = len(x.shape)
@@ -187,8 +185,8 @@ def permute(x, *dims) -> Tensor:
                  [x.valid_shape[d] for d in dims], op="permute")
 
 
+@_documented
 def transpose(x, d0, d1) -> Tensor:
-    """Swaps two dims (a view)."""
     rank = len(x.shape)
     for d in (d0, d1):
         if not _is_static(d) or not -rank <= d < rank:
@@ -198,8 +196,8 @@ def transpose(x, d0, d1) -> Tensor:
     return permute(x, perm)
 
 
+@_documented
 def unsqueeze(x, dim: int) -> Tensor:
-    """Inserts a size-1 dim at ``dim`` (a view)."""
     rank = len(x.shape)
     if not _is_static(dim) or not -rank - 1 <= dim <= rank:
         raise UserError(f"pypto.unsqueeze: dim {dim!r} is out of range for a tensor of rank {rank}")
@@ -213,8 +211,8 @@ def unsqueeze(x, dim: int) -> Tensor:
     return _view(x, shape, [0] * rank, dmap, [1] * (rank + 1), valid, op="unsqueeze")
 
 
+@_documented
 def squeeze(x, dim: int) -> Tensor:
-    """Removes a size-1 dim (a view)."""
     rank = len(x.shape)
     if not _is_static(dim) or not -rank <= dim < rank or x.shape[dim % rank] != 1:
         raise UserError(f"pypto.squeeze: dim {dim!r} is not a size-1 dim of shape {x.shape}")
@@ -224,8 +222,8 @@ def squeeze(x, dim: int) -> Tensor:
                  [x.valid_shape[d] for d in keep], op="squeeze")
 
 
+@_documented
 def full(shape, value, dtype: DataType, valid_shape=None) -> Tensor:
-    """A new tensor of ``shape`` filled with ``value`` (in its ``valid_shape`` part)."""
     ctx = _ctx("full")
     if not isinstance(dtype, DataType):
         raise UserTypeError(f"pypto.full: dtype must be a pypto dtype, found {dtype!r}")
@@ -249,18 +247,18 @@ def _fit_tile(tile: list[int], rank: int) -> list[int]:
     return ([1] * rank + tile)[-rank:]
 
 
+@_documented
 def zeros(shape, dtype: DataType = _dtypes.DT_FP32, valid_shape=None) -> Tensor:
-    """A new tensor of zeros."""
     return full(shape, 0, dtype, valid_shape)
 
 
+@_documented
 def ones(shape, dtype: DataType = _dtypes.DT_FP32, valid_shape=None) -> Tensor:
-    """A new tensor of ones."""
     return full(shape, 1, dtype, valid_shape)
 
 
+@_documented
 def arange(start, end=None, step=1, dtype: DataType | None = None) -> Tensor:
-    """``[start, start + step, ...)`` up to ``end`` (1-D)."""
     ctx = _ctx("arange")
     if end is None:
         start, end = 0, start
@@ -301,8 +299,8 @@ def _materialize(src: Tensor) -> Tensor:
     return out
 
 
+@_documented
 def expand_clone(x, shape) -> Tensor:
-    """A new tensor: ``x`` broadcast to ``shape`` (size-1 and missing leading dims stretch)."""
     shape = list(shape)
     rank, xr = len(shape), len(x.shape)
     if xr > rank:
@@ -321,8 +319,8 @@ def expand_clone(x, shape) -> Tensor:
     return _materialize(v)
 
 
+@_documented
 def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Joins tensors along ``dim``."""
     tensors = list(tensors)
     if not tensors:
         raise UserError("pypto.concat: needs at least one tensor")
@@ -347,9 +345,8 @@ def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return out
 
 
+@_documented
 def gather(x, dim: int, index) -> Tensor:
-    """``out[i][j] = x[i][index[i][j]]`` (for dim 1; any dim alike), as torch.gather.
-    An index outside the dim raises pypto.TaskError when the kernel runs."""
     ctx = _ctx("gather")
     ix, ii = _tensor("gather", x, ctx, "the"), _tensor("gather", index, ctx, "index")
     if isinstance(dim, bool) or not isinstance(dim, int):
@@ -358,9 +355,8 @@ def gather(x, dim: int, index) -> Tensor:
     return Tensor._traced(ctx, ctx.builder.add_gather(ix, dim, ii, _tile(ctx), file, line))
 
 
+@_documented
 def scatter(x, dim: int, index, src) -> Tensor:
-    """A copy of ``x`` with ``src`` written at ``index`` along ``dim``, as torch.scatter
-    (``src`` may be a number). Duplicate indices keep the last write."""
     ctx = _ctx("scatter")
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise UserTypeError(f"pypto.scatter: dim must be an int, found {dim!r}")

@@ -156,18 +156,6 @@ class Tensor:
     def __rmatmul__(self, o): return _ops().matmul(o, self)
     __hash__ = object.__hash__
 
-    def exp(self): return _ops().exp(self)
-    def log(self): return _ops().log(self)
-    def sqrt(self): return _ops().sqrt(self)
-    def abs(self): return _ops().abs(self)
-    def sum(self, dim=None, keepdim=False): return _ops().sum(self, dim, keepdim)
-    def amax(self, dim=None, keepdim=False): return _ops().amax(self, dim, keepdim)
-    def amin(self, dim=None, keepdim=False): return _ops().amin(self, dim, keepdim)
-    def prod(self, dim=None, keepdim=False): return _ops().prod(self, dim, keepdim)
-    def mean(self, dim=None, keepdim=False): return _ops().mean(self, dim, keepdim)
-    def var(self, dim=None, keepdim=False, correction=1): return _ops().var(self, dim, keepdim, correction)
-    def cast(self, dtype): return _ops().cast(self, dtype)
-
     def __getitem__(self, key):
         from pypto import shape_ops
 
@@ -206,3 +194,25 @@ class Tensor:
 
     def __bool__(self):
         raise UserTypeError("a pypto.Tensor has no truth value while tracing (its data is not known yet)")
+
+
+def _method(name: str, doc: str):
+    def m(self, *args, **kwargs):
+        return getattr(_ops(), name)(self, *args, **kwargs)
+
+    m.__name__ = name
+    m.__qualname__ = f"Tensor.{name}"
+    m.__doc__ = f"``pypto.{name}(self, ...)``: {doc}"
+    return m
+
+
+def _add_table_methods() -> None:
+    """A method for every op whose op table row says so (``x.exp()``, ``x.sum(-1)``, ...)."""
+    from pypto import _op_table
+
+    for name, row in _op_table.public_rows().items():
+        if row["method"]:
+            setattr(Tensor, name, _method(name, row["doc"]))
+
+
+_add_table_methods()

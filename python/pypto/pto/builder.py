@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+from pypto import _op_table
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.pto import _expr as X
 from pypto.pto._expr import E, ExprLike
@@ -115,12 +116,17 @@ class _Tile:
     dtype: str
 
 
-_TILE_OPS_1 = ["exp", "log", "sqrt", "rsqrt", "silu", "relu", "neg", "abs", "recip", "sigmoid", "tanh", "gelu",
-               "erf", "erfc", "floor", "ceil", "round", "trunc", "exp2", "expm1", "not"]
-_TILE_OPS_2 = ["add", "sub", "mul", "div", "max", "min", "pow", "cmpgt", "cmpge", "cmplt", "cmple", "cmpeq", "cmpne"]
-_REDUCE = ["rowsum", "rowmax", "rowmin", "rowprod", "colsum", "colmax", "colmin", "colprod"]
-_EXPAND = [f"{d}expand{o}" for d in ("row", "col") for o in ("add", "sub", "mul", "div", "max")]
-_SCALAR_FORMS = ["adds", "subs", "muls", "divs", "maxs", "mins"]
+def _forms(*forms: str) -> list[str]:
+    """The mnemonics (without the leading ``t``) of the op table's opcodes of these forms."""
+    return [r["name"][1:] for r in _op_table.opcodes() if r["form"] in forms]
+
+
+_TILE_OPS_1 = _forms("unary")
+_TILE_OPS_2 = _forms("binary")
+_REDUCE = _forms("row reduce", "column reduce")
+_EXPAND = _forms("row expand", "column expand")
+# Every binary opcode has a form with a constant second operand (``tadds``, ``tcmpgts``).
+_SCALAR_FORMS = [op + "s" for op in _TILE_OPS_2]
 
 
 class PTOFunction:

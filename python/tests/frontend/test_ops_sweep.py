@@ -61,7 +61,7 @@ UNARY_FLOAT = {
     "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "sigmoid": torch.sigmoid, "tanh": torch.tanh,
     "silu": torch.nn.functional.silu, "gelu": torch.nn.functional.gelu, "erf": torch.erf, "erfc": torch.erfc,
     "floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc, "exp2": torch.exp2,
-    "expm1": torch.expm1, "relu": torch.relu,
+    "expm1": torch.expm1, "relu": torch.relu, "sign": torch.sign,
 }
 UNARY_POSITIVE = {"log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal}
 
@@ -96,14 +96,14 @@ def test_unary_float(dtype, shape):
 @pytest.mark.parametrize("dtype", INTS)
 def test_unary_int(dtype):
     shape = (7, 33)
-    names = ["neg", "abs", "relu", "floor", "ceil", "round", "trunc"]
+    names = ["neg", "abs", "relu", "floor", "ceil", "round", "trunc", "sign"]
     if dtype == torch.uint8:
-        names = ["relu", "floor", "ceil", "round", "trunc"]
+        names = ["relu", "floor", "ceil", "round", "trunc", "sign"]
     x = rand(shape, dtype)
     outs = _unary_kernel(names, shape, PT[dtype])(x)
     for n, got in zip(names, outs):
         ref = {"relu": torch.relu, "floor": torch.floor, "ceil": torch.ceil, "round": torch.round,
-               "trunc": torch.trunc, "neg": torch.neg, "abs": torch.abs}[n](x)
+               "trunc": torch.trunc, "neg": torch.neg, "abs": torch.abs, "sign": torch.sign}[n](x)
         check(got, ref)
     # Float functions of integers give DT_FP32, as in torch.
     y = _unary_kernel(["exp", "sqrt"], shape, PT[dtype])(x.abs() if dtype != torch.uint8 else x)
@@ -122,6 +122,33 @@ def _binary_kernel(names, sa, sb, da, db, tile):
         return tuple(getattr(pypto, n)(a, b) for n in names)
 
     return f
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS + [torch.bool])
+@pytest.mark.parametrize("shape", [(1, 1), (7, 33), (3, 5, 20)])
+def test_sign_and_signbit(dtype, shape):
+    """The two ops added through the op table (docs/architecture.md, "Adding an op"): signbit is a
+    DT_BOOL test of the operand's sign bit; sign keeps the dtype; both on -0.0, NaN, -NaN and inf."""
+    x = rand(shape, dtype)
+    if dtype.is_floating_point and x.numel() >= 6:
+        flat = x.view(-1)
+        flat[:6] = torch.tensor([-0.0, 0.0, float("nan"), -float("nan"), float("inf"), -float("inf")]).to(dtype)
+
+    @pypto.jit
+    def f(x: pypto.Tensor(shape, PT[dtype])):
+        pypto.set_vec_tile_shapes(*tile_for(shape))
+        return pypto.sign(x), pypto.signbit(x), x.signbit()
+
+    s, b, m = f(x)
+    check(s, torch.sign(x))
+    if dtype.is_floating_point:  # +0 for -0.0 and NaN, as torch
+        assert torch.equal(torch.signbit(s), torch.signbit(torch.sign(x)))
+    assert b.dtype == torch.bool and torch.equal(b, torch.signbit(x)), (x, b)
+    assert torch.equal(m, b)
+    if dtype != torch.bfloat16:
+        s_np, b_np, _ = f(x.numpy())
+        assert b_np.dtype == np.bool_ and np.array_equal(b_np, torch.signbit(x).numpy())
+        check(s_np, torch.sign(x))
 
 
 @pytest.mark.parametrize("dtype", FLOATS + INTS)
