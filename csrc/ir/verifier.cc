@@ -392,7 +392,7 @@ void verify(const TileGraph& g) {
 }
 
 namespace {
-void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs, const std::vector<std::string>& dyn) {
+void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs) {
   check_tiles_unique(f.tiles);
   std::set<int> visible(f.locals.begin(), f.locals.end());
   for (const RegionParam& p : f.params) {
@@ -408,8 +408,8 @@ void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs
   StmtChecker c{memrefs, f.tiles, [&](int id) { return visible.count(id) > 0; }};
   c.allow_if = true;
   for (const auto& s : f.scalar_params) c.scope.insert(s);
-  // An InCore function sees its own scalars only: the orchestration passes it what it needs.
-  (void)dyn;
+  // An InCore function sees its own scalars only (not the caller's dynamic dims): the
+  // orchestration passes it what it needs.
   c.check(f.body);
   // Stores into inputs would race with other readers of the caller's tensors.
   std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
@@ -433,7 +433,7 @@ void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs
 void verify(const BlockGraph& g) {
   check_ids(g.memrefs, g.params, "params");
   check_ids(g.memrefs, g.outputs, "outputs");
-  for (const InCoreFunction& f : g.functions) verify_function(f, g.memrefs, g.dyn_dims);
+  for (const InCoreFunction& f : g.functions) verify_function(f, g.memrefs);
   for (const BlockLaunch& l : g.launches) {
     StmtChecker c{g.memrefs, {}, [&](int id) { return g.memrefs[id].kind != MemKind::Local; }};
     c.allow_instr = false;
@@ -455,7 +455,7 @@ void verify(const BlockGraph& g) {
 void verify(const ExecutionGraph& g) {
   check_ids(g.memrefs, g.params, "params");
   check_ids(g.memrefs, g.outputs, "outputs");
-  for (const InCoreFunction& f : g.functions) verify_function(f, g.memrefs, g.dyn_dims);
+  for (const InCoreFunction& f : g.functions) verify_function(f, g.memrefs);
   StmtChecker c{g.memrefs, {}, [&](int id) { return g.memrefs[id].kind != MemKind::Local; }};
   c.allow_instr = false;
   c.allow_call = true;
