@@ -223,24 +223,20 @@ TEST(PtoParserTest, ExpressionsKeepTheirPrintedForm) {
 
 TEST(PtoParserTest, RoundTripsLoopRangesModuleNamesAndScalarTypes) {
   const std::string text =
-      "// PTO Module: my_module\n"
-      "// Entry: @main\n"
+      "module @my_module entry @main\n"
       "\n"
-      "// Function Type: InCore\n"
-      "// Buffer bytes: 128\n"
-      "func @k_32(%a: !pto.memref<gm,32x8,f32>, %o: !pto.memref<gm,32x8,f32> out, %r: index) {\n"
+      "incore func @k_32(%a: !pto.memref<gm,32x8,f32>, %o: !pto.memref<gm,32x8,f32> out, %r: index) buffer_bytes=128 {\n"
       "  %t0 = alloc_tile : !pto.tile<32x8xf32>\n"
       "  %t0 = tload %a[0, 0] valid [min(32, r), 8] : !pto.tile<32x8xf32>\n"
       "  tstore %t0, %o[0, 0] valid [min(32, r), 8]\n"
       "  return\n"
       "}\n"
       "\n"
-      "// Function Type: Orchestration\n"
-      "func @main(%x: !pto.memref<gm,(n)x8,f32>, %y: !pto.memref<gm,(n)x8,f32> out) {\n"
+      "orchestration func @main(%x: !pto.memref<gm,(n)x8,f32>, %y: !pto.memref<gm,(n)x8,f32> out) {\n"
       "  %n = alloc_scalar : i32\n"
       "  %m = alloc_scalar : i64\n"
       "  FOR %b:idx, 0:idx, ((n + 31) // 32):idx, 1:idx max_range=4096 min_range=32 tile_levels={4096:64,256:64,0:32}"
-      "  // parallel dim=0 tile=32\n"
+      " parallel dim=0 tile=32\n"
       "    IF ((b < m) && (n != 0))\n"
       "      CALL @k_32(%a -> %x[(b * 32), 0; min(32, (n - (b * 32))), 8], %o -> %y[(b * 32), 0; "
       "min(32, (n - (b * 32))), 8], %r -> (n - (b * 32)))\n"
@@ -263,12 +259,9 @@ TEST(PtoParserTest, RoundTripsLoopRangesModuleNamesAndScalarTypes) {
 
 TEST(PtoParserTest, RoundTripsEveryInstructionForm) {
   const std::string text =
-      "// PTO Module: ops\n"
-      "// Entry: @ops\n"
+      "module @ops entry @ops\n"
       "\n"
-      "// Function Type: InCore\n"
-      "// Buffer bytes: 0\n"
-      "func @k(%a: !pto.memref<gm,4x8,f32>, %i: !pto.memref<gm,4x8,i64>, %o: !pto.memref<gm,4x8,f32> out, %M: index) {\n"
+      "incore func @k(%a: !pto.memref<gm,4x8,f32>, %i: !pto.memref<gm,4x8,i64>, %o: !pto.memref<gm,4x8,f32> out, %M: index) buffer_bytes=0 {\n"
       "  %l = alloc_local : !pto.memref<local,4x(M),f32>\n"
       "  %t0 = alloc_tile : !pto.tile<4x8xf32>\n"
       "  %t1 = alloc_tile : !pto.tile<4x8xf32>\n"
@@ -305,8 +298,7 @@ TEST(PtoParserTest, RoundTripsEveryInstructionForm) {
       "  return\n"
       "}\n"
       "\n"
-      "// Function Type: Orchestration\n"
-      "func @ops(%x: !pto.memref<gm,4x8,f32>, %ix: !pto.memref<gm,4x8,i64>, %y: !pto.memref<gm,4x8,f32> out) {\n"
+      "orchestration func @ops(%x: !pto.memref<gm,4x8,f32>, %ix: !pto.memref<gm,4x8,i64>, %y: !pto.memref<gm,4x8,f32> out) {\n"
       "  %M = alloc_scalar : i64\n"
       "  CALL @k(%a -> %x[0, 0; 4, 8], %i -> %ix[0, 0; 4, 8], %o -> %y[0, 0; 4, 8], %M -> M)\n"
       "  return\n"
@@ -406,6 +398,29 @@ TEST(PtoParserTest, AcceptsBlankLinesCommentsAndCarriageReturns) {
 // ---------------------------------------------------------------- malformed input
 
 const std::string kBase =
+    "module @m entry @main\n"
+    "\n"
+    "incore func @k(%a: !pto.memref<gm,8x8,f32>, %o: !pto.memref<gm,8x8,f32> out, %g0: index) buffer_bytes=256 fused=[add_0] {\n"
+    "  %t0 = alloc_tile : !pto.tile<8x8xf32>\n"
+    "  %t1 = alloc_tile : !pto.tile<8x8xf32>\n"
+    "  %t0 = tload %a[0, 0] valid [8, 8] : !pto.tile<8x8xf32>\n"
+    "  %t1 = tadds %t0, 1 : !pto.tile<8x8xf32>\n"
+    "  tstore %t1, %o[0, 0] valid [8, 8]\n"
+    "  return\n"
+    "}\n"
+    "\n"
+    "orchestration func @main(%x: !pto.memref<gm,16x8,f32>, %y: !pto.memref<gm,16x8,f32> out) {\n"
+    "  FOR %g0:idx, 0:idx, 2:idx, 1:idx parallel dim=0 tile=8\n"
+    "    CALL @k(%a -> %x[(g0 * 8), 0; 8, 8], %o -> %y[(g0 * 8), 0; 8, 8], %g0 -> g0)\n"
+    "  ENDFOR\n"
+    "  return\n"
+    "}\n";
+
+TEST(PtoParserTest, TheBaseOfTheErrorCasesIsValid) { ExpectRoundTrip(kBase); }
+
+// The comment form of the module line, function kinds, buffer bytes, fused lists and parallel notes
+// (deprecated, docs/pto.md) reads as the same program.
+const std::string kBaseCommentForm =
     "// PTO Module: m\n"
     "// Entry: @main\n"
     "\n"
@@ -429,7 +444,25 @@ const std::string kBase =
     "  return\n"
     "}\n";
 
-TEST(PtoParserTest, TheBaseOfTheErrorCasesIsValid) { ExpectRoundTrip(kBase); }
+TEST(PtoParserTest, TheOlderCommentFormReadsAsTheSameProgram) {
+  EXPECT_EQ(print_pto(parse_pto(kBaseCommentForm)), kBase);
+  // Without a kind, the entry's function is the orchestration.
+  auto drop = [](std::string t, const std::string& word) { return t.erase(t.find(word), word.size()); };
+  std::string no_kinds = drop(drop(kBase, "incore "), "orchestration ");
+  EXPECT_EQ(print_pto(parse_pto(no_kinds)), kBase);
+  ExecutionGraph g = parse_pto(kBaseCommentForm);
+  EXPECT_EQ(g.functions.at(0).buffer_bytes, 256);
+  EXPECT_EQ(g.functions.at(0).fused_ops, std::vector<std::string>{"add_0"});
+}
+
+TEST(PtoParserTest, FusedNamesThatAreNotNamesAreQuoted) {
+  ExecutionGraph g = parse_pto(kBase);
+  g.functions.at(0).fused_ops = {"add_0", "my op", "x.y", "say \"hi\""};
+  std::string text = print_pto(g);
+  EXPECT_NE(text.find("fused=[add_0, \"my op\", x.y, \"say 'hi'\"]"), std::string::npos) << text;
+  EXPECT_EQ(parse_pto(text).functions.at(0).fused_ops,
+            (std::vector<std::string>{"add_0", "my op", "x.y", "say 'hi'"}));
+}
 
 /// kBase with `from` replaced by `to`; `to` marks the expected error position with '$'.
 struct BadCase {
@@ -478,10 +511,10 @@ TEST(PtoParserTest, MalformedInputsReportLineAndColumn) {
       {"unknown instruction", tadds, "%t1 = $tfoo %t0, 1 : !pto.tile<8x8xf32>", "unknown instruction 'tfoo'"},
       {"unknown tile", tadds, "%t1 = tadds $%t9, 1 : !pto.tile<8x8xf32>", "unknown tile %t9"},
       {"unknown memref", "tload %a[0, 0]", "tload $%zz[0, 0]", "unknown memref %zz"},
-      {"missing ENDFOR", "  ENDFOR\n  return\n}\n", "  $return\n}\n", "expected ENDFOR for the FOR at line 18"},
-      {"ENDFOR without FOR", "  return\n}\n\n// Function Type: Orch", "  $ENDFOR\n  return\n}\n\n// Function Type: Orch",
+      {"missing ENDFOR", "  ENDFOR\n  return\n}\n", "  $return\n}\n", "expected ENDFOR for the FOR at line 13"},
+      {"ENDFOR without FOR", "  return\n}\n\norchestration func", "  $ENDFOR\n  return\n}\n\norchestration func",
        "ENDFOR without a matching FOR"},
-      {"ENDIF closes a FOR", "  ENDFOR\n", "  $ENDIF\n", "ENDIF closes the FOR at line 18"},
+      {"ENDIF closes a FOR", "  ENDFOR\n", "  $ENDIF\n", "ENDIF closes the FOR at line 13"},
       {"ELSE without IF", "  ENDFOR\n", "  ENDFOR\n  $ELSE\n", "ELSE without IF"},
       {"unknown dtype", "%t0 = alloc_tile : !pto.tile<8x8xf32>", "%t0 = alloc_tile : !pto.tile<8x8x$f33>", "unknown dtype 'f33'"},
       {"type mismatch", tadds, "%t1 = tadds %t0, 1 : $!pto.tile<8x4xf32>", "does not match tile %t1"},
@@ -499,7 +532,7 @@ TEST(PtoParserTest, MalformedInputsReportLineAndColumn) {
        "expected an operator"},
       {"duplicate tile", "  %t1 = alloc_tile", "  $%t0 = alloc_tile", "tile %t0 is declared twice"},
       {"duplicate parameter", "%o: !pto.memref<gm,8x8,f32> out", "$%a: !pto.memref<gm,8x8,f32> out", "parameter %a is declared twice"},
-      {"duplicate function", "\n// Function Type: Orchestration", "\n// Function Type: InCore\nfunc $@k() {\n}\n\n// Function Type: Orchestration",
+      {"duplicate function", "\norchestration func", "\nincore func $@k() {\n}\n\norchestration func",
        "function @k is defined twice"},
       {"call to unknown function", "CALL @k(", "CALL $@kk(", "call to unknown function @kk"},
       {"too few arguments", ", %g0 -> g0)", "$)", "@k takes 3 arguments, 2 given"},
@@ -507,12 +540,12 @@ TEST(PtoParserTest, MalformedInputsReportLineAndColumn) {
       {"wrong argument name", "CALL @k(%a", "CALL @k($%b", "argument 1 of @k is %a, found %b"},
       {"unknown memref in CALL", "%o -> %y[", "%o -> $%z[", "unknown memref %z"},
       {"region of the wrong rank", "%o -> %y[(g0 * 8), 0; 8, 8]", "%o -> %y$[0; 8]", "has rank 2"},
-      {"CALL in an InCore function", "  return\n}\n\n// Function Type: Orch", "  $CALL @k()\n  return\n}\n\n// Function Type: Orch",
+      {"CALL in an InCore function", "  return\n}\n\norchestration func", "  $CALL @k()\n  return\n}\n\norchestration func",
        "CALL' in InCore function @k"},
       {"instruction in the orchestration", "  ENDFOR\n", "  ENDFOR\n  %t = $tload %x[0, 0] : !pto.tile<8x8xf32>\n",
        "only in InCore functions"},
-      {"missing closing brace", "  return\n}\n\n// Function Type: Orchestration\nfunc",
-       "  return\n\n// Function Type: Orchestration\n$func", "expected '}' after 'return', found 'func'"},
+      {"missing closing brace", "  return\n}\n\norchestration func",
+       "  return\n\n$orchestration func", "expected '}' after 'return', found 'orchestration'"},
       {"missing ':' before the type", tadds, "%t1 = tadds %t0, 1$", "expected ':' and the result type"},
       {"offsets of the wrong rank", "tload %a[0, 0]", "tload %a$[0]", "1 offsets for %a of rank 2"},
       {"constant without the s form", tadds, "%t1 = tadd %t0, $1 : !pto.tile<8x8xf32>", "constant operands need 'tadds'"},
@@ -523,9 +556,24 @@ TEST(PtoParserTest, MalformedInputsReportLineAndColumn) {
       {"valid given twice", "valid [8, 8] :", "valid [8, 8] $valid [8, 8] :", "valid given twice"},
       {"no destination", tadds, "$tadds %t0, 1", "needs a destination"},
       {"destination on tstore", "  tstore %t1", "  %t2 = $tstore %t1", "'tstore' has no destination"},
-      {"unknown function type", "Type: InCore", "Type: $Kernel", "unknown function type 'Kernel'"},
+      {"unknown function kind", "incore func @k", "$kernel func @k",
+       "expected 'module', 'func', 'incore func', 'orchestration func' or a comment, found 'kernel'"},
+      {"func missing after the kind", "incore func @k", "incore $fn @k", "found 'fn'"},
+      {"module without entry", "module @m entry @main", "module @m $@main", "expected 'entry @<function>'"},
+      {"buffer_bytes twice", "buffer_bytes=256", "buffer_bytes=256 $buffer_bytes=1", "buffer_bytes given twice"},
+      {"negative buffer_bytes", "buffer_bytes=256", "buffer_bytes=$-1", "negative buffer bytes"},
+      {"buffer_bytes on the orchestration", "out) {\n  FOR", "out) $buffer_bytes=8 {\n  FOR",
+       "buffer_bytes= belongs to InCore functions"},
+      {"unclosed fused list", "fused=[add_0]", "fused=[add_0 ${", "expected ']' to close the fused list"},
+      {"unterminated quoted fused name", "fused=[add_0]", "fused=[$\"add_0]", "unterminated quoted name"},
+      {"kind against the comment", "incore func @k", "// Function Type: Orchestration\n$incore func @k",
+       "disagrees with the '// Function Type:' comment"},
+      {"text after the parallel note", "dim=0 tile=8\n", "dim=0 tile=8 $x\n", "at the end of the statement"},
       {"entry mismatch", "func @main(", "func $@main2(", "not the entry @main"},
-      {"second entry", "// Entry: @main\n", "// Entry: @main\n$// Entry: @main\n", "a second '// Entry:' line"},
+      {"second module line", "module @m entry @main\n", "module @m entry @main\n$module @m entry @main\n",
+       "a second module name"},
+      {"entry comment after the module line", "module @m entry @main\n", "module @m entry @main\n$// Entry: @main\n",
+       "a second entry"},
       {"FOR without a comma", "FOR %g0:idx, 0:idx,", "FOR %g0:idx $0:idx,", "expected ',' after the loop variable"},
       {"bad idx suffix", "FOR %g0:idx, 0:idx,", "FOR %g0:idx, 0:$index,", "expected 'idx' after ':'"},
       {"workspace in an InCore function", "  %t1 = alloc_tile", "  %w = $alloc_workspace : !pto.memref<gm,8,f32>\n  %t1 = alloc_tile",
@@ -538,7 +586,8 @@ TEST(PtoParserTest, MalformedInputsReportLineAndColumn) {
        "base dim 2 is not a dim of %x"},
       {"view dtype", "  FOR %g0", "  %v = reshape %x : $!pto.memref<gm,128,f16>\n  FOR %g0", "its base %x is f32"},
       {"control character", tadds, "%t1 = tadds %t0, 1 $\x01: !pto.tile<8x8xf32>", "expected ':' and the result type, found '\\x01'"},
-      {"statement outside a function", "\n// Function Type: Orch", "\n$tload\n// Function Type: Orch", "expected 'func' or a comment"},
+      {"statement outside a function", "\norchestration func", "\n$tload\norchestration func",
+       "expected 'module', 'func', 'incore func', 'orchestration func' or a comment"},
       {"negative axis", "valid [8, 8] :", "axis=$-1 valid [8, 8] :", "axis -1 is out of range"},
   };
   for (const BadCase& c : cases) {
@@ -546,29 +595,26 @@ TEST(PtoParserTest, MalformedInputsReportLineAndColumn) {
   }
   // Whole-text cases.
   ExpectSyntaxError(kBase.substr(0, kBase.size() - 2) + "\n$", "missing '}' at the end of func @main", "end of text");
-  std::string incore_only = kBase.substr(0, kBase.find("\n// Function Type: Orchestration")) + "\n$";
+  std::string incore_only = kBase.substr(0, kBase.find("\norchestration func")) + "\n$";
   ExpectSyntaxError(incore_only, "no orchestration function", "no orchestration");
   ExpectSyntaxError("$", "no orchestration function", "empty text");
   ExpectSyntaxError(Replace(kBase, "  ENDFOR\n  return\n}\n", "$"),
-                    "expected ENDFOR for the FOR at line 18 before the end of the text", "open FOR at the end");
-  ExpectSyntaxError(Replace(kBase, "  FOR %g0:idx, 0:idx, 2:idx, 1:idx  // parallel dim=0 tile=8",
+                    "expected ENDFOR for the FOR at line 13 before the end of the text", "open FOR at the end");
+  ExpectSyntaxError(Replace(kBase, "  FOR %g0:idx, 0:idx, 2:idx, 1:idx parallel dim=0 tile=8",
                             "  FOR %g0:idx, 0:idx, 2:idx, 1:idx max_range=8 tile_levels={8:2,$8:4}"),
                     "tile level 8 given twice", "duplicate tile level");
   ExpectSyntaxError(Replace(kBase, "  ENDFOR\n  return", "  ENDFOR\n  IF $\n  ENDIF\n  return"), "expected an expression",
                     "IF without a condition");
-  ExpectSyntaxError(kBase + "\n// Function Type: Orchestration\nfunc $@main() {\n}\n",
+  ExpectSyntaxError(kBase + "\norchestration func $@main() {\n}\n",
                     "a second orchestration function @main", "second orchestration");
   EXPECT_GE(cases.size() + 8, 60u);
 }
 
 TEST(PtoParserTest, MatmulL0CubeTileRoundTripsAndIsChecked) {
   const std::string text =
-      "// PTO Module: mm\n"
-      "// Entry: @main\n"
+      "module @mm entry @main\n"
       "\n"
-      "// Function Type: InCore\n"
-      "// Buffer bytes: 0\n"
-      "func @k(%a: !pto.memref<gm,32x64,f32>, %b: !pto.memref<gm,64x32,f32>, %o: !pto.memref<gm,32x32,f32> out) {\n"
+      "incore func @k(%a: !pto.memref<gm,32x64,f32>, %b: !pto.memref<gm,64x32,f32>, %o: !pto.memref<gm,32x32,f32> out) buffer_bytes=0 {\n"
       "  %t0 = alloc_tile : !pto.tile<32x64xf32>\n"
       "  %t1 = alloc_tile : !pto.tile<64x32xf32>\n"
       "  %t2 = alloc_tile : !pto.tile<32x32xf32>\n"
@@ -580,8 +626,7 @@ TEST(PtoParserTest, MatmulL0CubeTileRoundTripsAndIsChecked) {
       "  return\n"
       "}\n"
       "\n"
-      "// Function Type: Orchestration\n"
-      "func @main(%x: !pto.memref<gm,32x64,f32>, %y: !pto.memref<gm,64x32,f32>, %z: !pto.memref<gm,32x32,f32> out) {\n"
+      "orchestration func @main(%x: !pto.memref<gm,32x64,f32>, %y: !pto.memref<gm,64x32,f32>, %z: !pto.memref<gm,32x32,f32> out) {\n"
       "  CALL @k(%a -> %x[0, 0; 32, 64], %b -> %y[0, 0; 64, 32], %o -> %z[0, 0; 32, 32])\n"
       "  return\n"
       "}\n";
@@ -618,7 +663,7 @@ TEST(PtoParserTest, DeepNestingIsAnErrorNotACrash) {
     parse_pto(text);
     FAIL() << "parsed";
   } catch (const PtoSyntaxError& e) {
-    EXPECT_EQ(e.line(), 21);
+    EXPECT_EQ(e.line(), 16);
     EXPECT_EQ(e.column(), 6 + 201);  // the 202nd '(' is one level too deep
     EXPECT_NE(std::string(e.what()).find("nested too deeply"), std::string::npos) << e.what();
   }
@@ -629,7 +674,7 @@ TEST(PtoParserTest, DeepNestingIsAnErrorNotACrash) {
     parse_pto(text);
     FAIL() << "parsed";
   } catch (const PtoSyntaxError& e) {
-    EXPECT_EQ(e.line(), 21 + 200);
+    EXPECT_EQ(e.line(), 16 + 200);
     EXPECT_NE(std::string(e.what()).find("nested too deeply"), std::string::npos) << e.what();
   }
 }

@@ -48,7 +48,7 @@ TEST(BuildOrchestrationTest, WrapsTheFusedCallInItsGridLoop) {
             "  %x : !pto.memref<gm,64x1024,f32>  // input\n"
             "  %v3 : !pto.memref<local,32x1024,f32>  // local\n"
             "  %out : !pto.memref<gm,64x1024,f32>  // output\n"
-            "  FOR %g0:idx, 0:idx, 2:idx, 1:idx  // parallel dim=0 tile=32\n"
+            "  FOR %g0:idx, 0:idx, 2:idx, 1:idx parallel dim=0 tile=32\n"
             "    CALL @softmax_fused_0(%x -> %x[(g0 * 32), 0; 32, 1024], %out -> %out[(g0 * 32), 0; 32, 1024], "
             "%g0 -> g0)\n"
             "  ENDFOR\n"

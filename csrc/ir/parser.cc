@@ -496,7 +496,7 @@ class Parser {
       if (!blocks_.empty()) unclosed_at(eof, eof.pos(), "the end of the text");
       eof.fail(fmt::format("missing '}}' at the end of func @{}", fn_name_));
     }
-    if (!have_orch_) eof.fail("no orchestration function (a func after '// Function Type: Orchestration')");
+    if (!have_orch_) eof.fail("no orchestration function ('orchestration func @name(...)', or the module's entry)");
     g_.name = entry_ ? *entry_ : orch_name_;
     if (module_ && *module_ != g_.name) g_.module = *module_;
     return std::move(g_);
@@ -525,17 +525,11 @@ class Parser {
       return std::string(r);
     };
     if (L.accept("PTO Module:")) {
-      if (module_) L.fail(start, "a second '// PTO Module:' line");
+      if (module_) L.fail(start, "a second module name (a 'module' line or a '// PTO Module:' comment)");
       module_ = rest();
     } else if (L.accept("Entry:")) {
-      if (entry_) L.fail(start, "a second '// Entry:' line");
-      L.skip_ws();
-      size_t at = L.pos();
-      std::string name = L.sigil_name('@', "the entry function");
+      set_entry(L, start);
       L.expect_end();
-      if (have_orch_ && name != orch_name_)
-        L.fail(at, fmt::format("entry @{} is not the orchestration function @{}", name, orch_name_));
-      entry_ = name;
     } else if (L.accept("Function Type:")) {
       L.skip_ws();
       size_t at = L.pos();
@@ -566,9 +560,40 @@ class Parser {
     // Other comments are ignored.
   }
 
+  /// `module @name entry @entry`: the module's name and its entry (the orchestration function).
+  void module_line(Line& L, size_t start) {
+    if (module_) L.fail(start, "a second module name (a 'module' line or a '// PTO Module:' comment)");
+    module_ = L.sigil_name('@', "the module");
+    if (!L.accept_word("entry")) L.fail("expected 'entry @<function>' after the module name, found " + L.found());
+    set_entry(L, start);
+    L.expect_end();
+  }
+
+  void set_entry(Line& L, size_t start) {
+    if (entry_) L.fail(start, "a second entry (a 'module ... entry' line or a '// Entry:' comment)");
+    L.skip_ws();
+    size_t at = L.pos();
+    std::string name = L.sigil_name('@', "the entry function");
+    if (have_orch_ && name != orch_name_)
+      L.fail(at, fmt::format("entry @{} is not the orchestration function @{}", name, orch_name_));
+    entry_ = name;
+  }
+
+  void set_kind(Line& L, size_t at, FnKind kind) {
+    if (pending_kind_ != FnKind::None && pending_kind_ != kind)
+      L.fail(at, "the function's kind disagrees with the '// Function Type:' comment before it");
+    pending_kind_ = kind;
+  }
+
   void func_header(Line& L) {
     size_t at = L.pos();
-    if (!L.accept_word("func")) L.fail(at, "expected 'func' or a comment, found " + L.found());
+    if (L.accept_word("module")) return module_line(L, at);
+    if (L.accept_word("incore")) set_kind(L, at, FnKind::InCore);
+    else if (L.accept_word("orchestration")) set_kind(L, at, FnKind::Orchestration);
+    L.skip_ws();
+    at = L.pos();
+    if (!L.accept_word("func"))
+      L.fail(at, "expected 'module', 'func', 'incore func', 'orchestration func' or a comment, found " + L.found());
     L.skip_ws();
     size_t name_at = L.pos();
     std::string name = L.sigil_name('@', "the function");
@@ -589,6 +614,7 @@ class Parser {
     fn_ = InCoreFunction{};
     fn_.name = name;
     fn_.buffer_bytes = pending_bytes_.value_or(0);
+    had_bytes_comment_ = pending_bytes_.has_value();
     fn_.fused_ops = pending_fused_;
     pending_kind_ = FnKind::None;
     pending_bytes_.reset();
@@ -650,8 +676,63 @@ class Parser {
       }
     }
     L.expect(")", "to close the parameter list");
+    function_attributes(L);
     L.expect("{", "to open the function body");
     L.expect_end();
+  }
+
+  /// `buffer_bytes=N` and `fused=[a, b, "c d"]` after an InCore function's parameters.
+  void function_attributes(Line& L) {
+    std::set<std::string> seen;
+    for (;;) {
+      L.skip_ws();
+      size_t a = L.pos();
+      std::string key;
+      for (const char* k : {"buffer_bytes", "fused"})
+        if (L.starts_with(k) && L.peek(std::string_view(k).size()) == '=') key = k;
+      if (key.empty()) return;
+      if (is_orch_) L.fail(a, fmt::format("{}= belongs to InCore functions", key));
+      if (!seen.insert(key).second) L.fail(a, fmt::format("{} given twice", key));
+      L.advance(key.size() + 1);
+      if (key == "buffer_bytes") {
+        if (had_bytes_comment_) L.fail(a, "buffer_bytes= and a '// Buffer bytes:' comment both given");
+        L.skip_ws();
+        const size_t n_at = L.pos();
+        int64_t n = L.whole_integer("a byte count");
+        if (n < 0) L.fail(n_at, "negative buffer bytes");
+        fn_.buffer_bytes = n;
+        continue;
+      }
+      if (!fn_.fused_ops.empty()) L.fail(a, "fused= and a '// Fused:' comment both given");
+      L.expect("[", "to open the fused list");
+      L.skip_ws();
+      std::vector<std::string> ops;
+      if (L.peek() != ']') {
+        for (;;) {
+          L.skip_ws();
+          if (L.peek() == '"') {
+            const size_t q_at = L.pos();
+            L.advance(1);
+            std::string_view r = L.text().substr(L.pos());
+            size_t q = r.find('"');
+            if (q == std::string_view::npos) L.fail(q_at, "unterminated quoted name in the fused list");
+            ops.emplace_back(r.substr(0, q));
+            L.advance(q + 1);
+          } else {
+            std::string n = L.ident();
+            if (n.empty()) L.fail("expected a name in the fused list, found " + L.found());
+            while (L.peek() == '.') {  // dotted names
+              L.advance(1);
+              n += "." + L.ident();
+            }
+            ops.push_back(std::move(n));
+          }
+          if (!L.accept(",")) break;
+        }
+      }
+      L.expect("]", "to close the fused list");
+      fn_.fused_ops = std::move(ops);
+    }
   }
 
   int add_memref(const std::string& name, const MemrefType& t, MemKind kind) {
@@ -896,21 +977,14 @@ class Parser {
       }
     }
     L.skip_ws();
-    if (L.starts_with("//")) {
+    if (L.accept_word("parallel")) {
+      parallel_note(L, l);
+      L.expect_end();
+    } else if (L.starts_with("//")) {  // the older comment form of the note
       L.advance(2);
       L.skip_ws();
       if (L.accept_word("parallel")) {
-        l.parallel = true;
-        L.skip_ws();
-        if (!L.starts_with("dim=")) L.fail("expected 'dim=' in the parallel note, found " + L.found());
-        L.advance(4);
-        int64_t d = L.whole_integer("the loop's dim");
-        if (d < std::numeric_limits<int>::min() || d > std::numeric_limits<int>::max()) L.fail("dim is out of range");
-        l.dim = static_cast<int>(d);
-        L.skip_ws();
-        if (!L.starts_with("tile=")) L.fail("expected 'tile=' in the parallel note, found " + L.found());
-        L.advance(5);
-        l.tile = L.whole_integer("the loop's tile");
+        parallel_note(L, l);
         L.skip_ws();
         if (!L.at_end()) L.fail("unexpected " + L.found() + " after the parallel note");
       }
@@ -918,6 +992,22 @@ class Parser {
       L.expect_end();
     }
     push_block(L, at, std::move(b));
+  }
+
+  /// `dim=D tile=T` after `parallel`: the loop walks dim D of an op's iteration space, T elements
+  /// per iteration.
+  void parallel_note(Line& L, Loop& l) {
+    l.parallel = true;
+    L.skip_ws();
+    if (!L.starts_with("dim=")) L.fail("expected 'dim=' in the parallel note, found " + L.found());
+    L.advance(4);
+    int64_t d = L.whole_integer("the loop's dim");
+    if (d < std::numeric_limits<int>::min() || d > std::numeric_limits<int>::max()) L.fail("dim is out of range");
+    l.dim = static_cast<int>(d);
+    L.skip_ws();
+    if (!L.starts_with("tile=")) L.fail("expected 'tile=' in the parallel note, found " + L.found());
+    L.advance(5);
+    l.tile = L.whole_integer("the loop's tile");
   }
 
   void call_stmt(Line& L, size_t at) {
@@ -1426,6 +1516,7 @@ class Parser {
   std::optional<std::string> module_, entry_;
   FnKind pending_kind_ = FnKind::None;
   std::optional<int64_t> pending_bytes_;
+  bool had_bytes_comment_ = false;  // the current function took its bytes from a comment
   std::vector<std::string> pending_fused_;
   bool have_orch_ = false;
   std::string orch_name_;

@@ -20,10 +20,15 @@ namespace pypto {
 /// Input, or Output when marked `out`, shaped by the parameter's type) that
 /// the function's RegionParam binds, the functions' local buffers, and the
 /// orchestration's parameters, outputs, workspaces and views. Expressions
-/// are kept exactly as written (no simplification). Without a
-/// `// Function Type:` comment a function is the orchestration when its name
-/// is the `// Entry:` name, and an InCore function otherwise; InCore
-/// functions must be defined before the orchestration calls them.
+/// are kept exactly as written (no simplification). The module line
+/// (`module @name entry @entry`), a function's kind (`incore func`,
+/// `orchestration func`), its `buffer_bytes=` and `fused=[...]` and a loop's
+/// `parallel dim= tile=` are syntax; the older comment forms (`// PTO Module:`,
+/// `// Entry:`, `// Function Type:`, `// Buffer bytes:`, `// Fused:`,
+/// `// parallel`) are still read. Without a kind a function is the
+/// orchestration when its name is the entry's, and an InCore function
+/// otherwise; InCore functions must be defined before the orchestration calls
+/// them.
 ExecutionGraph parse_pto(const std::string& text);
 
 }  // namespace pypto

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 
@@ -129,7 +130,7 @@ void print_call(std::string& out, const Call& c, const Names& n, const std::stri
 
 void print_loop(std::string& out, const Loop& l, const Names& n, int indent) {
   std::string pad(indent * 2, ' ');
-  std::string note = l.parallel ? fmt::format("  // parallel dim={} tile={}", l.dim, l.tile) : "";
+  std::string note = l.parallel ? fmt::format(" parallel dim={} tile={}", l.dim, l.tile) : "";
   std::string range;
   if (l.range) {
     range = fmt::format(" max_range={} min_range={}", l.range->max_range, l.range->min_range);
@@ -181,6 +182,17 @@ void print_memrefs(std::string& out, const std::vector<MemRef>& memrefs,
   }
 }
 
+/// A fused op's name in a function's `fused=[...]` list: bare when it is a name, else quoted
+/// (a double quote inside becomes a single one: the list only informs).
+std::string fused_name(const std::string& s) {
+  bool bare = !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0]));
+  for (char c : s) bare = bare && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
+  if (bare) return s;
+  std::string q = s;
+  std::replace(q.begin(), q.end(), '"', '\'');
+  return "\"" + q + "\"";
+}
+
 std::string id_list(const std::vector<MemRef>& memrefs, const std::vector<int>& ids) {
   std::string s;
   for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", %" : "%") + memrefs.at(ids[i]).name;
@@ -189,20 +201,19 @@ std::string id_list(const std::vector<MemRef>& memrefs, const std::vector<int>& 
 
 /// An InCore function in .pto syntax; `globals` names the caller's memrefs.
 void print_function(std::string& out, const InCoreFunction& f, const std::vector<MemRef>& memrefs) {
-  out += "// Function Type: InCore\n";
-  out += fmt::format("// Buffer bytes: {}\n", f.buffer_bytes);
-  if (!f.fused_ops.empty()) {
-    std::string ops;
-    for (size_t i = 0; i < f.fused_ops.size(); ++i) ops += (i ? ", " : "") + f.fused_ops[i];
-    out += fmt::format("// Fused: {}\n", ops);
-  }
   std::string params;
   for (const RegionParam& p : f.params) {
     params += fmt::format("{}%{}: !pto.memref<gm,{},{}>{}", params.empty() ? "" : ", ", p.name,
                           dims_x(p.max_extents), dtype_pto_name(p.dtype), p.is_output ? " out" : "");
   }
   for (const std::string& s : f.scalar_params) params += fmt::format("{}%{}: index", params.empty() ? "" : ", ", s);
-  out += fmt::format("func @{}({}) {{\n", f.name, params);
+  std::string attrs = fmt::format(" buffer_bytes={}", f.buffer_bytes);
+  if (!f.fused_ops.empty()) {
+    std::string ops;
+    for (size_t i = 0; i < f.fused_ops.size(); ++i) ops += (i ? ", " : "") + fused_name(f.fused_ops[i]);
+    attrs += fmt::format(" fused=[{}]", ops);
+  }
+  out += fmt::format("incore func @{}({}){} {{\n", f.name, params, attrs);
   for (int id : f.locals) {
     const MemRef& m = memrefs.at(id);
     out += fmt::format("  %{} = alloc_local : {}\n", m.name, memref_type(m));
@@ -358,18 +369,17 @@ std::string print(const ExecutionGraph& g) {
 }
 
 std::string print_pto(const ExecutionGraph& g) {
-  std::string out = fmt::format("// PTO Module: {}\n// Entry: @{}\n\n", g.module.empty() ? g.name : g.module, g.name);
+  std::string out = fmt::format("module @{} entry @{}\n\n", g.module.empty() ? g.name : g.module, g.name);
   for (const InCoreFunction& f : g.functions) {
     print_function(out, f, g.memrefs);
     out += "\n";
   }
-  out += "// Function Type: Orchestration\n";
   std::string params;
   for (int id : g.params) params += fmt::format("{}%{}: {}", params.empty() ? "" : ", ", g.memrefs[id].name,
                                                 memref_type(g.memrefs[id]));
   for (int id : g.outputs) params += fmt::format("{}%{}: {} out", params.empty() ? "" : ", ", g.memrefs[id].name,
                                                  memref_type(g.memrefs[id]));
-  out += fmt::format("func @{}({}) {{\n", g.name, params);
+  out += fmt::format("orchestration func @{}({}) {{\n", g.name, params);
   for (const std::string& d : g.dyn_dims) {
     auto it = g.scalar_dtypes.find(d);
     out += fmt::format("  %{} = alloc_scalar : {}\n", d, dtype_pto_name(it == g.scalar_dtypes.end() ? DataType::INT64 : it->second));

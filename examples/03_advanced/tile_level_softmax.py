@@ -56,7 +56,7 @@ row_kernels(module, 32, "_32")
     .build())
 
 program = pto.compile(module)
-print(program.pto().split("// Function Type: Orchestration")[1])
+print(program.pto()[program.pto().index("orchestration func"):])
 
 for num_tiles in (1, 5, 37):
     rows = 16 * num_tiles

@@ -60,9 +60,9 @@ def test_softmax_is_one_incore_function_and_dump_shows_all_levels():
     pto = c.pto()
     for instr in ("tload", "trowmax", "texp", "trowexpandsub", "trowsum", "trowexpanddiv", "tstore", "CALL @", "FOR %"):
         assert instr in pto, instr
-    assert "// Function Type: InCore" in pto and "// Function Type: Orchestration" in pto
+    assert "incore func @" in pto and "orchestration func @" in pto
     assert "pypto_orchestrate" in c.source()
-    assert "Buffer bytes" in c.dump("block")
+    assert "buffer_bytes=" in c.dump("block")
     for stage in ("tensor", "tile", "block", "execution", "pto", "cpp", "passes"):
         assert c.dump(stage)
     with pytest.raises(ValueError, match="unknown stage"):

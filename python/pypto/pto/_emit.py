@@ -7,12 +7,20 @@ worked out."""
 from __future__ import annotations
 
 import copy
+import re
 from typing import Optional
 
 from pypto.errors import UserError
 from pypto.pto import _expr as X
 from pypto.pto._expr import E
 from pypto.pto.builder import PTOFunction, PTOModule, _Call, _If, _Instr, _Loop, _MemRef, _Tile
+
+
+def _fused_name(name: str) -> str:
+    """A name of a function's fused=[...] list: bare when it is a name, else quoted."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
+        return name
+    return '"' + name.replace('"', "'") + '"'
 
 
 def _fmt_dims(dims: list[E]) -> str:
@@ -160,13 +168,14 @@ class _InCore:
 
     def text(self) -> str:
         f = self.fn
-        lines = ["// Function Type: InCore", "// Buffer bytes: 0"]
+        attrs = " buffer_bytes=0"
         if f.fused_ops:
-            lines.append(f"// Fused: {', '.join(f.fused_ops)}")
+            attrs += f" fused=[{', '.join(_fused_name(n) for n in f.fused_ops)}]"
+        lines = []
         params = [f"%{n}: {_memref_type(self.memrefs[n], b)}{' out' if n in self.outs else ''}"
                   for n, b in self.blocks.items()]
         params += [f"%{s}: index" for s in self.scalars]
-        lines.append(f"func @{f.name}({', '.join(params)}) {{")
+        lines.append(f"incore func @{f.name}({', '.join(params)}){attrs} {{")
         for m in self.memrefs.values():
             if m.kind == "local":
                 lines.append(f"  %{m.name} = alloc_local : {_memref_type(m, m.shape)}")
@@ -249,7 +258,7 @@ def _stmts(lines, body, indent, tiles, call_text):
                 if levels:
                     extra += " tile_levels={" + ",".join(f"{k}:{levels[k]}" for k in sorted(levels, reverse=True)) + "}"
             if s.parallel:
-                extra += f"  // parallel dim={s.parallel[0]} tile={s.parallel[1]}"
+                extra += f" parallel dim={s.parallel[0]} tile={s.parallel[1]}"
             lines.append(f"{pad}FOR %{s.var}:idx, {s.start.text()}:idx, {s.stop.text()}:idx, {s.step.text()}:idx{extra}")
             _stmts(lines, s.body, indent + 1, tiles, call_text)
             lines.append(f"{pad}ENDFOR")
@@ -331,11 +340,11 @@ def module_text(module: PTOModule, entry: str) -> str:
                 get_incore(other.name, "tile_levels")
     params = [f"%{m.name}: {_memref_type(m, shapes[m.name])}{' out' if m.out else ''}"
               for m in memrefs.values() if m.kind == "param"]
-    head = [f"// PTO Module: {module.name}", f"// Entry: @{fn.name}", ""]
+    head = [f"module @{module.name} entry @{fn.name}", ""]
     out = "\n".join(head) + "\n"
     for f in incore.values():
         out += f.text() + "\n"
-    lines = ["// Function Type: Orchestration", f"func @{fn.name}({', '.join(params)}) {{"]
+    lines = [f"orchestration func @{fn.name}({', '.join(params)}) {{"]
     for s, dt in fn.scalars.items():
         lines.append(f"  %{s} = alloc_scalar : {dt}")
     for s in shape_scalars:

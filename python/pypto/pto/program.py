@@ -185,7 +185,7 @@ def compile(module, entry: Optional[str] = None, *, empty_kernels: bool = False,
 
 
 def _entry_name(text: str) -> str:
-    m = re.search(r"^// Entry: @(\w+)", text, re.M)
+    m = re.search(r"^module @\w+ entry @(\w+)", text, re.M)
     return m.group(1) if m else "entry"
 
 
@@ -194,7 +194,7 @@ def parse(text: str) -> PTOModule:
     if not isinstance(text, str):
         raise UserTypeError(f"pypto.pto.parse: expected .pto text (str), found {type(text).__name__}")
     canonical = _C.parse_pto_roundtrip(check_text(text, "pypto.pto.parse"))
-    m = re.search(r"^// PTO Module: (\w+)", canonical, re.M)
+    m = re.search(r"^module @(\w+) entry @", canonical, re.M)
     module = PTOModule(m.group(1) if m else _entry_name(canonical))
     module._text = canonical
     return module

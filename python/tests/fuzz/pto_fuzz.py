@@ -532,6 +532,7 @@ def m_loop(rng, text, ctx):
             " max_range=4096 min_range=1 tile_levels={4096:16,0:8}", " max_range=64 min_range=64 tile_levels={}",
             " max_range=64 min_range=4 tile_levels={64:0,0:8}", f" max_range={2**62} min_range=1",
             " tile_levels={8:16}", "  // parallel dim=9 tile=0", "  // parallel dim=-1 tile=8", "",
+            " parallel dim=9 tile=0", " parallel dim=-1 tile=8", " parallel dim=0", " parallel",
             " max_range=-64 min_range=-4", " max_range=64 min_range=4 tile_levels={64:16,0:8,64:32}"])
     else:
         var = rng.choice(names) if names else var
@@ -684,21 +685,31 @@ def m_dtype(rng, text, ctx):
 
 
 def m_header(rng, text, ctx):
-    """The comments that are part of the format: Entry, Function Type, Buffer bytes, Fused, parallel, out."""
+    """The module line, function kinds, buffer bytes, fused lists, parallel notes and `out`, in the
+    syntax and in the older comment form."""
     r = rng.random()
     if r < 0.2:
-        new = rng.choice(["// Entry: @nowhere", "// Entry: @", "// Entry:", "", "// Entry: @" + "k" * 50])
-        m = re.search(r"^// Entry: .*$", text, re.M)
+        new = rng.choice(["// Entry: @nowhere", "// Entry: @", "// Entry:", "", "// Entry: @" + "k" * 50,
+                          "module @m entry @nowhere", "module @m", "module entry @main", "module @m entry @main x"])
+        m = re.search(r"^(// Entry: .*|module @.*)$", text, re.M)
         return _replace_span(text, m.start(), m.end(), new) if m else new + "\n" + text
     if r < 0.45:
-        ms = list(re.finditer(r"// Function Type: (\w+)", text))
+        ms = list(re.finditer(r"// Function Type: (\w+)|^(incore|orchestration)(?= func)", text, re.M))
         if not ms:
             return None
         m = rng.choice(ms)
-        new = rng.choice(["InCore", "Orchestration", "Other", ""])
-        return _replace_span(text, m.start(1), m.end(1), new)
+        g = 1 if m.group(1) is not None else 2
+        new = rng.choice(["InCore", "Orchestration", "Other", ""] if g == 1 else ["incore", "orchestration", "other", ""])
+        return _replace_span(text, m.start(g), m.end(g), new)
+    if r < 0.52:
+        ms = list(re.finditer(r"fused=\[[^\]\n]*\]", text))
+        if not ms:
+            return None
+        m = rng.choice(ms)
+        return _replace_span(text, m.start(), m.end(), rng.choice(
+            ["fused=[]", "fused=[", 'fused=["a b", c.d]', 'fused=["x]', "fused=[a,,b]", "fused=[1x]", ""]))
     if r < 0.6:
-        ms = list(re.finditer(r"// Buffer bytes: (\d+)", text))
+        ms = list(re.finditer(r"(?:// Buffer bytes: |buffer_bytes=)(\d+)", text))
         if not ms:
             return None
         m = rng.choice(ms)
@@ -713,7 +724,7 @@ def m_header(rng, text, ctx):
             return None
         m = rng.choice(ms)
         return _replace_span(text, m.end(), m.end(), " out")
-    ms = list(re.finditer(r"// parallel dim=(\d+) tile=(\d+)", text))
+    ms = list(re.finditer(r"parallel dim=(\d+) tile=(\d+)", text))
     if not ms:
         return None
     m = rng.choice(ms)

@@ -104,12 +104,9 @@ def test_dynamic_dims_are_parenthesized_and_views_declared():
 
 
 SMALL = """\
-// PTO Module: m
-// Entry: @main
+module @m entry @main
 
-// Function Type: InCore
-// Buffer bytes: 256
-func @k(%a: !pto.memref<gm,8x8,f32>, %o: !pto.memref<gm,8x8,f32> out, %g0: index) {
+incore func @k(%a: !pto.memref<gm,8x8,f32>, %o: !pto.memref<gm,8x8,f32> out, %g0: index) buffer_bytes=256 {
   %t0 = alloc_tile : !pto.tile<8x8xf32>
   %t1 = alloc_tile : !pto.tile<8x8xf32>
   %t0 = tload %a[0, 0] valid [8, 8] : !pto.tile<8x8xf32>
@@ -118,9 +115,8 @@ func @k(%a: !pto.memref<gm,8x8,f32>, %o: !pto.memref<gm,8x8,f32> out, %g0: index
   return
 }
 
-// Function Type: Orchestration
-func @main(%x: !pto.memref<gm,16x8,f32>, %y: !pto.memref<gm,16x8,f32> out) {
-  FOR %g0:idx, 0:idx, 2:idx, 1:idx  // parallel dim=0 tile=8
+orchestration func @main(%x: !pto.memref<gm,16x8,f32>, %y: !pto.memref<gm,16x8,f32> out) {
+  FOR %g0:idx, 0:idx, 2:idx, 1:idx parallel dim=0 tile=8
     CALL @k(%a -> %x[(g0 * 8), 0; 8, 8], %o -> %y[(g0 * 8), 0; 8, 8], %g0 -> g0)
   ENDFOR
   return
@@ -130,6 +126,16 @@ func @main(%x: !pto.memref<gm,16x8,f32>, %y: !pto.memref<gm,16x8,f32> out) {
 
 def test_small_program_round_trips():
     assert _C.parse_pto_roundtrip(SMALL) == SMALL
+
+
+def test_the_older_comment_form_reads_as_the_same_program():
+    old = (SMALL.replace("module @m entry @main\n", "// PTO Module: m\n// Entry: @main\n")
+           .replace("incore func @k(", "// Function Type: InCore\n// Buffer bytes: 256\nfunc @k(")
+           .replace(") buffer_bytes=256 {", ") {")
+           .replace("orchestration func @main(", "// Function Type: Orchestration\nfunc @main(")
+           .replace(" parallel dim=0 tile=8", "  // parallel dim=0 tile=8"))
+    assert "buffer_bytes" not in old and "orchestration func" not in old
+    assert _C.parse_pto_roundtrip(old) == SMALL
 
 
 def test_seed_forms_are_accepted():
@@ -162,7 +168,7 @@ BAD = [
     ("tadds %t0, 1", "$tfoo %t0, 1", "unknown instruction 'tfoo'"),
     ("tadds %t0, 1", "tadds $%t7, 1", "unknown tile %t7"),
     ("tload %a[0, 0]", "tload $%b[0, 0]", "unknown memref %b"),
-    ("  ENDFOR\n  return", "  $return", "expected ENDFOR for the FOR at line 17"),
+    ("  ENDFOR\n  return", "  $return", "expected ENDFOR for the FOR at line 13"),
     ("!pto.tile<8x8xf32>\n  %t1", "!pto.tile<8x8x$f31>\n  %t1", "unknown dtype 'f31'"),
     ("tadds %t0, 1", "tadds %t0, $1e999", "out of range"),
     ("tadds %t0, 1", "tadds %t0, $1.2.3", "malformed number"),
@@ -219,11 +225,11 @@ def test_a_scalar_declared_later_or_a_loop_variable_after_its_loop_is_out_of_sco
     text = SMALL.replace("  FOR %g0", "  %w = alloc_workspace : !pto.memref<gm,8x(g0),f32>\n  FOR %g0")
     with pytest.raises(pypto.PtoSyntaxError, match="'g0' is not a scalar or loop variable in scope") as info:
         _C.check_pto(text)
-    assert (info.value.line, info.value.column) == (17, 44)
+    assert (info.value.line, info.value.column) == (13, 44)
     text = SMALL.replace("  %t1 = tadds %t0, 1", "  FOR %j:idx, 0:idx, 2:idx, 1:idx\n  ENDFOR\n  %t1 = tadds %t0, j")
     with pytest.raises(pypto.PtoSyntaxError, match="'j' is not a scalar or loop variable in scope") as info:
         _C.check_pto(text)
-    assert (info.value.line, info.value.column) == (12, 20)
+    assert (info.value.line, info.value.column) == (9, 20)
     # Inside the loop the variable is in scope, and the program runs.
     text = SMALL.replace("  %t1 = tadds %t0, 1\n", "  FOR %j:idx, 0:idx, 2:idx, 1:idx\n  %t1 = tadds %t0, j\n  ENDFOR\n")
     x = np.arange(128, dtype=np.float32).reshape(16, 8)
@@ -252,7 +258,7 @@ def test_a_lone_surrogate_is_a_positioned_syntax_error_not_a_binding_error():
     for call in (pypto.pto.parse, pypto.pto.compile):
         with pytest.raises(pypto.PtoSyntaxError) as info:
             call(text)
-        assert (info.value.line, info.value.column) == (8, 5)
+        assert (info.value.line, info.value.column) == (5, 5)
         assert "U+D800 is a lone surrogate" in str(info.value)
     assert "incompatible function arguments" not in str(info.value)
 

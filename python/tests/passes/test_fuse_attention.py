@@ -197,7 +197,7 @@ def test_disabling_the_pass_keeps_the_scores_in_a_workspace_with_the_same_result
     c = pypto.compile(plain, q, k, v)
     assert _passes(c)["fuse_attention"] == "skipped"
     block = c.dump("block")
-    assert "// Fused: attention" not in block and "amax_" in block
+    assert "fused=[attention" not in block and "amax_" in block
 
 
 def test_a_tight_buffer_budget_shrinks_the_key_block_then_the_query_rows():

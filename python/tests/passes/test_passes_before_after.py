@@ -49,13 +49,13 @@ def test_expand_tiles_gives_one_nest_per_op_with_tails_and_accumulators(softmax_
     assert ir.startswith("tile_graph @_softmax")
     assert [n for n in re.findall(r"nest @(\w+):", ir)] == ["amax_0", "sub_1", "exp_2", "sum_3", "div_4"]
     assert "tfill -inf" in ir and "tfill 0" in ir          # accumulators before the reduced loops
-    assert ir.count("// parallel dim=0 tile=32") == 5        # every op walks the 2 row blocks in parallel
+    assert ir.count(" parallel dim=0 tile=32") == 5        # every op walks the 2 row blocks in parallel
 
 
 def test_fuse_blocks_groups_the_chain_over_the_row_grid(softmax_passes):
     ir = softmax_passes["fuse_blocks"]["ir"]
-    assert ir.count("// Function Type: InCore") == 1
-    assert "// Fused: amax_0, sub_1, exp_2, sum_3, div_4" in ir
+    assert ir.count("incore func @") == 1
+    assert "fused=[amax_0, sub_1, exp_2, sum_3, div_4]" in ir
     assert re.search(r"launch @\w+ over \[%g0 < 2 \(dim 0, tile 32\)\]", ir)
 
 
@@ -81,8 +81,8 @@ def test_rematerialize_is_unchanged_within_budget_and_acts_over_it(softmax_passe
 
 def test_plan_buffers_sets_bytes_below_the_sum_of_buffers(softmax_passes):
     ir = softmax_passes["plan_buffers"]["ir"]
-    planned = int(re.search(r"// Buffer bytes: (\d+)", ir).group(1))
-    before = int(re.search(r"// Buffer bytes: (\d+)", softmax_passes["rematerialize"]["ir"] or
+    planned = int(re.search(r"buffer_bytes=(\d+)", ir).group(1))
+    before = int(re.search(r"buffer_bytes=(\d+)", softmax_passes["rematerialize"]["ir"] or
                            softmax_passes["forward_tiles"]["ir"]).group(1))
     assert before == 0 < planned  # bytes are only known after planning
 
@@ -90,7 +90,7 @@ def test_plan_buffers_sets_bytes_below_the_sum_of_buffers(softmax_passes):
 def test_build_orchestration_wraps_the_call_in_the_grid_loop(softmax_passes):
     ir = softmax_passes["build_orchestration"]["ir"]
     assert ir.startswith("execution_graph @_softmax")
-    assert re.search(r"FOR %g0:idx, 0:idx, 2:idx, 1:idx\s*// parallel dim=0 tile=32\n\s+CALL @", ir)
+    assert re.search(r"FOR %g0:idx, 0:idx, 2:idx, 1:idx parallel dim=0 tile=32\n\s+CALL @", ir)
 
 
 def test_disabled_pass_is_marked_skipped():
@@ -139,14 +139,12 @@ def _nests(tile_ir):
 
 def _functions(block_ir):
     """The InCore functions of a Block Graph: name, fused nests, buffer bytes and body lines."""
-    funcs, fused, nbytes, cur = [], None, None, None
+    funcs, cur = [], None
     for line in block_ir.splitlines():
-        if line.startswith("// Buffer bytes: "):
-            nbytes = int(line.split(": ")[1])
-        elif line.startswith("// Fused: "):
-            fused = line[len("// Fused: "):].split(", ")
-        elif line.startswith("func @"):
-            cur = {"name": re.match(r"func @(\w+)\(", line).group(1), "fused": fused, "bytes": nbytes, "body": []}
+        m = re.match(r"incore func @(\w+)\(.*\) buffer_bytes=(\d+)(?: fused=\[(.*)\])? \{$", line)
+        if m:
+            cur = {"name": m.group(1), "fused": m.group(3).split(", ") if m.group(3) else None,
+                   "bytes": int(m.group(2)), "body": []}
             funcs.append(cur)
         elif cur is not None and line == "}":
             cur = None
@@ -204,7 +202,7 @@ def _declared_bytes(body):
 
 
 def _without_bytes(ir):
-    return re.sub(r"// Buffer bytes: \d+", "// Buffer bytes: -", ir)
+    return re.sub(r"buffer_bytes=\d+", "buffer_bytes=-", ir)
 
 
 def _calls(ir):
@@ -239,7 +237,7 @@ def test_layer_norm_expand_tiles_one_nest_per_op(ln):
     assert re.findall(r"^  %\w+ = (\w+)\(", before, re.M) == LN_OPS
     nests = _nests(after)
     assert list(nests) == LN_NESTS
-    assert after.count("// parallel dim=0 tile=32") == len(LN_OPS)  # every op walks the row blocks
+    assert after.count(" parallel dim=0 tile=32") == len(LN_OPS)  # every op walks the row blocks
     assert after.count("// workspace") == 10                      # every intermediate in global memory
     for red in ("sum_0", "sum_4"):                                # accumulated over the column tiles
         assert _ops(nests[red]) == ["tfill", "tload", "trowsum", "tadd", "tstore"]
@@ -337,7 +335,7 @@ def test_layer_norm_build_orchestration_calls_once_per_row_block(ln):
     before, after = ln.before("build_orchestration"), ln.after("build_orchestration")
     assert after.startswith("execution_graph @_layer_norm") and "func @" not in after
     assert _calls(after) == _calls(before) and len(_calls(after)) == 1
-    assert re.search(r"^  FOR %g0:idx, 0:idx, 2:idx, 1:idx  // parallel dim=0 tile=32\n    CALL @", after, re.M)
+    assert re.search(r"^  FOR %g0:idx, 0:idx, 2:idx, 1:idx parallel dim=0 tile=32\n    CALL @", after, re.M)
     assert ln.compiled.stats()["tasks"] == 2
 
 
@@ -372,7 +370,7 @@ def test_mm_bias_gelu_expand_tiles_walks_k_and_retiles_the_epilogue(mm):
     # bias and GELU take the matmul's 32x32 output tile instead of the vec tile [16, 32].
     for n in ("add_1", "gelu_2"):
         assert f"nest @{n}:  // retiled to [32, 32] (the output tile of @matmul_0) to fuse with it" in after
-    assert after.count("// parallel dim=0 tile=32") == 3 and after.count("// parallel dim=1 tile=32") == 3
+    assert after.count(" parallel dim=0 tile=32") == 3 and after.count(" parallel dim=1 tile=32") == 3
     assert _ops(nests["add_1"]) == ["tload", "tload", "treshape", "tcolexpandadd", "tstore"]
     assert _ops(nests["gelu_2"]) == ["tload", "tgelu", "tstore"]
 
@@ -420,8 +418,8 @@ def test_mm_bias_gelu_rematerialize_and_plan_buffers(mm):
 
 def test_mm_bias_gelu_build_orchestration_nests_both_grid_dims(mm):
     before, after = mm.before("build_orchestration"), mm.after("build_orchestration")
-    assert re.search(r"^  FOR %g0:idx, 0:idx, 2:idx, 1:idx  // parallel dim=0 tile=32\n"
-                     r"    FOR %g1:idx, 0:idx, 3:idx, 1:idx  // parallel dim=1 tile=32\n"
+    assert re.search(r"^  FOR %g0:idx, 0:idx, 2:idx, 1:idx parallel dim=0 tile=32\n"
+                     r"    FOR %g1:idx, 0:idx, 3:idx, 1:idx parallel dim=1 tile=32\n"
                      r"      CALL @", after, re.M)
     assert _calls(after) == _calls(before) and len(_calls(after)) == 1
     assert mm.compiled.stats()["tasks"] == 6
@@ -462,7 +460,7 @@ def test_chain_expand_tiles(chain):
     assert list(nests) == ["exp_0", "mul_1", "add_2"]
     assert [_ops(t) for t in nests.values()] == [
         ["tload", "texp", "tstore"], ["tload", "tload", "tmul", "tstore"], ["tload", "tload", "tadd", "tstore"]]
-    assert after.count("// parallel dim=0 tile=32") == 3 and after.count("// parallel dim=1 tile=64") == 3
+    assert after.count(" parallel dim=0 tile=32") == 3 and after.count(" parallel dim=1 tile=64") == 3
 
 
 def test_chain_fuse_blocks_puts_every_loop_in_the_grid(chain, chain_unfused):
@@ -540,7 +538,7 @@ def test_reorder_loops_interchanges_the_producer_for_a_column_reduction():
     assert grid(after, "exp_0") == [("1", "32"), ("0", "32")]
     assert grid(after, "sum_1") == grid(before, "sum_1") == [("1", "32")]
     assert _ops(before) == _ops(after)  # the same instructions, only the loops move
-    assert "// Fused: exp_0, sum_1" in p["fuse_blocks"]["ir"]
+    assert "fused=[exp_0, sum_1]" in p["fuse_blocks"]["ir"]
 
 
 def test_reorder_loops_is_unchanged_on_an_aligned_chain(softmax_passes):

@@ -92,7 +92,7 @@ def test_parameters_are_memrefs_then_scalars_and_accept_keywords(softmax_program
 
 def test_orchestration_calls_become_tasks_and_the_pto_text_shows_offsets(softmax_program):
     text = softmax_program.pto()
-    assert "// Function Type: Orchestration" in text and text.count("// Function Type: InCore") == 5
+    assert "orchestration func @" in text and text.count("incore func @") == 5
     assert "CALL @rowmax(%input -> %input[(tile_idx * 8), 0; 8, 8], %output -> %temp_max[(tile_idx * 8), 0; 8, 1])" in text
     assert "%num_tiles = alloc_scalar : i32" in text
     assert softmax_program.count_tasks(*_buffers(24, 8, torch), 3) == 15
@@ -151,7 +151,7 @@ def test_incore_calls_inside_incore_functions_are_inlined():
     a, b = torch.randn(8, 8), torch.zeros(8, 8)
     prog(a, b)
     torch.testing.assert_close(b, a * 2)
-    assert prog.pto().count("// Function Type: InCore") == 1  # scale was inlined twice
+    assert prog.pto().count("incore func @") == 1  # scale was inlined twice
     assert prog.stats()["tasks"] == 1
 
 
