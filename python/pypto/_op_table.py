@@ -107,7 +107,7 @@ def markdown() -> str:
         "## PTO instructions",
         "",
         "The tile instructions of `.pto` text (see `docs/pto.md` for the syntax). *Functor* is the per-element "
-        "function of `csrc/codegen/tile_ops.h` the generated kernel applies; *applies* names the binary "
+        "function of `csrc/codegen/tile_ops/elementwise.h` the generated kernel applies; *applies* names the binary "
         "instruction a reduction or broadcast form applies, and *start* the value a reduction combining with "
         "it starts from. Every instruction with two sources also has a form with a constant operand, written "
         "with a trailing `s` (`tadds`).",

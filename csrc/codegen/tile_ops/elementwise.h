@@ -1,0 +1,223 @@
+// The per-element functors of the op table and the elementwise, broadcast, select, cast and reduction templates.
+// Part of codegen/tile_ops.h, which includes the parts in order (and nothing else does).
+
+namespace pto {
+
+struct OpAdd { template <typename T> static T f(T a, T b) { return a + b; } };
+struct OpSub { template <typename T> static T f(T a, T b) { return a - b; } };
+struct OpMul { template <typename T> static T f(T a, T b) { return a * b; } };
+struct OpDiv { template <typename T> static T f(T a, T b) { return a / b; } };
+// NaN propagates through maximum/minimum, as in torch. Written as two selects (no ||) so that they
+// also apply to vector-extension types, lane by lane.
+struct OpMax {
+  template <typename T>
+  static T f(T a, T b) {
+    const T m = a > b ? a : b;
+    return a != a ? a : m;
+  }
+};
+struct OpMin {
+  template <typename T>
+  static T f(T a, T b) {
+    const T m = a < b ? a : b;
+    return a != a ? a : m;
+  }
+};
+struct OpPow {
+  template <typename T>
+  static T f(T a, T b) {
+    if constexpr (std::is_integral<T>::value) {
+      if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+      T r = 1;
+      for (; b; b >>= 1, a *= a)
+        if (b & 1) r *= a;
+      return r;
+    } else {
+      return std::pow(a, b);
+    }
+  }
+};
+struct OpGt { template <typename T> static bool f(T a, T b) { return a > b; } };
+struct OpGe { template <typename T> static bool f(T a, T b) { return a >= b; } };
+struct OpLt { template <typename T> static bool f(T a, T b) { return a < b; } };
+struct OpLe { template <typename T> static bool f(T a, T b) { return a <= b; } };
+struct OpEq { template <typename T> static bool f(T a, T b) { return a == b; } };
+struct OpNe { template <typename T> static bool f(T a, T b) { return a != b; } };
+
+struct FnExp { template <typename T> static T f(T x) { return vm::exp(x); } };
+struct FnNeg { template <typename T> static T f(T x) { return -x; } };
+struct FnAbs { template <typename T> static T f(T x) { return x < T(0) ? T(-x) : (x == T(0) ? T(0) : x); } };
+struct FnLog { template <typename T> static T f(T x) { return vm::log(x); } };
+struct FnSqrt { template <typename T> static T f(T x) { return std::sqrt(x); } };
+struct FnRsqrt { template <typename T> static T f(T x) { return vm::rsqrt(x); } };
+struct FnRecip { template <typename T> static T f(T x) { return T(1) / x; } };
+struct FnRelu { template <typename T> static T f(T x) { return x < T(0) ? T(0) : x; } };
+struct FnSigmoid { template <typename T> static T f(T x) { return T(1) / (T(1) + vm::exp(T(-x))); } };
+struct FnTanh { template <typename T> static T f(T x) { return vm::tanh(x); } };
+struct FnSilu { template <typename T> static T f(T x) { return x / (T(1) + vm::exp(T(-x))); } };
+struct FnGelu { template <typename T> static T f(T x) { return vm::gelu(x); } };
+struct FnErf { template <typename T> static T f(T x) { return vm::erf(x); } };
+struct FnErfc { template <typename T> static T f(T x) { return std::erfc(x); } };
+struct FnFloor { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::floor(x)); } };
+struct FnCeil { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::ceil(x)); } };
+struct FnRound { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::nearbyint(x)); } };
+struct FnTrunc { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::trunc(x)); } };
+struct FnExp2 { template <typename T> static T f(T x) { return std::exp2(x); } };
+struct FnExpm1 { template <typename T> static T f(T x) { return std::expm1(x); } };
+struct FnNot { template <typename T> static T f(T x) { return x == T(0) ? T(1) : T(0); } };
+// torch.sign: NaN and -0.0 give +0.
+struct FnSign { template <typename T> static T f(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0)); } };
+struct FnSignbit {
+  template <typename T>
+  static T f(T x) {
+    if constexpr (std::is_floating_point<T>::value) return std::signbit(x) ? T(1) : T(0);
+    else if constexpr (std::is_signed<T>::value) return x < T(0) ? T(1) : T(0);
+    else return T(0);
+  }
+};
+
+template <typename Fn, typename T, int64_t N>
+inline void tunary(T* __restrict dst, const T* __restrict a) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = Fn::f(a[i]);
+}
+
+/// Elementwise binary op; `dst` may alias `a` (accumulators), never `b`.
+template <typename Op, typename D, typename T, int64_t N>
+inline void tbinary(D* dst, const T* a, const T* __restrict b) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = D(Op::f(a[i], b[i]));
+}
+
+/// dst = a op s (tensor-scalar forms: TADDS, TMULS, ...).
+template <typename Op, typename D, typename T, int64_t N>
+inline void tbinary_rs(D* __restrict dst, const T* __restrict a, T s) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = D(Op::f(a[i], s));
+}
+
+/// dst = s op a (scalar on the left).
+template <typename Op, typename D, typename T, int64_t N>
+inline void tbinary_ls(D* __restrict dst, T s, const T* __restrict a) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = D(Op::f(s, a[i]));
+}
+
+/// dst[r, c] = a[r, c] op b[r]   (TROWEXPAND*)
+template <typename Op, typename T, int64_t R, int64_t C>
+inline void trowexpand(T* __restrict dst, const T* __restrict a, const T* __restrict b) {
+  for (int64_t r = 0; r < R; ++r) {
+    const T br = b[r];
+    for (int64_t c = 0; c < C; ++c) dst[r * C + c] = Op::f(a[r * C + c], br);
+  }
+}
+
+/// dst[r, c] = a[r, c] op b[c]   (TCOLEXPAND*)
+template <typename Op, typename T, int64_t R, int64_t C>
+inline void tcolexpand(T* __restrict dst, const T* __restrict a, const T* __restrict b) {
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < C; ++c) dst[r * C + c] = Op::f(a[r * C + c], b[c]);
+}
+
+/// TSELECT: dst = cond ? a : b (constants in the forms below).
+template <typename T, int64_t N>
+inline void tselect(T* __restrict dst, const int32_t* __restrict c, const T* __restrict a, const T* __restrict b) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = c[i] ? a[i] : b[i];
+}
+template <typename T, int64_t N>
+inline void tselect_a(T* __restrict dst, const int32_t* __restrict c, T a, const T* __restrict b) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = c[i] ? a : b[i];
+}
+template <typename T, int64_t N>
+inline void tselect_b(T* __restrict dst, const int32_t* __restrict c, const T* __restrict a, T b) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = c[i] ? a[i] : b;
+}
+
+/// TCAST: converts through the destination's storage type S, so the value
+/// is exactly what storing and reloading it would give.
+template <typename S, typename D, typename T, int64_t N>
+inline void tcast(D* __restrict dst, const T* __restrict src) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = cvt<D>(cvt<S>(src[i]));
+}
+
+/// Floats in a native SIMD vector (bytes / 4).
+#if defined(__AVX512F__)
+constexpr int64_t kVecFloats = 16;
+#elif defined(__AVX__)
+constexpr int64_t kVecFloats = 8;
+#else
+constexpr int64_t kVecFloats = 4;
+#endif
+
+/// Reduces axis RED of a tile viewed as [OUTER, RED, INNER] over its first
+/// `valid` entries (TROW*: INNER = 1; TCOL*: OUTER = 1; TRED*: a middle axis).
+/// A row (INNER = 1) is reduced in kReduceLanes interleaved partial results,
+/// combined at the end, so the loop vectorises; other layouts reduce whole
+/// rows of INNER elements at a time.
+constexpr int64_t kReduceLanes = 16;
+/// Independent sets of kReduceLanes partial results a vectorised row reduction keeps.
+constexpr int64_t kReduceSets = 4;
+
+template <typename Op, typename T, int64_t OUTER, int64_t RED, int64_t INNER>
+inline void treduce(T* __restrict dst, const T* __restrict a, int64_t valid, T init) {
+  if (valid > RED) valid = RED;
+  if (valid < 0) valid = 0;
+  if constexpr (INNER == 1) {
+    const int64_t chunks = valid / kReduceLanes;
+    for (int64_t o = 0; o < OUTER; ++o) {
+      const T* __restrict row = a + o * RED;
+      T lanes[kReduceLanes];
+      if constexpr (std::is_same<T, float>::value || std::is_same<T, double>::value ||
+                    std::is_same<T, int32_t>::value || std::is_same<T, int64_t>::value) {
+        // The lanes as native vector-extension values (kReduceLanes elements in all): compilers
+        // keep them in SIMD registers, where a plain array of lanes is often reduced with scalar
+        // instructions.
+        constexpr int64_t kPer = kVecFloats * 4 / static_cast<int64_t>(sizeof(T));
+        constexpr int64_t kVecs = kReduceLanes / kPer;
+        typedef T Vec __attribute__((vector_size(kPer * sizeof(T))));
+        // kReduceSets independent sets of partial results, so that the loop is not bound by the
+        // latency of one chain of Op (a NaN-propagating max is three dependent instructions).
+        Vec acc[kReduceSets][kVecs];
+        for (int64_t s = 0; s < kReduceSets; ++s)
+          for (int64_t v = 0; v < kVecs; ++v)
+            for (int64_t l = 0; l < kPer; ++l) acc[s][v][l] = init;
+        const int64_t whole = chunks / kReduceSets * kReduceSets;
+        for (int64_t c = 0; c < whole; c += kReduceSets) {
+          for (int64_t s = 0; s < kReduceSets; ++s) {
+            for (int64_t v = 0; v < kVecs; ++v) {
+              Vec x;
+              memcpy(&x, row + (c + s) * kReduceLanes + v * kPer, sizeof x);
+              acc[s][v] = Op::f(acc[s][v], x);
+            }
+          }
+        }
+        for (int64_t c = whole; c < chunks; ++c) {
+          for (int64_t v = 0; v < kVecs; ++v) {
+            Vec x;
+            memcpy(&x, row + c * kReduceLanes + v * kPer, sizeof x);
+            acc[0][v] = Op::f(acc[0][v], x);
+          }
+        }
+        for (int64_t s = 1; s < kReduceSets; ++s)
+          for (int64_t v = 0; v < kVecs; ++v) acc[0][v] = Op::f(acc[0][v], acc[s][v]);
+        memcpy(lanes, acc[0], sizeof acc[0]);
+      } else {
+        for (int64_t l = 0; l < kReduceLanes; ++l) lanes[l] = init;
+        for (int64_t c = 0; c < chunks; ++c)
+          for (int64_t l = 0; l < kReduceLanes; ++l) lanes[l] = Op::f(lanes[l], row[c * kReduceLanes + l]);
+      }
+      for (int64_t w = kReduceLanes / 2; w >= 1; w /= 2)
+        for (int64_t l = 0; l < w; ++l) lanes[l] = Op::f(lanes[l], lanes[l + w]);
+      T r = lanes[0];
+      for (int64_t c = chunks * kReduceLanes; c < valid; ++c) r = Op::f(r, row[c]);
+      dst[o] = r;
+    }
+    return;
+  }
+  for (int64_t o = 0; o < OUTER; ++o) {
+    T* __restrict d = dst + o * INNER;
+    for (int64_t i = 0; i < INNER; ++i) d[i] = init;
+    for (int64_t r = 0; r < valid; ++r) {
+      const T* __restrict row = a + (o * RED + r) * INNER;
+      for (int64_t i = 0; i < INNER; ++i) d[i] = Op::f(d[i], row[i]);
+    }
+  }
+}
+
+}  // namespace pto

@@ -1,0 +1,99 @@
+// TMATMUL: the register-blocked float micro-kernel and the tile product.
+// Part of codegen/tile_ops.h, which includes the parts in order (and nothing else does).
+
+namespace pto {
+
+/// Native SIMD vectors of floats for the matmul micro-kernel (GCC/Clang vector extensions).
+typedef float vfloat __attribute__((vector_size(kVecFloats * sizeof(float))));
+
+inline vfloat vload(const float* p) {
+  vfloat v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void vstore(float* p, vfloat v) { memcpy(p, &v, sizeof v); }
+
+/// Register block of the float matmul: kMatmulRows rows x kMatmulVecs vectors of accumulators
+/// (8 x 2 = 16 vector registers), each step loading kMatmulVecs vectors of b and broadcasting
+/// kMatmulRows elements of a.
+constexpr int64_t kMatmulRows = 8;
+constexpr int64_t kMatmulVecs = 2;
+constexpr int64_t kMatmulCols = kMatmulVecs * kVecFloats;
+
+/// The micro-kernel: d (MR x NV vectors, row stride N) = or += a (MR rows, row stride KA) @ b (K rows, row stride N).
+template <int64_t MR, int64_t NV, bool ACC, int64_t K, int64_t N, int64_t KA>
+inline void matmul_block(float* __restrict d, const float* __restrict a, const float* __restrict b) {
+  vfloat acc[MR][NV];
+  for (int64_t i = 0; i < MR; ++i)
+    for (int64_t v = 0; v < NV; ++v) acc[i][v] = ACC ? vload(d + i * N + v * kVecFloats) : vfloat{};
+  for (int64_t k = 0; k < K; ++k) {
+    vfloat bv[NV];
+    for (int64_t v = 0; v < NV; ++v) bv[v] = vload(b + k * N + v * kVecFloats);
+    for (int64_t i = 0; i < MR; ++i) {
+      const float av = a[i * KA + k];
+      for (int64_t v = 0; v < NV; ++v) acc[i][v] += av * bv[v];
+    }
+  }
+  for (int64_t i = 0; i < MR; ++i)
+    for (int64_t v = 0; v < NV; ++v) vstore(d + i * N + v * kVecFloats, acc[i][v]);
+}
+
+/// Rows [0, M) of one column block of NV vectors (row strides: KA in a, NS in b and d), in
+/// register blocks of kMatmulRows rows (the last block takes the remaining rows).
+template <int64_t NV, bool ACC, int64_t M, int64_t K, int64_t NS, int64_t KA>
+inline void matmul_column_block(float* __restrict d, const float* __restrict a, const float* __restrict b) {
+  constexpr int64_t full = M / kMatmulRows * kMatmulRows;
+  for (int64_t i0 = 0; i0 < full; i0 += kMatmulRows)
+    matmul_block<kMatmulRows, NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b);
+  if constexpr (M % kMatmulRows != 0) matmul_block<M % kMatmulRows, NV, ACC, K, NS, KA>(d + full * NS, a + full * KA, b);
+}
+
+/// d (M x N, row stride NS) = or += a (M x K, row stride KA) @ b (K x N, row stride NS) for any
+/// T: floats through the register-blocked micro-kernel over column blocks of kMatmulCols (then
+/// single vectors), the columns left over and other types through the i-k-j loop, which streams
+/// rows of b so its inner loop vectorises.
+template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS>
+inline void matmul_tile(T* __restrict d, const T* __restrict a, const T* __restrict b) {
+  int64_t j0 = 0;
+  if constexpr (std::is_same<T, float>::value) {
+    for (; j0 + kMatmulCols <= N; j0 += kMatmulCols)
+      matmul_column_block<kMatmulVecs, ACC, M, K, NS, KA>(d + j0, a, b + j0);
+    for (; j0 + kVecFloats <= N; j0 += kVecFloats) matmul_column_block<1, ACC, M, K, NS, KA>(d + j0, a, b + j0);
+  }
+  if (j0 == N) return;
+  for (int64_t i = 0; i < M; ++i) {
+    T* __restrict drow = d + i * NS;
+    if (!ACC)
+      for (int64_t j = j0; j < N; ++j) drow[j] = T(0);
+    for (int64_t k = 0; k < K; ++k) {
+      const T av = a[i * KA + k];
+      const T* __restrict brow = b + k * NS;
+      for (int64_t j = j0; j < N; ++j) drow[j] += av * brow[j];
+    }
+  }
+}
+
+/// TMATMUL / TMATMUL_ACC: dst (M x N) = or += a (M x K) @ b (K x N). The tile is the L1 cube tile;
+/// (M0, K0, N0), the L0 cube tile, divides it into blocks multiplied one at a time (k blocks
+/// outermost, so a K0 x N0 panel of b and an M0 x K0 panel of a stay in the core's first-level
+/// cache while a block runs); inside a block the micro-kernel's register block is sized by the
+/// vector register file.
+template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t M0 = M, int64_t K0 = K, int64_t N0 = N>
+inline void tmatmul(T* __restrict dst, const T* __restrict a, const T* __restrict b) {
+  static_assert(M % M0 == 0 && K % K0 == 0 && N % N0 == 0, "the L0 cube tile must divide the tile");
+  if constexpr (M0 == M && K0 == K && N0 == N) {
+    matmul_tile<ACC, T, M, K, N, K, N>(dst, a, b);
+  } else {
+    for (int64_t k0 = 0; k0 < K; k0 += K0)
+      for (int64_t j0 = 0; j0 < N; j0 += N0)
+        for (int64_t i0 = 0; i0 < M; i0 += M0) {
+          T* d = dst + i0 * N + j0;
+          const T* ab = a + i0 * K + k0;
+          const T* bb = b + k0 * N + j0;
+          if (k0 == 0) matmul_tile<ACC, T, M0, K0, N0, K, N>(d, ab, bb);
+          else matmul_tile<true, T, M0, K0, N0, K, N>(d, ab, bb);
+        }
+  }
+}
+
+}  // namespace pto

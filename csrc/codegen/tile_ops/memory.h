@@ -1,0 +1,172 @@
+// Moving tiles: TLOAD, TSTORE (with streaming stores), TFILL, TARANGE and tile copies.
+// Part of codegen/tile_ops.h, which includes the parts in order (and nothing else does).
+
+namespace pto {
+
+/// Row `r` of a tile of shape `tshape` (rows = all dims but the last): its element offset in a
+/// box with strides `stride`, and whether it lies inside the `valid` box. Rank 1 and 2 need no
+/// division.
+inline void row_position(int rank, const int64_t* tshape, const int64_t* valid, const int64_t* stride, int64_t r,
+                         int64_t& off, bool& inside) {
+  if (rank <= 1) {
+    off = 0;
+    inside = true;
+    return;
+  }
+  if (rank == 2) {
+    off = r * stride[0];
+    inside = r < valid[0];
+    return;
+  }
+  off = 0;
+  inside = true;
+  int64_t rem = r;
+  for (int d = rank - 2; d >= 0; --d) {
+    const int64_t i = rem % tshape[d];
+    rem /= tshape[d];
+    inside = inside && i < valid[d];
+    off += i * stride[d];
+  }
+}
+
+/// TLOAD: the box of `rank` dims at `src` (element strides `stride`, `valid`
+/// elements per dim) into a tile of shape `tshape` whose last dim is C; tile
+/// elements outside the valid box are zero.
+template <typename T, int64_t C, typename S>
+inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* __restrict src, const int64_t* stride,
+                  const int64_t* valid) {
+  int64_t rows = 1;
+  for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
+  // The valid extent clamped to [0, C] (a negative one moves nothing).
+  const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < C ? valid[rank - 1] : C;
+  const int64_t sc = stride[rank - 1];
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t off = 0;
+    bool inside = true;
+    row_position(rank, tshape, valid, stride, r, off, inside);
+    T* __restrict drow = dst + r * C;
+    if (!inside) {
+      for (int64_t c = 0; c < C; ++c) drow[c] = T(0);
+      continue;
+    }
+    const S* __restrict srow = src + off;
+    if (sc == 1 && vc == C) {
+      for (int64_t c = 0; c < C; ++c) drow[c] = cvt<T>(srow[c]);
+    } else {
+      for (int64_t c = 0; c < vc; ++c) drow[c] = cvt<T>(srow[c * sc]);
+      for (int64_t c = vc; c < C; ++c) drow[c] = T(0);
+    }
+  }
+}
+
+/// TLOAD of a tile that is only read: when the whole tile lies densely at `src` (every dim valid,
+/// innermost stride 1, each outer stride the size of the tile dims inside it) the tile is `src`
+/// itself and nothing is copied; otherwise it is loaded into `buf` as tload does.
+template <typename T, int64_t C>
+inline const T* tload_view(T* __restrict buf, int rank, const int64_t* tshape, const T* src, const int64_t* stride,
+                           const int64_t* valid) {
+  bool dense = true;
+  int64_t inner = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    dense = dense && valid[d] >= tshape[d] && (tshape[d] == 1 || stride[d] == inner);
+    inner *= tshape[d];
+  }
+  if (dense) return src;
+  tload<T, C>(buf, rank, tshape, src, stride, valid);
+  return buf;
+}
+
+#ifdef PTO_STREAM_STORES
+/// Writes one full row of C floats to a 64-byte-aligned `drow` with non-temporal (streaming) stores,
+/// which do not first read the destination's cache lines from memory.
+template <int64_t C>
+inline void stream_row(float* drow, const float* srow) {
+#if defined(__AVX512F__)
+  for (int64_t c = 0; c < C; c += 16) _mm512_stream_ps(drow + c, _mm512_loadu_ps(srow + c));
+#elif defined(__AVX__)
+  for (int64_t c = 0; c < C; c += 8) _mm256_stream_ps(drow + c, _mm256_loadu_ps(srow + c));
+#else
+  for (int64_t c = 0; c < C; c += 4) _mm_stream_ps(drow + c, _mm_loadu_ps(srow + c));
+#endif
+}
+#endif
+
+/// Stores N values at `dst` with element stride `stride`, converted to the destination type (a full
+/// tile row, or a strip of a fused chain). With STREAM, a dense float row starting on a 64-byte
+/// boundary goes through stream_row.
+template <bool STREAM, int64_t N, typename S, typename T>
+inline void store_strip(S* __restrict dst, int64_t stride, const T* __restrict src) {
+  if (stride == 1) {
+#ifdef PTO_STREAM_STORES
+    if constexpr (STREAM && std::is_same<T, float>::value && std::is_same<S, float>::value && N % 16 == 0) {
+      if ((reinterpret_cast<uintptr_t>(dst) & 63) == 0) {
+        stream_row<N>(dst, src);
+        return;
+      }
+    }
+#endif
+    for (int64_t k = 0; k < N; ++k) dst[k] = cvt<S>(src[k]);
+  } else {
+    for (int64_t k = 0; k < N; ++k) dst[k * stride] = cvt<S>(src[k]);
+  }
+}
+
+/// TSTORE: the valid part of a tile (last dim C) into a strided box. With STREAM, full float rows
+/// whose start is 64-byte aligned go through stream_row.
+template <typename T, int64_t C, typename S, bool STREAM = false>
+inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
+                   const T* __restrict src) {
+  int64_t rows = 1;
+  for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
+  // The valid extent clamped to [0, C] (a negative one moves nothing).
+  const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < C ? valid[rank - 1] : C;
+  const int64_t sc = stride[rank - 1];
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t off = 0;
+    bool inside = true;
+    row_position(rank, tshape, valid, stride, r, off, inside);
+    if (!inside) continue;
+    const T* __restrict srow = src + r * C;
+    S* __restrict drow = dst + off;
+    if (vc == C) {
+      store_strip<STREAM, C>(drow, sc, srow);
+    } else if (sc == 1) {
+      for (int64_t c = 0; c < vc; ++c) drow[c] = cvt<S>(srow[c]);
+    } else {
+      for (int64_t c = 0; c < vc; ++c) drow[c * sc] = cvt<S>(srow[c]);
+    }
+  }
+}
+
+/// TSTORE into a large output that is not read again soon (see tstore's STREAM). A kernel that
+/// calls it ends with stream_fence().
+template <typename T, int64_t C, typename S>
+inline void tstore_stream(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank,
+                          const int64_t* tshape, const T* __restrict src) {
+  tstore<T, C, S, true>(dst, stride, valid, rank, tshape, src);
+}
+
+/// Orders a kernel's streaming stores before the runtime marks its task finished.
+inline void stream_fence() {
+#ifdef PTO_STREAM_STORES
+  _mm_sfence();
+#endif
+}
+
+template <typename T, int64_t N>
+inline void tfill(T* __restrict dst, T value) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = value;
+}
+
+/// TARANGE: dst[i] = start + (offset + i) * step.
+template <typename T, int64_t N>
+inline void tarange(T* __restrict dst, double start, double step, int64_t offset) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = static_cast<T>(start + static_cast<double>(offset + i) * step);
+}
+
+template <typename T, int64_t N>
+inline void tcopy(T* __restrict dst, const T* __restrict src) {
+  for (int64_t i = 0; i < N; ++i) dst[i] = src[i];
+}
+
+}  // namespace pto
