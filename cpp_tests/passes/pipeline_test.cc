@@ -25,7 +25,7 @@ const PassRecord& Record(const PipelineResult& r, const std::string& name) {
 }
 
 TEST(PipelineTest, RegistryListsThePassesInOrder) {
-  EXPECT_EQ(pass_names(), (std::vector<std::string>{"fuse_attention", "expand_tiles", "reorder_loops", "fuse_blocks", "fuse_loops",
+  EXPECT_EQ(pass_names(), (std::vector<std::string>{"fuse_attention", "retile_epilogues", "expand_tiles", "reorder_loops", "fuse_blocks", "fuse_loops",
                                                     "flatten_loops", "forward_tiles", "rematerialize", "plan_buffers",
                                                     "build_orchestration", "binary_expand"}));
 }
@@ -38,9 +38,10 @@ TEST(PipelineTest, RecordsOnePassRecordPerPassInRegistryOrder) {
     // rematerialize only acts on functions over the budget (this one fits);
     // reorder_loops only when a producer's grid differs from its consumer's;
     // binary_expand only on loops with max_range/min_range; flatten_loops only on loops of one
-    // iteration (tiles as wide as the tensor); fuse_attention only on attention chains.
+    // iteration (tiles as wide as the tensor); fuse_attention only on attention chains;
+    // retile_epilogues only on elementwise ops over a matmul.
     EXPECT_EQ(p.changed, p.name != "rematerialize" && p.name != "reorder_loops" && p.name != "binary_expand" &&
-                             p.name != "flatten_loops" && p.name != "fuse_attention")
+                             p.name != "flatten_loops" && p.name != "fuse_attention" && p.name != "retile_epilogues")
         << p.name;
     EXPECT_GE(p.seconds, 0.0) << p.name;
   }

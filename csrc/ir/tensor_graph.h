@@ -77,6 +77,7 @@ struct TensorOp {
                                   ///< Attention: query rows, head dim, key block (the score tile is m x n)
   std::vector<int64_t> cube_tile_l0;
   double scale = 1.0;             ///< Attention: the factor applied to q @ kt
+  std::string tile_note;          ///< why a Tensor-level pass changed tile_shape (shown on the op's tile nest)
 };
 
 /// A structured control region of the traced program: a loop over a symbolic

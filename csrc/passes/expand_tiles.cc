@@ -55,48 +55,7 @@ class Expander {
     }
     out_.params = g_.params;
     out_.outputs = g_.outputs;
-    find_epilogues();
     for (size_t i = 0; i < g_.ops.size(); ++i) expand(static_cast<int>(i));
-  }
-
-  /// Elementwise ops over a matmul's output (its epilogue: bias, activation,
-  /// gating) are tiled by the matmul's output tile instead of the vec tile,
-  /// so that they share its grid and can fuse with it.
-  void find_epilogues() {
-    std::map<int, std::pair<std::vector<int64_t>, std::string>> cube;  // value -> (tile, matmul nest name)
-    for (size_t i = 0; i < g_.ops.size(); ++i) {
-      const TensorOp& op = g_.ops[i];
-      const OpInfo& info = op_info(op.kind);
-      const TensorValue& out = g_.value(op.output);
-      if (info.cls == OpClass::Matmul) {
-        std::vector<int64_t> t(out.shape.size(), 1);
-        t[t.size() - 2] = op.cube_tile[0];
-        t[t.size() - 1] = op.cube_tile[2];
-        cube[op.output] = {t, fmt::format("{}_{}", info.name, i)};
-        continue;
-      }
-      if (info.cls != OpClass::Unary && info.cls != OpClass::Binary && info.cls != OpClass::Where &&
-          info.cls != OpClass::Cast)
-        continue;
-      for (int in : op.inputs) {
-        auto it = cube.find(in);
-        if (it == cube.end() || g_.value(in).shape.size() != out.shape.size()) continue;
-        bool same = true;
-        for (size_t d = 0; d < out.shape.size(); ++d) same &= g_.value(in).shape[d].equals(out.shape[d]);
-        if (!same || g_.ops[i].region != op_region_of(in)) continue;
-        cube[op.output] = it->second;
-        epilogue_tile_[static_cast<int>(i)] = it->second.first;
-        epilogue_note_[static_cast<int>(i)] =
-            fmt::format("retiled to {} (the output tile of @{}) to fuse with it", ints_str(it->second.first), it->second.second);
-        break;
-      }
-    }
-  }
-
-  int op_region_of(int value) const {
-    for (const TensorOp& op : g_.ops)
-      if (op.output == value) return op.region;
-    return -1;
   }
 
  private:
@@ -264,6 +223,7 @@ class Expander {
     n.name = fmt::format("{}_{}", info.name, idx);
     n.source_op = idx;
     n.region = op.region;
+    n.note = op.tile_note;
     if (info.cls == OpClass::View) return;  // views move no data
     if (info.cls == OpClass::Matmul) {
       n.body = matmul(op, idx);
@@ -332,10 +292,7 @@ class Expander {
       for (size_t d = 0; d < s.shape.size(); ++d) dims.push_back(static_cast<int>(d));
       n.body = nest(s, dims, std::vector<bool>(dims.size(), true), std::move(body));
     } else {
-      auto ep = epilogue_tile_.find(idx);
-      const std::vector<int64_t>& tile = ep == epilogue_tile_.end() ? op.tile_shape : ep->second;
-      if (ep != epilogue_tile_.end()) n.note = epilogue_note_.at(idx);
-      Space s = make_space(outv.shape, tile, idx, outv.valid);
+      Space s = make_space(outv.shape, op.tile_shape, idx, outv.valid);
       std::vector<Stmt> body;
       int res = elementwise(op, s, compute_dtype(outv.dtype), body);
       store(res, op.output, s, body);
@@ -728,8 +685,6 @@ class Expander {
 
   const TensorGraph& g_;
   TileGraph& out_;
-  std::map<int, std::vector<int64_t>> epilogue_tile_;  // op index -> tile used instead of its vec tile
-  std::map<int, std::string> epilogue_note_;
 };
 
 }  // namespace

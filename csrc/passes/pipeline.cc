@@ -19,13 +19,14 @@
 #include "passes/plan_buffers.h"
 #include "passes/rematerialize.h"
 #include "passes/reorder_loops.h"
+#include "passes/retile_epilogues.h"
 
 namespace pypto {
 
 namespace {
 
 /// Passes that only improve a program and are skipped when disabled by name.
-const std::set<std::string> kOptional = {"fuse_attention", "reorder_loops", "fuse_loops", "flatten_loops", "forward_tiles",
+const std::set<std::string> kOptional = {"fuse_attention", "retile_epilogues", "reorder_loops", "fuse_loops", "flatten_loops", "forward_tiles",
                                          "rematerialize", "binary_expand"};
 /// Passes that produce the next level: disabled, they run in a plain mode.
 const std::map<std::string, std::string> kPlainMode = {
@@ -110,7 +111,8 @@ void plain_mode(PassRecord& rec, const PassOptions& opts) {
 }  // namespace
 
 const std::vector<std::string>& pass_names() {
-  static const std::vector<std::string> names = {"fuse_attention", "expand_tiles",  "reorder_loops", "fuse_blocks",
+  static const std::vector<std::string> names = {"fuse_attention", "retile_epilogues", "expand_tiles", "reorder_loops",
+                                                 "fuse_blocks",
                                                  "fuse_loops",    "flatten_loops", "forward_tiles",
                                                  "rematerialize", "plan_buffers",  "build_orchestration",
                                                  "binary_expand"};
@@ -143,7 +145,9 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
   std::map<int, std::string> shrunk;  // matmul op -> its cube tile before shrinking
   for (;;) {
     r.passes = {graph_record};
-    r.tile = step<TileGraph>(r, "expand_tiles", work, opts, ExpandTiles);
+    // After the cube tiles are final (the budget loop may shrink them): the epilogues take them.
+    TensorGraph tiled = optional_step<TensorGraph>(r, "retile_epilogues", work, opts, RetileEpilogues);
+    r.tile = step<TileGraph>(r, "expand_tiles", tiled, opts, ExpandTiles);
     for (const auto& [i, from] : shrunk)
       r.passes.back().notes.push_back(fmt::format("shrank the cube tile of {}_{} from {} to {} to fit the budget of {} KB",
                                                   op_info(work.ops[i].kind).name, i, from, cube_str(work.ops[i]),

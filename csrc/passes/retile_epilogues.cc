@@ -1,0 +1,67 @@
+// Pass "retile_epilogues": Tensor Graph -> Tensor Graph.
+//
+// Requires: a verified Tensor Graph whose matmuls carry their cube tile.
+// Guarantees: every elementwise op (unary, binary, where, cast) that reads a matmul's output, or
+// the output of such an op, of the same shape and in the same control region, has the matmul's
+// output tile ([1, ..., m, n]) as its tile shape and says so in its `tile_note`; nothing else
+// changes. Its loop nest then walks the matmul's tile grid, so the epilogue (bias, activation,
+// gating) fuses with the product instead of reading it back from memory.
+#include "passes/retile_epilogues.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <string>
+#include <utility>
+
+namespace pypto {
+
+namespace {
+
+int region_of(const TensorGraph& g, int value) {
+  for (const TensorOp& op : g.ops)
+    if (op.output == value) return op.region;
+  return -1;
+}
+
+bool same_shape(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t d = 0; d < a.size(); ++d)
+    if (!a[d].equals(b[d])) return false;
+  return true;
+}
+
+}  // namespace
+
+TensorGraph RetileEpilogues(const TensorGraph& g, const PassOptions&) {
+  TensorGraph out = g;
+  std::map<int, std::pair<std::vector<int64_t>, std::string>> cube;  // value -> (tile, matmul nest name)
+  for (size_t i = 0; i < out.ops.size(); ++i) {
+    TensorOp& op = out.ops[i];
+    const OpInfo& info = op_info(op.kind);
+    const TensorValue& result = out.value(op.output);
+    if (info.cls == OpClass::Matmul) {
+      std::vector<int64_t> t(result.shape.size(), 1);
+      t[t.size() - 2] = op.cube_tile[0];
+      t[t.size() - 1] = op.cube_tile[2];
+      cube[op.output] = {t, fmt::format("{}_{}", info.name, i)};
+      continue;
+    }
+    if (info.cls != OpClass::Unary && info.cls != OpClass::Binary && info.cls != OpClass::Where &&
+        info.cls != OpClass::Cast)
+      continue;
+    for (int in : op.inputs) {
+      auto it = cube.find(in);
+      if (it == cube.end() || !same_shape(out.value(in).shape, result.shape) || op.region != region_of(out, in))
+        continue;
+      cube[op.output] = it->second;
+      op.tile_shape = it->second.first;
+      op.tile_note = fmt::format("retiled to {} (the output tile of @{}) to fuse with it", ints_str(it->second.first),
+                                 it->second.second);
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace pypto
