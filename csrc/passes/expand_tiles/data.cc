@@ -1,0 +1,70 @@
+// Pass "expand_tiles": gather and scatter (indexed loads and stores), and assemble, full and arange
+// (a copy into a view, or a new tensor filled).
+#include "passes/expand_tiles/expander.h"
+
+namespace pypto::expand_tiles_impl {
+
+std::vector<Stmt> Expander::indexed(const TensorOp& op, int idx) {
+  const OpInfo& info = op_info(op.kind);
+  // Over the index's shape: load index tiles, then read (gather) or write
+  // (scatter) the data tensor at the indexed positions of the block.
+  bool gather = info.cls == OpClass::Gather;
+  int index = gather ? op.inputs[1] : op.inputs[0];
+  int data = gather ? op.inputs[0] : op.inputs[2];
+  const TensorValue& iv = g_.value(index);
+  Space s = make_space(iv.shape, op.tile_shape, idx, iv.valid);
+  std::vector<Stmt> body;
+  int it = load_operand(index, s, body);
+  Instr in{gather ? Opcode::TGATHER : Opcode::TSCATTER};
+  in.memref = data;
+  in.axis = op.dim;
+  in.valid = s.valid;
+  for (size_t d = 0; d < s.shape.size(); ++d) in.offsets.push_back(static_cast<int>(d) == op.dim ? Expr(0) : s.offset[d]);
+  if (gather) {
+    in.srcs = {it};
+    in.dst = new_tile(s.tile, compute_dtype(g_.value(data).dtype));
+    body.push_back(instr(in));
+    store(in.dst, op.output, s, body);
+  } else {
+    int src = convert(load_operand(op.inputs[1], s, body), compute_dtype(g_.value(data).dtype), body);
+    in.srcs = {it, src};
+    body.push_back(instr(in));
+  }
+  std::vector<int> dims;
+  for (size_t d = 0; d < s.shape.size(); ++d) dims.push_back(static_cast<int>(d));
+  return nest(s, dims, std::vector<bool>(dims.size(), true), std::move(body));
+}
+
+std::vector<Stmt> Expander::copy_or_fill(const TensorOp& op, int idx) {
+  const TensorValue& outv = g_.value(op.output);
+  // Copy src into the target view, or fill a new tensor: over the
+  // written tensor's shape, cut at its valid extents.
+  const TensorValue& src = g_.value(op.inputs.empty() ? op.output : op.inputs[0]);
+  Space s = make_space(src.shape, op.tile_shape, idx, src.valid);
+  std::vector<Stmt> body;
+  int t;
+  if (op.kind == TensorOpKind::Assemble) {
+    t = convert(load_operand(op.inputs[0], s, body), compute_dtype(outv.dtype), body);
+  } else if (op.kind == TensorOpKind::Full) {
+    Instr f{Opcode::TFILL};
+    f.dst = new_tile(s.tile, compute_dtype(outv.dtype));
+    f.scalar = op.operands.at(0).constant;
+    f.scalar_expr = op.operands.at(0).sym;
+    body.push_back(instr(f));
+    t = f.dst;
+  } else {
+    Instr a{Opcode::TARANGE};
+    a.dst = new_tile(s.tile, compute_dtype(outv.dtype));
+    a.scalar = op.start;
+    a.step = op.step;
+    a.offsets = {s.offset[0]};
+    body.push_back(instr(a));
+    t = a.dst;
+  }
+  store(t, op.output, s, body);
+  std::vector<int> dims;
+  for (size_t d = 0; d < s.shape.size(); ++d) dims.push_back(static_cast<int>(d));
+  return nest(s, dims, std::vector<bool>(dims.size(), true), std::move(body));
+}
+
+}  // namespace pypto::expand_tiles_impl

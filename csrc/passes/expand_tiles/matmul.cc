@@ -1,0 +1,97 @@
+// Pass "expand_tiles": matmuls: the output tile grid in parallel, the k tiles in sequence.
+#include "passes/expand_tiles/expander.h"
+
+namespace pypto::expand_tiles_impl {
+
+/// Loads the [.., rows, cols] tile of a matmul operand at the given last-two-dim offsets.
+int Expander::load_mm(int v, const Space& s, const Expr& ro, const Expr& rv, int64_t rt, const Expr& co, const Expr& cv,
+            int64_t ct, DataType compute, std::vector<Stmt>& body) {
+  const TensorValue& tv = g_.value(v);
+  size_t r = s.shape.size(), rx = tv.shape.size();
+  Instr ld{Opcode::TLOAD};
+  ld.memref = v;
+  std::vector<int64_t> shape;
+  for (size_t k = 0; k + 2 < rx; ++k) {
+    size_t d = k + (r - rx);
+    auto c = tv.shape[k].as_const();
+    bool bcast = c && *c == 1 && !(s.shape[d].as_const() && *s.shape[d].as_const() == 1);
+    shape.push_back(1);
+    ld.offsets.push_back(bcast ? Expr(0) : s.offset[d]);
+    ld.valid.push_back(Expr(1));
+  }
+  shape.push_back(rt);
+  shape.push_back(ct);
+  ld.offsets.push_back(ro);
+  ld.offsets.push_back(co);
+  ld.valid.push_back(rv);
+  ld.valid.push_back(cv);
+  ld.dst = new_tile(shape, compute_dtype(tv.dtype));
+  body.push_back(instr(ld));
+  return convert(ld.dst, compute, body);
+}
+
+/// The L0 cube tile `l0` (m, k, n) as blocks of an (mt, kt, nt) L1 tile: each size is the largest
+/// divisor of the tile's size that is at most the L0 size; none when they equal the tile (one block).
+std::vector<int64_t> Expander::l0_blocks(const std::vector<int64_t>& l0_sizes, int64_t mt, int64_t kt, int64_t nt) {
+  if (l0_sizes.size() != 3) return {};
+  const int64_t tile[] = {mt, kt, nt};
+  std::vector<int64_t> l0(3);
+  for (int i = 0; i < 3; ++i) {
+    int64_t b = std::max<int64_t>(1, std::min(l0_sizes[i], tile[i]));
+    while (tile[i] % b != 0) --b;
+    l0[i] = b;
+  }
+  if (l0[0] == mt && l0[1] == kt && l0[2] == nt) return {};
+  return l0;
+}
+
+/// Matmul: the output's tile grid (batch dims one by one, m and n by the
+/// cube tile) in parallel; the k tiles in a sequential loop, the first
+/// through TMATMUL and the rest through TMATMUL_ACC into one accumulator.
+std::vector<Stmt> Expander::matmul(const TensorOp& op, int idx) {
+  const TensorValue& outv = g_.value(op.output);
+  const TensorValue& av = g_.value(op.inputs[0]);
+  size_t r = outv.shape.size();
+  std::vector<int64_t> tile(r, 1);
+  tile[r - 2] = op.cube_tile[0];
+  tile[r - 1] = op.cube_tile[2];
+  Space s = make_space(outv.shape, tile, idx, outv.valid);
+  const Expr& K = av.shape.back();
+  const Expr& Kvalid = av.valid.back();
+  int64_t kt = clamp(K, op.cube_tile[1]);
+  std::string kvar = fmt::format("k{}", idx);
+  auto k_off = [&](const Expr& kk) { return kk * Expr(kt); };
+  auto k_valid = [&](const Expr& kk) { return valid(Kvalid, kt, k_off(kk)); };
+  int64_t mt = s.tile[r - 2], nt = s.tile[r - 1];
+  DataType acc_dt = op.compute;
+  auto step = [&](const Expr& kk, int acc, std::vector<Stmt>& body) {
+    int a = load_mm(op.inputs[0], s, s.offset[r - 2], s.valid[r - 2], mt, k_off(kk), k_valid(kk), kt, acc_dt, body);
+    int b = load_mm(op.inputs[1], s, k_off(kk), k_valid(kk), kt, s.offset[r - 1], s.valid[r - 1], nt, acc_dt, body);
+    Instr mm{acc < 0 ? Opcode::TMATMUL : Opcode::TMATMUL_ACC};
+    mm.l0 = l0_blocks(op.cube_tile_l0, mt, kt, nt);
+    if (acc < 0) {
+      std::vector<int64_t> shape(r, 1);
+      shape[r - 2] = mt;
+      shape[r - 1] = nt;
+      mm.dst = new_tile(shape, acc_dt);
+      mm.srcs = {a, b};
+    } else {
+      mm.dst = acc;
+      mm.srcs = {acc, a, b};
+    }
+    body.push_back(instr(mm));
+    return mm.dst;
+  };
+  std::vector<Stmt> body;
+  int acc = step(Expr(0), -1, body);
+  Loop kl = block_loop(kvar, 1, K, kt);
+  step(Expr::var(kvar), acc, kl.body);
+  if (!(kl.stop.as_const() && *kl.stop.as_const() <= 1)) body.push_back(Stmt{std::move(kl)});
+  int res = convert(acc, compute_dtype(outv.dtype), body);
+  store(res, op.output, s, body);
+  std::vector<int> dims;
+  for (size_t d = 0; d < r; ++d) dims.push_back(static_cast<int>(d));
+  return nest(s, dims, std::vector<bool>(dims.size(), true), std::move(body));
+}
+
+}  // namespace pypto::expand_tiles_impl
