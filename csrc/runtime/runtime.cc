@@ -1,32 +1,23 @@
+// The runtime's construction and submission side: the C function table generated code calls
+// (exceptions become the run's failure), task submission through the region index into the
+// scheduler's records, and workspaces. worker.cc runs the tasks; trace.cc writes PYPTO_TRACE.
 #include "runtime/runtime.h"
-
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
-
-#include "runtime/region_index.h"
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <new>
-#include <sstream>
 #include <utility>
+
+#include "runtime/region_index.h"
+#include "runtime/task_records.h"
 
 namespace pypto::runtime {
 
 namespace {
 
 constexpr size_t kWorkspaceAlign = 64;
-// Arena bytes reserved per task of the window; a record larger than a quarter of the arena is refused.
-constexpr uint64_t kArenaBytesPerTask = 384;
-constexpr uint64_t kMinArenaBytes = uint64_t{1} << 20;
-// How long an idle thread spins for new work before it sleeps.
-constexpr auto kSpin = std::chrono::microseconds(50);
 
 int resolve_num_threads(int requested) {
   if (requested > kMaxThreads)
@@ -43,42 +34,6 @@ int resolve_num_threads(int requested) {
 int64_t resolve_task_window() {
   if (auto v = env_int("PYPTO_TASK_WINDOW", 1, kMaxTaskWindow)) return *v;
   return kDefaultTaskWindow;
-}
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
-void json_string(std::ostream& os, const std::string& s) {
-  os << '"';
-  for (char c : s) {
-    switch (c) {
-      case '"': os << "\\\""; break;
-      case '\\': os << "\\\\"; break;
-      case '\n': os << "\\n"; break;
-      case '\t': os << "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          os << buf;
-        } else {
-          os << c;
-        }
-    }
-  }
-  os << '"';
-}
-
-// Microseconds with nanosecond precision, as Chrome's trace format expects.
-std::string us(int64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1000.0);
-  return buf;
 }
 
 
@@ -98,153 +53,13 @@ void validate_region(const pypto_region& r) {
   if (r.base == nullptr && !region_is_empty(r)) throw std::invalid_argument("region has a null base");
 }
 
-// A test-and-test-and-set lock for the ready queue's short critical sections.
-class SpinLock {
- public:
-  void lock() {
-    while (flag_.exchange(true, std::memory_order_acquire)) {
-      while (flag_.load(std::memory_order_relaxed)) cpu_relax();
-    }
-  }
-  void unlock() { flag_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> flag_{false};
-};
-
 }  // namespace
-
-// ----------------------------------------------------------------------------------------------
-// Task records.
-//
-// A submitted task is one contiguous record in the run's ring arena: this header, then its
-// scalars, its regions (a descriptor pointer plus offsets and extents per dim) and one successor
-// link per predecessor. Records are freed in submission order once finished.
-
-// An entry of a predecessor's successor list; it lives in the successor's record, which cannot be
-// freed before every predecessor has finished.
-struct Runtime::Link {
-  Task* succ;
-  Link* next;
-
-  // The list head of a finished task.
-  static Link* closed() { return reinterpret_cast<Link*>(uintptr_t{1}); }
-};
-
-struct Runtime::Task {
-  int64_t id;
-  const char* name;
-  pypto_kernel_fn kernel;
-  TaskFn* fn;
-  // Successor links; Link::closed() once the task has finished, so late submitters do not link to it.
-  std::atomic<Link*> succ;
-  // Logical arena offset just past this record.
-  uint64_t end;
-  // Unfinished predecessors (plus one while the task is being linked).
-  std::atomic<int32_t> pending;
-  std::atomic<uint8_t> done;
-  uint8_t nargs;
-  uint16_t nscalars;
-
-  int64_t* scalars() { return reinterpret_cast<int64_t*>(this + 1); }
-  char* regions() { return reinterpret_cast<char*>(scalars() + nscalars); }
-};
-
-// A task between task_alloc and submit.
-struct Runtime::Staged {
-  int64_t id = 0;
-  const char* name = nullptr;
-  pypto_kernel_fn kernel = nullptr;
-  TaskFn* fn = nullptr;
-  int64_t buffer_bytes = 0;
-  std::vector<RegionAccess> args;
-  // The boxes of `args`: offsets then extents, PYPTO_MAX_DIMS each (the accesses point here once
-  // the task is submitted).
-  std::vector<std::array<int64_t, 2 * PYPTO_MAX_DIMS>> boxes;
-  std::vector<int64_t> scalars;
-};
 
 size_t Runtime::task_record_bytes() { return sizeof(Task); }
 
 size_t Runtime::region_record_bytes(int ndim) { return sizeof(const RegionDesc*) + 2 * sizeof(int64_t) * ndim; }
 
 size_t Runtime::link_bytes() { return sizeof(Link); }
-
-// ----------------------------------------------------------------------------------------------
-// The scheduler: a ring arena of task records, the slot table that maps submission numbers to
-// records, and a FIFO ready queue. Idle threads spin briefly, then sleep on a condition variable.
-
-struct Runtime::Scheduler {
-  // Ready queue (capacity = slots, since ready tasks are live tasks).
-  SpinLock lock;
-  std::vector<Task*> ring;
-  uint64_t head = 0;
-  uint64_t tail = 0;
-  std::atomic<int64_t> size{0};
-
-  std::mutex sleep_mu;
-  std::condition_variable work_cv;
-  std::condition_variable main_cv;
-  std::atomic<int> sleepers{0};
-  std::atomic<bool> main_waiting{false};
-  std::atomic<bool> shutdown{false};
-
-  // Records of live tasks, indexed by submission number modulo the slot count.
-  std::vector<Task*> slots;
-  uint64_t mask = 0;
-  char* arena = nullptr;
-  uint64_t arena_size = 0;
-
-  ~Scheduler() { std::free(arena); }
-
-  void resize(int64_t window) {
-    uint64_t n = 1;
-    while (n < static_cast<uint64_t>(window)) n <<= 1;
-    const uint64_t bytes = std::max(kMinArenaBytes, (static_cast<uint64_t>(window) * kArenaBytesPerTask + 63) / 64 * 64);
-    if (n == slots.size() && bytes == arena_size) return;
-    slots.assign(n, nullptr);
-    ring.assign(n, nullptr);
-    mask = n - 1;
-    head = tail = 0;
-    std::free(arena);
-    arena = static_cast<char*>(std::aligned_alloc(64, bytes));
-    if (arena == nullptr) throw std::bad_alloc();
-    arena_size = bytes;
-  }
-
-  void push(Task* t) {
-    lock.lock();
-    ring[tail & mask] = t;
-    ++tail;
-    size.fetch_add(1, std::memory_order_seq_cst);
-    lock.unlock();
-    if (sleepers.load(std::memory_order_seq_cst) > 0) {
-      std::lock_guard<std::mutex> g(sleep_mu);
-      work_cv.notify_one();
-    }
-    wake_main();
-  }
-
-  Task* pop() {
-    if (size.load(std::memory_order_relaxed) <= 0) return nullptr;
-    lock.lock();
-    Task* t = nullptr;
-    if (head != tail) {
-      t = ring[head & mask];
-      ++head;
-      size.fetch_sub(1, std::memory_order_relaxed);
-    }
-    lock.unlock();
-    return t;
-  }
-
-  void wake_main() {
-    if (main_waiting.load(std::memory_order_seq_cst)) {
-      std::lock_guard<std::mutex> g(sleep_mu);
-      main_cv.notify_one();
-    }
-  }
-};
 
 // ----------------------------------------------------------------------------------------------
 // The C function table's entries. Exceptions must not cross the C boundary into generated code,
@@ -376,213 +191,6 @@ int64_t Runtime::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - run_start_).count();
 }
 
-void Runtime::worker_loop(int tid) {
-  Scheduler& s = *sched_;
-  for (;;) {
-    if (Task* t = s.pop()) {
-      execute(t, tid);
-      continue;
-    }
-    const auto until = std::chrono::steady_clock::now() + kSpin;
-    for (int i = 1; s.size.load(std::memory_order_relaxed) <= 0; ++i) {
-      if (s.shutdown.load(std::memory_order_relaxed)) return;
-      cpu_relax();
-      if ((i & 63) == 0) {
-        if (std::chrono::steady_clock::now() > until) break;
-        std::this_thread::yield();
-      }
-    }
-    if (s.size.load(std::memory_order_relaxed) > 0) continue;
-    std::unique_lock<std::mutex> lock(s.sleep_mu);
-    s.sleepers.fetch_add(1, std::memory_order_seq_cst);
-    s.work_cv.wait(lock, [&] {
-      return s.shutdown.load(std::memory_order_seq_cst) || s.size.load(std::memory_order_seq_cst) > 0;
-    });
-    s.sleepers.fetch_sub(1, std::memory_order_seq_cst);
-    if (s.shutdown.load(std::memory_order_relaxed)) return;
-  }
-}
-
-bool Runtime::run_body(Task& task) {
-  // After a failure, tasks that have not started are cancelled but still
-  // "complete" so that their successors drain and run() can return.
-  if (failed()) return false;
-  pypto_region regs[kMaxTaskRegions];
-  const char* p = task.regions();
-  for (int i = 0; i < task.nargs; ++i) {
-    const RegionDesc* d = *reinterpret_cast<const RegionDesc* const*>(p);
-    const auto* box = reinterpret_cast<const int64_t*>(p + sizeof(const RegionDesc*));
-    pypto_region& r = regs[i];
-    r.base = d->base;
-    r.buffer = d->buffer;
-    r.ndim = d->ndim;
-    r.elem_size = d->elem_size;
-    for (int k = 0; k < PYPTO_MAX_DIMS; ++k) {
-      const bool used = k < d->ndim;
-      r.offset[k] = used ? box[k] : 0;
-      r.extent[k] = used ? box[d->ndim + k] : 1;
-      r.stride[k] = used ? d->stride[k] : 0;
-    }
-    p += region_record_bytes(d->ndim);
-  }
-  try {
-    if (task.kernel != nullptr) {
-      int32_t status = task.kernel(regs, task.nargs, task.scalars(), task.nscalars);
-      if (status != 0) record_task_failure(task, "kernel returned status " + std::to_string(status));
-    } else {
-      (*task.fn)(regs, task.nargs);
-    }
-  } catch (const std::exception& e) {
-    record_task_failure(task, e.what());
-  } catch (...) {
-    record_task_failure(task, "unknown exception");
-  }
-  return true;
-}
-
-void Runtime::execute(Task* task, int tid) {
-  // The only cost of tracing when it is off is this branch.
-  if (__builtin_expect(tracing_, 0)) {
-    const int64_t start = now_ns();
-    const bool ran = run_body(*task);
-    trace_[static_cast<size_t>(tid)].push_back(TraceEvent{task->id, task->name, start, now_ns(), !ran});
-  } else {
-    run_body(*task);
-  }
-  delete task->fn;
-  task->fn = nullptr;
-  Link* l = task->succ.exchange(Link::closed(), std::memory_order_acq_rel);
-  while (l != nullptr) {
-    // Read the link before releasing its task: once ready, the successor may run and be freed.
-    Link* next = l->next;
-    Task* s = l->succ;
-    if (s->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) sched_->push(s);
-    l = next;
-  }
-  // The record may be reclaimed by the orchestrating thread as soon as `done` is set.
-  task->done.store(1, std::memory_order_seq_cst);
-  sched_->wake_main();
-}
-
-bool Runtime::finished(int64_t seq) const {
-  return seq < tail_seq_ || sched_->slots[static_cast<uint64_t>(seq) & sched_->mask]->done.load(std::memory_order_acquire);
-}
-
-void Runtime::reclaim() {
-  Scheduler& s = *sched_;
-  while (tail_seq_ < next_seq_) {
-    Task* t = s.slots[static_cast<uint64_t>(tail_seq_) & s.mask];
-    if (!t->done.load(std::memory_order_acquire)) break;
-    arena_tail_ = t->end;
-    ++tail_seq_;
-  }
-  if (tail_seq_ == next_seq_) arena_head_ = arena_tail_ = 0;
-}
-
-bool Runtime::arena_fits(uint64_t bytes) const {
-  const uint64_t size = sched_->arena_size;
-  const uint64_t pos = arena_head_ % size;
-  const uint64_t start = pos + bytes > size ? arena_head_ + size - pos : arena_head_;
-  return start + bytes - arena_tail_ <= size;
-}
-
-void Runtime::help_until(int64_t live, int64_t bytes) {
-  Scheduler& s = *sched_;
-  auto satisfied = [&] {
-    reclaim();
-    if (next_seq_ - tail_seq_ > live) return false;
-    return bytes == 0 || arena_fits(static_cast<uint64_t>(bytes));
-  };
-  while (!satisfied()) {
-    if (Task* t = s.pop()) {
-      execute(t, 0);
-      continue;
-    }
-    // Nothing is ready: the oldest live task runs on a worker. Spin briefly, then sleep until a
-    // task finishes or becomes ready.
-    Task* oldest = s.slots[static_cast<uint64_t>(tail_seq_) & s.mask];
-    auto progress = [&] {
-      return s.size.load(std::memory_order_seq_cst) > 0 || oldest->done.load(std::memory_order_seq_cst) != 0;
-    };
-    const auto until = std::chrono::steady_clock::now() + kSpin;
-    bool moved = false;
-    for (int i = 1; !(moved = progress()); ++i) {
-      cpu_relax();
-      if ((i & 63) == 0 && std::chrono::steady_clock::now() > until) break;
-    }
-    if (moved) continue;
-    std::unique_lock<std::mutex> lock(s.sleep_mu);
-    s.main_waiting.store(true, std::memory_order_seq_cst);
-    s.main_cv.wait(lock, progress);
-    s.main_waiting.store(false, std::memory_order_seq_cst);
-  }
-}
-
-void Runtime::record_failure(std::exception_ptr error) {
-  {
-    std::lock_guard<std::mutex> lock(error_mu_);
-    if (!first_error_) first_error_ = std::move(error);
-  }
-  failed_.store(true, std::memory_order_release);
-}
-
-void Runtime::record_task_failure(const Task& task, const std::string& reason) {
-  record_failure(std::make_exception_ptr(
-      TaskError("task " + std::to_string(task.id) + " (" + task.name + ") failed: " + reason)));
-}
-
-std::exception_ptr Runtime::take_error() {
-  std::lock_guard<std::mutex> lock(error_mu_);
-  return std::exchange(first_error_, nullptr);
-}
-
-void Runtime::begin_run(Mode mode) {
-  failed_.store(false, std::memory_order_release);
-  first_error_ = nullptr;
-  mode_ = mode;
-  next_task_id_ = 0;
-  next_seq_ = 0;
-  tail_seq_ = 0;
-  arena_head_ = arena_tail_ = 0;
-  stats_ = RunStats();
-  // The index keeps what the last run left (its memory is reused) until this reset.
-  index_->reset();
-  if (mode == Mode::kRun) index_->set_finished([this](int64_t seq) { return finished(seq); });
-  record_ = TaskGraphRecord();
-  record_ids_.clear();
-  if (mode == Mode::kRun) sched_->resize(window_.load(std::memory_order_relaxed));
-}
-
-void Runtime::end_run() {
-  {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    last_stats_ = stats_;
-  }
-  // Tasks allocated but never submitted are dropped without running.
-  for (auto& st : building_) recycle(std::move(st));
-  building_.clear();
-  fn_names_.clear();
-  std::vector<int64_t>().swap(record_ids_);
-  std::lock_guard<std::mutex> lock(workspace_mu_);
-  for (void* p : workspaces_) std::free(p);
-  workspaces_.clear();
-  if (std::exception_ptr error = take_error()) std::rethrow_exception(error);
-}
-
-void Runtime::call_orchestration(const std::function<void(const pypto_runtime_api*)>& orchestrate) {
-  run_start_ = std::chrono::steady_clock::now();
-  try {
-    orchestrate(&api_);
-  } catch (...) {
-    record_failure(std::current_exception());
-  }
-}
-
-RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orchestrate) {
-  const char* env = std::getenv("PYPTO_TRACE");
-  return run(orchestrate, env != nullptr ? std::string(env) : std::string());
-}
-
 RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orchestrate,
                       const std::string& trace_path) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
@@ -611,84 +219,6 @@ RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orche
   RunStats stats = stats_;
   end_run();
   return stats;
-}
-
-TaskGraphRecord Runtime::record(const std::function<void(const pypto_runtime_api*)>& orchestrate) {
-  std::lock_guard<std::mutex> run_lock(run_mu_);
-  begin_run(Mode::kRecord);
-  call_orchestration(orchestrate);
-  TaskGraphRecord out = std::move(record_);
-  record_ = TaskGraphRecord();
-  out.edges = stats_.edges;
-  end_run();
-  return out;
-}
-
-RunStats Runtime::build(const std::function<void(const pypto_runtime_api*)>& orchestrate) {
-  std::lock_guard<std::mutex> run_lock(run_mu_);
-  begin_run(Mode::kBuild);
-  call_orchestration(orchestrate);
-  stats_.build_ns = stats_.total_ns = now_ns();
-  RunStats stats = stats_;
-  end_run();
-  return stats;
-}
-
-void Runtime::write_trace(const std::string& path, int64_t orch_end_ns, int64_t run_end_ns) {
-  struct Row {
-    const TraceEvent* ev;
-    int tid;
-  };
-  std::vector<Row> rows;
-  std::vector<int64_t> busy(trace_.size(), 0);
-  for (size_t tid = 0; tid < trace_.size(); ++tid) {
-    for (const TraceEvent& e : trace_[tid]) {
-      rows.push_back(Row{&e, static_cast<int>(tid)});
-      busy[tid] += e.end_ns - e.start_ns;
-    }
-  }
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const Row& a, const Row& b) { return a.ev->start_ns < b.ev->start_ns; });
-
-  std::ostringstream os;
-  os << "{\"traceEvents\": [\n";
-  os << R"(  {"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "pypto runtime"}})";
-  for (size_t tid = 0; tid < trace_.size(); ++tid) {
-    os << ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": " << tid << ", \"args\": {\"name\": ";
-    json_string(os, tid == 0 ? std::string("orchestrator") : "worker " + std::to_string(tid));
-    // A worker is idle whenever it runs no task during the run; the orchestrating
-    // thread submits instead, so only its task time is reported.
-    os << ", \"busy_us\": " << us(busy[tid]);
-    if (tid != 0) os << ", \"idle_us\": " << us(std::max<int64_t>(run_end_ns - busy[tid], 0));
-    os << "}}";
-  }
-  os << ",\n  {\"name\": \"orchestration\", \"cat\": \"orchestration\", \"ph\": \"X\", \"pid\": 0, \"tid\": 0, \"ts\": 0.000"
-     << ", \"dur\": " << us(orch_end_ns) << ", \"args\": {\"tasks\": " << rows.size() << "}}";
-  for (const Row& r : rows) {
-    os << ",\n  {\"name\": ";
-    json_string(os, r.ev->name);
-    os << ", \"cat\": \"task\", \"ph\": \"X\", \"pid\": 0, \"tid\": " << r.tid << ", \"ts\": " << us(r.ev->start_ns)
-       << ", \"dur\": " << us(r.ev->end_ns - r.ev->start_ns) << ", \"args\": {\"task\": " << r.ev->id;
-    if (r.ev->cancelled) os << ", \"cancelled\": true";
-    os << "}}";
-  }
-  os << "\n], \"displayTimeUnit\": \"ns\", \"otherData\": {\"run_us\": " << us(run_end_ns)
-     << ", \"orchestration_us\": " << us(orch_end_ns) << ", \"workers\": " << (trace_.size() - 1)
-     << ", \"tasks\": " << rows.size() << "}}\n";
-
-  // Only a regular file (or a new one): opening a FIFO with no reader would block forever.
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    throw TraceError("PYPTO_TRACE: '" + path + "' is not a regular file; the trace was not written");
-  errno = 0;
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f)
-    throw TraceError("PYPTO_TRACE: cannot open '" + path + "' for writing" +
-                     (errno ? std::string(": ") + std::strerror(errno) : std::string()));
-  f << os.str();
-  f.close();
-  if (!f) throw TraceError("PYPTO_TRACE: failed to write '" + path + "'");
-  for (auto& events : trace_) std::vector<TraceEvent>().swap(events);
 }
 
 int64_t Runtime::task_alloc(const char* name, pypto_kernel_fn fn, int64_t buffer_bytes) {
