@@ -8,11 +8,10 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
-from typing import Sequence
 
 from pypto import _op_table
 from pypto._dtypes import DataType
-from pypto.errors import NotSupportedError, TracingError, UserError, UserTypeError
+from pypto.errors import TracingError, UserError, UserTypeError
 from pypto.frontend.config import current_trace, user_location
 from pypto.frontend.symbolic import SymExpr
 from pypto.frontend.tensor import Tensor
@@ -144,6 +143,9 @@ def _table_functions() -> dict:
 
 TABLE_FUNCTIONS = _table_functions()
 globals().update(TABLE_FUNCTIONS)
+# The ones the composites below trace into, by name for the reader.
+add, sub, mul, div, pow, exp, tanh, rsqrt = (  # noqa: A001 - pow is PyPTO's name
+    TABLE_FUNCTIONS[n] for n in ("add", "sub", "mul", "div", "pow", "exp", "tanh", "rsqrt"))
 
 
 @_documented

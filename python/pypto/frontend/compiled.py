@@ -1,0 +1,173 @@
+"""``Compiled``: one specialisation of a jitted function (its program, dumps, stats) and the
+call path that runs it on the caller's arrays."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pypto import memory
+from pypto.errors import UserError
+from pypto.frontend.signature import _Bound, _Signature
+
+
+class Compiled:
+    """A function compiled for one specialisation: callable like the jitted
+    function, and white-box (``dump``, ``pto``, ``source``, ``stats``)."""
+
+    def __init__(self, sig: _Signature, program: Any, key: tuple, cache: str, bound: "_Bound"):
+        self._sig = sig
+        self._program = program
+        self._key = key
+        self._cache = cache
+        self._example_dyn = bound.dyn_values(program.dyn_dims)
+        self._last_tasks: int | None = None
+        self._out_dtypes: list = []
+        self._tuple_return = False
+        self._copy_params: set[int] = set()
+        # Parameters some task writes (pypto.assemble into them): (index, what to call it in errors).
+        names = [name for name, _, _, _ in bound.tensors]
+        self._written = [(i, f"{sig.name}(): parameter '{names[i]}'")
+                         for i, w in enumerate(program.written[:len(names)]) if w]
+
+    def dump(self, stage: str | None = None) -> str:
+        """Every stage under headers, or one of "tensor", "tile", "block",
+        "execution", "pto", "cpp", "passes"."""
+        return self._program.dump(stage or "")
+
+    def pto(self) -> str:
+        """The .pto assembly."""
+        return self._program.pto
+
+    def source(self) -> str:
+        """The generated C++."""
+        return self._program.source
+
+    def stats(self) -> dict:
+        """Facts about this compilation: ``incore_functions``, ``buffer_bytes``,
+        ``tasks`` (for the example arguments), ``compile_seconds``, ``cache``."""
+        s = self._program.stats()
+        s["cache"] = self._cache
+        s["tasks"] = self._program.count_tasks(self._example_dyn)
+        return s
+
+    def __call__(self, *args, **kwargs):
+        return _run(self, self._check(self._sig.bind(args, kwargs)))
+
+    def __repr__(self) -> str:
+        return f"<pypto.Compiled {self._sig.name}>"
+
+    def _check(self, bound: _Bound) -> _Bound:
+        if bound.key() != self._key[0]:
+            raise UserError(f"{self._sig.name}: this compiled object was specialised for other shapes, dtypes or "
+                            f"constants than these arguments")
+        return bound
+
+    def _bind_call(self, args: tuple, kwargs: dict):
+        """(keep-alive arrays, tensor specs, outputs, dyn values) for a call."""
+        return _prepare(self, self._check(self._sig.bind(args, kwargs)))
+
+    def task_graph(self, *args, **kwargs):
+        """The task graph a call with these arguments builds, as a ``pypto.TaskGraph``;
+        dependencies are computed as in a real run but no kernel runs."""
+        from pypto.taskgraph import TaskGraph
+
+        keep, specs, outs, dyn = self._bind_call(args, kwargs)
+        records = self._program.record(specs, dyn)
+        del keep, outs
+        return TaskGraph(records)
+
+    def profile(self, *args, path: str = "trace.json", **kwargs):
+        """Runs once like a call and writes a Chrome trace-event JSON file to ``path``
+        (open it in chrome://tracing or Perfetto); returns the outputs."""
+        import os
+
+        return _run(self, self._check(self._sig.bind(args, kwargs)), os.fspath(path))
+
+
+def _prepare(compiled: Compiled, bound: _Bound):
+    """(keep-alive arrays, tensor specs, new outputs, dyn values) for a call."""
+    arrays = []
+    for i, (_, a, _, _) in enumerate(bound.tensors):
+        if i in compiled._copy_params and not memory.is_contiguous(a):
+            a = memory.contiguous(a)  # reshaped inside the kernel: needs contiguous memory
+        arrays.append(a)
+    dyn = bound.dyn_values(compiled._program.dyn_dims)
+    outputs = zip(compiled._program.output_shapes(dyn), compiled._out_dtypes)
+    for i, what in compiled._written:
+        memory.check_writable(arrays[i], what)
+    keep, specs, outs = _specs_and_outputs(arrays, outputs)
+    return keep, specs, outs, dyn
+
+
+def _specs_and_outputs(arrays, outputs):
+    """(keep-alive arrays, specs of the arrays then of the new outputs, the outputs) for a call;
+    `outputs` gives (shape, dtype) per output, allocated of the first array's kind."""
+    keep, specs = [], []
+    for a in arrays:
+        kept, spec = memory.describe(a)
+        keep.append(kept)
+        specs.append(spec)
+    like = arrays[0] if arrays else None
+    outs = [memory.empty_like_kind(like, shape, dt) for shape, dt in outputs]
+    specs.extend(memory.describe(o)[1] for o in outs)
+    return keep, specs, outs
+
+
+class _FastEntry:
+    """A repeated call: same settings, argument kinds, dtypes and shapes as a call that was bound,
+    checked and compiled the normal way, so only the arrays' addresses and strides are new."""
+
+    def __init__(self, compiled: Compiled, bound: _Bound):
+        self.compiled = compiled
+        self.dyn = bound.dyn_values(compiled._program.dyn_dims)
+        self.outputs = list(zip(compiled._program.output_shapes(self.dyn), compiled._out_dtypes))
+        # torch arguments: what the key fixes (shapes, element sizes) and each output's layout are
+        # computed once; a call reads only the pointers and strides of its tensors.
+        args = [a for _, a, _, _ in bound.tensors]
+        self.torch = bool(args) and all(memory.is_torch(a) for a in args)
+        if self.torch:
+            self.arg_meta = [(list(a.shape), a.element_size()) for a in args]
+            self.out_meta = []
+            for shape, dt in self.outputs:
+                tdt = memory._dtypes.to_torch(dt)
+                strides = [1] * len(shape)
+                for d in range(len(shape) - 2, -1, -1):
+                    strides[d] = strides[d + 1] * shape[d + 1]
+                self.out_meta.append((tuple(shape), list(shape), strides, tdt, math.prod(shape) * tdt.itemsize))
+
+    def run(self, args: tuple):
+        if not self.torch:
+            for i, what in self.compiled._written:
+                memory.check_writable(args[i], what)
+            keep, specs, outs = _specs_and_outputs(args, self.outputs)
+        else:
+            specs = [memory.torch_spec(a, shape, item) for a, (shape, item) in zip(args, self.arg_meta)]
+            outs = []
+            for shape_t, shape, strides, tdt, nbytes in self.out_meta:
+                o = memory.empty_torch(shape_t, tdt, nbytes)
+                ptr = o.data_ptr()
+                specs.append((ptr, shape, strides, tdt.itemsize, ptr))
+                outs.append(o)
+            keep = args
+        compiled = self.compiled
+        compiled._cache = "memory"
+        compiled._last_tasks = compiled._program.run(specs, self.dyn, "")
+        del keep
+        return _results(compiled, outs)
+
+
+def _run(compiled: Compiled, bound: _Bound, trace_path: str = ""):
+    keep, specs, outs, dyn = _prepare(compiled, bound)
+    compiled._last_tasks = compiled._program.run(specs, dyn, trace_path)
+    del keep
+    return _results(compiled, outs)
+
+
+def _results(compiled: Compiled, outs: list):
+    """What a call returns: None, the single output, or the tuple of outputs."""
+    if not outs:
+        return None
+    if len(outs) == 1 and not compiled._tuple_return:
+        return outs[0]
+    return tuple(outs)
