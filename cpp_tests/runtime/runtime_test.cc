@@ -49,10 +49,7 @@ TaskFn Logging(Log* log, std::string label, int sleep_ms = 0) {
 
 void Submit(Runtime& rt, const std::string& name, TaskFn fn, const std::vector<pypto_region>& inputs,
             const std::vector<pypto_region>& outputs) {
-  int64_t t = rt.task_alloc(name, std::move(fn), 0);
-  for (const auto& r : inputs) rt.add_input(t, r);
-  for (const auto& r : outputs) rt.add_output(t, r);
-  rt.submit(t);
+  rt.submit_regions(name, std::move(fn), inputs, outputs);
 }
 
 TEST(RuntimeTest, ReadAfterWriteWaitsForWriter) {
@@ -292,12 +289,21 @@ TEST(RuntimeTest, OrchestrationExceptionIsRethrown) {
 
 TEST(RuntimeTest, MisuseIsReported) {
   Runtime rt(1);
-  EXPECT_THROW(rt.run([&](const pypto_runtime_api*) { rt.submit(12345); }), std::invalid_argument);
+  // A descriptor without a kernel (and no C++ body), and a negative buffer size.
   EXPECT_THROW(rt.run([&](const pypto_runtime_api*) {
-    int64_t t = rt.task_alloc("t", [](const pypto_region*, int32_t) {}, 0);
-    rt.submit(t);
-    rt.submit(t);
+    pypto_task_desc d{};
+    d.name = "t";
+    rt.submit_desc(d);
   }),
+               std::invalid_argument);
+  EXPECT_THROW(rt.run([&](const pypto_runtime_api*) {
+    rt.submit_regions("t", [](const pypto_region*, int32_t) {}, {}, {}, -1);
+  }),
+               std::invalid_argument);
+  // More regions than a task takes.
+  float buf[4];
+  std::vector<pypto_region> many(kMaxTaskRegions + 1, Region1D(buf, 0, 4));
+  EXPECT_THROW(rt.run([&](const pypto_runtime_api*) { rt.submit_regions("t", [](const pypto_region*, int32_t) {}, many, {}); }),
                std::invalid_argument);
 }
 
@@ -328,32 +334,12 @@ void RunAxpbGraph(Runtime& rt, const std::function<void(const pypto_runtime_api*
   for (int i = 0; i < 8; ++i) EXPECT_EQ(y[i], (2.0f * i + 1.0f) * 10.0f);
 }
 
-TEST(RuntimeTest, KernelsThroughTheCApi) {
+TEST(RuntimeTest, AFailingKernelFailsTheRunNamingTheTask) {
   Runtime rt(2);
-  RunAxpbGraph(rt, [](const pypto_runtime_api* api, float* x, float* y) {
-    for (int half = 0; half < 2; ++half) {
-      pypto_region in = Region1D(x, 4 * half, 4);
-      pypto_region out = Region1D(y, 4 * half, 4);
-      int64_t t = api->task_alloc(api->rt, "axpb", &AxpbKernel, 0);
-      api->task_add_input(api->rt, t, &in);
-      api->task_add_output(api->rt, t, &out);
-      api->task_add_scalar(api->rt, t, 2);
-      api->task_add_scalar(api->rt, t, 1);
-      api->task_submit(api->rt, t);
-    }
-    pypto_region all = Region1D(y, 0, 8);
-    int64_t t = api->task_alloc(api->rt, "scale", &AxpbKernel, 0);
-    api->task_add_input(api->rt, t, &all);
-    api->task_add_output(api->rt, t, &all);
-    api->task_add_scalar(api->rt, t, 10);
-    api->task_add_scalar(api->rt, t, 0);
-    api->task_submit(api->rt, t);
-  });
-
   try {
     rt.run([&](const pypto_runtime_api* api) {
-      int64_t t = api->task_alloc(api->rt, "bad_kernel", &FailingKernel, 0);
-      api->task_submit(api->rt, t);
+      const pypto_task_desc d = {"bad_kernel", &FailingKernel, 0, nullptr, nullptr, 0, 0};
+      api->task_submit_desc(api->rt, &d);
     });
     FAIL() << "expected TaskError";
   } catch (const TaskError& e) {
@@ -374,7 +360,7 @@ pypto_tensor Tensor1D(float* data, int64_t n) {
   return t;
 }
 
-// The same graph as KernelsThroughTheCApi, submitted one task per call through tensor handles.
+// A three-task graph of C kernels, submitted one task per call through tensor handles.
 TEST(RuntimeTest, TaskDescriptorsThroughTheCApi) {
   Runtime rt(2);
   RunAxpbGraph(rt, [](const pypto_runtime_api* api, float* x, float* y) {
@@ -447,7 +433,7 @@ TEST(RuntimeTest, BadTaskDescriptorsAreReported) {
 TEST(RuntimeTest, CApiErrorsDoNotEscapeIntoGeneratedCode) {
   Runtime rt(1);
   EXPECT_THROW(rt.run([&](const pypto_runtime_api* api) {
-    api->task_submit(api->rt, 99);  // Never allocated.
+    EXPECT_NE(api->task_submit_desc(api->rt, nullptr), 0);  // no task
     EXPECT_NE(api->failed(api->rt), 0);
   }),
                std::invalid_argument);

@@ -23,10 +23,7 @@ pypto_region Box1D(void* base, int64_t offset, int64_t extent) { return testing:
 
 void Add(Runtime& rt, const std::string& name, TaskFn fn, const std::vector<pypto_region>& in,
          const std::vector<pypto_region>& out, int64_t bytes = 0) {
-  int64_t t = rt.task_alloc(name, std::move(fn), bytes);
-  for (const auto& r : in) rt.add_input(t, r);
-  for (const auto& r : out) rt.add_output(t, r);
-  rt.submit(t);
+  rt.submit_regions(name, std::move(fn), in, out, bytes);
 }
 
 int CountOf(const std::string& text, const std::string& needle) {
@@ -90,11 +87,10 @@ TEST(TaskGraphTest, RecordingLongChainsKeepsEveryEdge) {
 TEST(TaskGraphTest, RecordingRethrowsOrchestrationErrors) {
   Runtime rt(2);
   int64_t buf[4];
-  EXPECT_THROW(rt.record([&](const pypto_runtime_api* api) {
-    int64_t t = rt.task_alloc("bad", [](const pypto_region*, int32_t) {}, 0);
+  EXPECT_THROW(rt.record([&](const pypto_runtime_api*) {
     pypto_region r = Box1D(buf, 0, 4);
     r.elem_size = 0;
-    api->task_add_input(api->rt, t, &r);
+    Add(rt, "bad", [](const pypto_region*, int32_t) {}, {r}, {});
   }), std::invalid_argument);
   TaskGraphRecord g = rt.record([&](const pypto_runtime_api*) {
     Add(rt, "ok", [](const pypto_region*, int32_t) {}, {}, {Box1D(buf, 0, 4)});
@@ -178,16 +174,18 @@ TEST(TaskGraphTest, RecordSizesAreReportedAndBounded) {
   auto box = [](float* base, int64_t r0, int64_t rows) { return testing::Region2D(base, r0, 0, rows, 64, 64); };
   const auto* api = rt.api();
   RunStats stats = rt.run([&](const pypto_runtime_api*) {
+    const pypto_tensor tx = testing::TensorOf(box(x.data(), 0, 1024)), tw = testing::TensorOf(box(w.data(), 0, 64)),
+                       ty = testing::TensorOf(box(y.data(), 0, 1024));
+    const int32_t hx = api->tensor_handle(api->rt, &tx), hw = api->tensor_handle(api->rt, &tw),
+                  hy = api->tensor_handle(api->rt, &ty);
     for (int64_t i = 0; i < 1024 / 32; ++i) {
-      for (int step = 0; step < 8; ++step) {
-        int64_t t = api->task_alloc(api->rt, "step", &EmptyKernel, 0);
-        pypto_region in = box(x.data(), 32 * i, 32), weight = box(w.data(), 0, 64), out = box(y.data(), 32 * i, 32);
-        api->task_add_input(api->rt, t, &in);
-        api->task_add_input(api->rt, t, &weight);
-        api->task_add_output(api->rt, t, &out);
-        api->task_add_scalar(api->rt, t, i);
-        api->task_add_scalar(api->rt, t, step);
-        api->task_submit(api->rt, t);
+      for (int64_t step = 0; step < 8; ++step) {
+        const int64_t row[] = {32 * i, 0}, zero[] = {0, 0}, block[] = {32, 64}, all[] = {64, 64};
+        const pypto_task_arg args[] = {
+            {hx, PYPTO_ACCESS_IN, row, block}, {hw, PYPTO_ACCESS_IN, zero, all}, {hy, PYPTO_ACCESS_OUT, row, block}};
+        const int64_t scalars[] = {i, step};
+        const pypto_task_desc d = {"step", &EmptyKernel, 0, args, scalars, 3, 2};
+        api->task_submit_desc(api->rt, &d);
       }
     }
   });

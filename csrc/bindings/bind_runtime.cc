@@ -128,7 +128,7 @@ std::function<void(const pypto_runtime_api*)> orchestration(Runtime& rt, const s
         // refcount without the GIL. `specs` outlives the run.
         const py::object* fn = &specs[i].fn;
         const auto index = static_cast<int64_t>(i);
-        int64_t t = rt.task_alloc(
+        rt.submit_regions(
             specs[i].name,
             [fn, index](const pypto_region*, int32_t) {
               std::string error;
@@ -143,10 +143,7 @@ std::function<void(const pypto_runtime_api*)> orchestration(Runtime& rt, const s
               }
               if (!error.empty()) throw std::runtime_error(error);
             },
-            0);
-        for (const auto& r : specs[i].inputs) rt.add_input(t, r);
-        for (const auto& r : specs[i].outputs) rt.add_output(t, r);
-        rt.submit(t);
+            specs[i].inputs, specs[i].outputs);
       }
   };
 }

@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 /// Bumped whenever a struct or function table below changes layout.
-#define PYPTO_ABI_VERSION 4
+#define PYPTO_ABI_VERSION 5
 /// Statuses a generated orchestration or kernel returns; 0 is success.
 /// A runtime call failed (the runtime recorded why).
 #define PYPTO_STATUS_FAILED 1
@@ -77,7 +77,8 @@ typedef struct pypto_task_arg {
   const int64_t* extent;
 } pypto_task_arg;
 
-/// A whole task: what task_alloc, the task_add_* calls and task_submit describe piecewise.
+/// A task: its kernel `fn` (named `name`, needing `buffer_bytes` of tile buffers), its arguments
+/// (the kernel receives their regions in this order) and its scalars (passed to the kernel as given).
 typedef struct pypto_task_desc {
   const char* name;
   pypto_kernel_fn fn;
@@ -93,15 +94,6 @@ typedef struct pypto_runtime_api {
   int32_t abi_version;
   /// Opaque runtime handle passed back to every call below.
   void* rt;
-  /// Creates a task running `fn` (named `name`, needing `buffer_bytes` of tile
-  /// buffers); returns its id. Regions are added before `submit`.
-  int64_t (*task_alloc)(void* rt, const char* name, pypto_kernel_fn fn, int64_t buffer_bytes);
-  void (*task_add_input)(void* rt, int64_t task, const pypto_region* region);
-  void (*task_add_output)(void* rt, int64_t task, const pypto_region* region);
-  /// Appends a scalar argument; the kernel receives scalars in the order added.
-  void (*task_add_scalar)(void* rt, int64_t task, int64_t value);
-  /// Makes the task visible to the scheduler; it runs once its inputs are ready.
-  void (*task_submit)(void* rt, int64_t task);
   /// Zero-initialised scratch memory that lives until the run ends.
   void* (*alloc_workspace)(void* rt, int64_t bytes);
   /// Non-zero once a task has failed: orchestration may stop submitting.
@@ -110,8 +102,8 @@ typedef struct pypto_runtime_api {
   /// used) for `task_submit_desc`, valid until the run ends; -1 when the run has failed. One layout
   /// always gets the same handle, so orchestration registers each tensor and view once.
   int32_t (*tensor_handle)(void* rt, const pypto_tensor* tensor);
-  /// Allocates, fills and submits a task in one call (the fast path); returns non-zero once the run
-  /// has failed, and the orchestration should then stop.
+  /// Submits a task (the only way to: it runs once the tasks it depends on through its arguments have
+  /// finished); returns non-zero once the run has failed, and the orchestration should then stop.
   int32_t (*task_submit_desc)(void* rt, const pypto_task_desc* task);
 } pypto_runtime_api;
 

@@ -78,40 +78,6 @@ struct CApi {
     }
   }
 
-  static int64_t task_alloc(void* rt, const char* name, pypto_kernel_fn fn, int64_t buffer_bytes) {
-    return guarded(rt, [&] { return self(rt)->task_alloc(name, fn, buffer_bytes); }, int64_t{-1});
-  }
-
-  static void task_add_input(void* rt, int64_t task, const pypto_region* region) {
-    guarded(rt, [&] {
-      if (region == nullptr) throw std::invalid_argument("task_add_input: null region");
-      self(rt)->add_input(task, *region);
-      return 0;
-    }, 0);
-  }
-
-  static void task_add_output(void* rt, int64_t task, const pypto_region* region) {
-    guarded(rt, [&] {
-      if (region == nullptr) throw std::invalid_argument("task_add_output: null region");
-      self(rt)->add_output(task, *region);
-      return 0;
-    }, 0);
-  }
-
-  static void task_add_scalar(void* rt, int64_t task, int64_t value) {
-    guarded(rt, [&] {
-      self(rt)->add_scalar(task, value);
-      return 0;
-    }, 0);
-  }
-
-  static void task_submit(void* rt, int64_t task) {
-    guarded(rt, [&] {
-      self(rt)->submit(task);
-      return 0;
-    }, 0);
-  }
-
   static void* alloc_workspace(void* rt, int64_t bytes) {
     return guarded(rt, [&] { return self(rt)->alloc_workspace(bytes); }, static_cast<void*>(nullptr));
   }
@@ -139,11 +105,6 @@ Runtime::Runtime(int num_threads)
     : sched_(std::make_unique<Scheduler>()), index_(std::make_unique<RegionIndex>()) {
   api_.abi_version = PYPTO_ABI_VERSION;
   api_.rt = this;
-  api_.task_alloc = &CApi::task_alloc;
-  api_.task_add_input = &CApi::task_add_input;
-  api_.task_add_output = &CApi::task_add_output;
-  api_.task_add_scalar = &CApi::task_add_scalar;
-  api_.task_submit = &CApi::task_submit;
   api_.alloc_workspace = &CApi::alloc_workspace;
   api_.failed = &CApi::failed;
   api_.tensor_handle = &CApi::tensor_handle;
@@ -221,120 +182,6 @@ RunStats Runtime::run(const std::function<void(const pypto_runtime_api*)>& orche
   return stats;
 }
 
-int64_t Runtime::task_alloc(const char* name, pypto_kernel_fn fn, int64_t buffer_bytes) {
-  if (fn == nullptr) throw std::invalid_argument("task_alloc: null kernel function");
-  Staged& st = new_staged(name != nullptr ? name : "<unnamed>", buffer_bytes);
-  st.kernel = fn;
-  return st.id;
-}
-
-int64_t Runtime::task_alloc(std::string name, TaskFn fn, int64_t buffer_bytes) {
-  fn_names_.push_back(std::move(name));
-  Staged& st = new_staged(fn_names_.back().c_str(), buffer_bytes);
-  st.fn = new TaskFn(std::move(fn));
-  return st.id;
-}
-
-Runtime::Staged& Runtime::new_staged(const char* name, int64_t buffer_bytes) {
-  // On CPU, a generated kernel keeps its tiles in a thread-local arena of its own (sized by codegen),
-  // so the runtime allocates nothing for them; the size is only sanity-checked.
-  if (buffer_bytes < 0) {
-    throw std::invalid_argument("task_alloc: negative buffer_bytes " + std::to_string(buffer_bytes));
-  }
-  std::unique_ptr<Staged> st;
-  if (!staged_pool_.empty()) {
-    st = std::move(staged_pool_.back());
-    staged_pool_.pop_back();
-  } else {
-    st = std::make_unique<Staged>();
-  }
-  st->id = next_task_id_++;
-  st->name = name;
-  st->kernel = nullptr;
-  st->fn = nullptr;
-  st->buffer_bytes = buffer_bytes;
-  st->args.clear();
-  st->boxes.clear();
-  st->scalars.clear();
-  building_.push_back(std::move(st));
-  return *building_.back();
-}
-
-void Runtime::recycle(std::unique_ptr<Staged> st) {
-  delete st->fn;
-  st->fn = nullptr;
-  staged_pool_.push_back(std::move(st));
-}
-
-std::vector<std::unique_ptr<Runtime::Staged>>::iterator Runtime::find_staged(int64_t id, const char* what) {
-  // The task being built is almost always the newest one.
-  for (auto it = building_.end(); it != building_.begin();) {
-    --it;
-    if ((*it)->id == id) return it;
-  }
-  throw std::invalid_argument(std::string(what) + ": task " + std::to_string(id) +
-                              " was not allocated in this run or is already submitted");
-}
-
-Runtime::Staged* Runtime::staged_task(int64_t id, const char* what) { return find_staged(id, what)->get(); }
-
-void Runtime::add_region(int64_t task, const pypto_region& r, bool write) {
-  Staged* st = staged_task(task, write ? "add_output" : "add_input");
-  validate_region(r);
-  if (st->args.size() >= static_cast<size_t>(kMaxTaskRegions)) {
-    throw std::invalid_argument("task " + std::to_string(task) + " (" + st->name + ") has more than " +
-                                std::to_string(kMaxTaskRegions) + " regions");
-  }
-  RegionAccess& a = st->args.emplace_back();
-  a.desc = index_->intern(r);
-  a.write = write;
-  auto& box = st->boxes.emplace_back();
-  std::copy(r.offset, r.offset + r.ndim, box.begin());
-  std::copy(r.extent, r.extent + r.ndim, box.begin() + PYPTO_MAX_DIMS);
-}
-
-void Runtime::add_input(int64_t task, const pypto_region& r) { add_region(task, r, false); }
-
-void Runtime::add_output(int64_t task, const pypto_region& r) { add_region(task, r, true); }
-
-void Runtime::add_scalar(int64_t task, int64_t value) {
-  Staged* st = staged_task(task, "add_scalar");
-  if (st->scalars.size() >= 0xffff) {
-    throw std::invalid_argument("task " + std::to_string(task) + " (" + st->name + ") has too many scalars");
-  }
-  st->scalars.push_back(value);
-}
-
-void Runtime::submit(int64_t id) {
-  auto it = find_staged(id, "submit");
-  std::unique_ptr<Staged> st = std::move(*it);
-  building_.erase(it);
-  try {
-    // Once the run has failed nothing new would run anyway; skipping tracking keeps the drain short.
-    if (!failed()) {
-      for (size_t i = 0; i < st->args.size(); ++i) {
-        st->args[i].offset = st->boxes[i].data();
-        st->args[i].extent = st->boxes[i].data() + PYPTO_MAX_DIMS;
-      }
-      // The record takes the body over; whatever enqueue leaves in spec.fn stays the staged task's.
-      TaskSpec spec{st->id, st->name, st->kernel, std::exchange(st->fn, nullptr), st->buffer_bytes, st->args.data(),
-                    nullptr, st->args.size(), st->scalars.data(), st->scalars.size()};
-      try {
-        // Regions added piecewise were validated then, so the index finds no bad box.
-        if (enqueue(spec) >= 0) throw std::logic_error("submit: the region index rejected a validated region");
-      } catch (...) {
-        st->fn = spec.fn;
-        throw;
-      }
-      st->fn = spec.fn;
-    }
-  } catch (...) {
-    recycle(std::move(st));
-    throw;
-  }
-  recycle(std::move(st));
-}
-
 int32_t Runtime::tensor_handle(const pypto_tensor& t) {
   pypto_region r{};
   r.base = t.data;
@@ -358,12 +205,68 @@ bool Runtime::submit_desc(const pypto_task_desc& d) {
     reject_desc(d, name, -1);
   }
   // Handles, modes and boxes are checked by the region index as it resolves the arguments.
-  TaskSpec spec{next_task_id_, name, d.fn, nullptr, d.buffer_bytes, nullptr, d.args, static_cast<size_t>(d.nargs),
+  TaskSpec spec{next_task_id_, name, d.fn, nullptr, d.buffer_bytes, d.args, static_cast<size_t>(d.nargs),
                 d.scalars, static_cast<size_t>(d.nscalars)};
   const int bad = enqueue(spec);
   if (bad >= 0) reject_desc(d, name, bad);
   ++next_task_id_;
   return !failed();
+}
+
+bool Runtime::submit_desc(const pypto_task_desc& d, TaskFn fn) {
+  if (failed()) return false;
+  pypto_task_desc checked = d;
+  // The header checks of submit_desc, with the body in place of a kernel.
+  checked.fn = d.fn != nullptr ? d.fn : [](const pypto_region*, int32_t, const int64_t*, int32_t) { return 0; };
+  const char* name = d.name != nullptr ? d.name : "<unnamed>";
+  if (d.buffer_bytes < 0 || static_cast<uint32_t>(d.nargs) > kMaxTaskRegions || (d.nargs > 0 && d.args == nullptr) ||
+      static_cast<uint32_t>(d.nscalars) > 0xffff || (d.nscalars > 0 && d.scalars == nullptr)) {
+    reject_desc(checked, name, -1);
+  }
+  // The record owns the body once enqueued; whatever enqueue leaves in spec.fn is dropped here.
+  TaskSpec spec{next_task_id_, name, nullptr, new TaskFn(std::move(fn)), d.buffer_bytes, d.args,
+                static_cast<size_t>(d.nargs), d.scalars, static_cast<size_t>(d.nscalars)};
+  int bad;
+  try {
+    bad = enqueue(spec);
+  } catch (...) {
+    delete spec.fn;
+    throw;
+  }
+  delete spec.fn;
+  if (bad >= 0) reject_desc(checked, name, bad);
+  ++next_task_id_;
+  return !failed();
+}
+
+bool Runtime::submit_regions(std::string name, TaskFn fn, const std::vector<pypto_region>& inputs,
+                             const std::vector<pypto_region>& outputs, int64_t buffer_bytes) {
+  const size_t n = inputs.size() + outputs.size();
+  if (n > static_cast<size_t>(kMaxTaskRegions)) {
+    throw std::invalid_argument("task " + std::to_string(next_task_id_) + " (" + name + ") has more than " +
+                                std::to_string(kMaxTaskRegions) + " regions");
+  }
+  std::vector<pypto_task_arg> args(n);
+  for (size_t i = 0; i < n; ++i) {
+    const pypto_region& r = i < inputs.size() ? inputs[i] : outputs[i - inputs.size()];
+    validate_region(r);
+    pypto_tensor t{};
+    t.data = r.base;
+    t.buffer = r.buffer;
+    t.ndim = r.ndim;
+    t.elem_size = r.elem_size;
+    for (int k = 0; k < r.ndim; ++k) {
+      t.shape[k] = r.offset[k] + r.extent[k];
+      t.stride[k] = r.stride[k];
+    }
+    args[i].tensor = tensor_handle(t);
+    args[i].mode = i < inputs.size() ? PYPTO_ACCESS_IN : PYPTO_ACCESS_OUT;
+    args[i].offset = r.offset;
+    args[i].extent = r.extent;
+  }
+  fn_names_.push_back(std::move(name));
+  pypto_task_desc d{fn_names_.back().c_str(), nullptr, buffer_bytes, args.data(), nullptr, static_cast<int32_t>(n), 0};
+  return submit_desc(d, std::move(fn));
 }
 
 void Runtime::reject_desc(const pypto_task_desc& d, const char* name, int arg) {
@@ -410,8 +313,7 @@ int Runtime::enqueue(TaskSpec& st) {
   }
 
   std::vector<int64_t>& preds = preds_;
-  const int bad = st.task_args != nullptr ? index_->add_task(st.task_args, st.nargs, seq, preds)
-                                          : index_->add_task(st.args, st.nargs, seq, preds);
+  const int bad = index_->add_task(st.task_args, st.nargs, seq, preds);
   if (bad >= 0) return bad;
   stats_.edges += static_cast<int64_t>(preds.size());
   ++stats_.tasks;
@@ -436,7 +338,7 @@ int Runtime::enqueue(TaskSpec& st) {
     // record's size and its copy below).
     const RegionDesc* descs[kMaxTaskRegions];
     for (size_t i = 0; i < st.nargs; ++i) {
-      descs[i] = st.task_args != nullptr ? index_->by_handle(st.task_args[i].tensor) : st.args[i].desc;
+      descs[i] = index_->by_handle(st.task_args[i].tensor);
       bytes += region_record_bytes(descs[i]->ndim);
     }
     bytes = (bytes + 7) & ~size_t{7};
@@ -468,8 +370,8 @@ int Runtime::enqueue(TaskSpec& st) {
     std::copy(st.scalars, st.scalars + st.nscalars, t->scalars());
     char* p = t->regions();
     for (size_t i = 0; i < st.nargs; ++i) {
-      const int64_t* offset = st.task_args != nullptr ? st.task_args[i].offset : st.args[i].offset;
-      const int64_t* extent = st.task_args != nullptr ? st.task_args[i].extent : st.args[i].extent;
+      const int64_t* offset = st.task_args[i].offset;
+      const int64_t* extent = st.task_args[i].extent;
       const int nd = descs[i]->ndim;
       *reinterpret_cast<const RegionDesc**>(p) = descs[i];
       auto* box = reinterpret_cast<int64_t*>(p + sizeof(const RegionDesc*));

@@ -117,8 +117,8 @@ class TraceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A task body in C++ form; it receives the task's regions in the order they were added and may throw.
-/// Scalars added with `add_scalar` are passed only to C kernels.
+/// A task body in C++ form (tests and the Python task helpers); it receives the task's regions in
+/// argument order and may throw. A task's scalars are passed only to C kernels.
 using TaskFn = std::function<void(const pypto_region* args, int32_t nargs)>;
 
 /// Returns true when regions `a` and `b` may touch the same memory (always false for different buffers).
@@ -171,22 +171,19 @@ class Runtime {
   /// sizeof of one successor link stored in a task record (one per unfinished predecessor).
   static size_t link_bytes();
 
-  /// Creates a task running a C kernel; a non-zero return value fails the task.
-  int64_t task_alloc(const char* name, pypto_kernel_fn fn, int64_t buffer_bytes);
-  /// Creates a task running a C++ callable; an exception fails the task.
-  int64_t task_alloc(std::string name, TaskFn fn, int64_t buffer_bytes);
-  /// Appends a region the task reads.
-  void add_input(int64_t task, const pypto_region& r);
-  /// Appends a region the task writes.
-  void add_output(int64_t task, const pypto_region& r);
-  /// Appends a scalar argument, passed to the C kernel in the order added.
-  void add_scalar(int64_t task, int64_t value);
-  /// Resolves the task's dependencies and hands it to the scheduler.
-  void submit(int64_t task);
   /// The handle of tensor `t`'s layout for `submit_desc` (see pypto_runtime_api::tensor_handle).
   int32_t tensor_handle(const pypto_tensor& t);
-  /// Creates and submits the task `d` describes in one step; returns false once the run has failed.
+  /// Resolves the dependencies of the task `d` describes and hands it to the scheduler (the one way
+  /// tasks are submitted: generated code calls it through pypto_runtime_api::task_submit_desc);
+  /// returns false once the run has failed. A kernel returning non-zero fails the task.
   bool submit_desc(const pypto_task_desc& d);
+  /// The same with a C++ body run instead of `d.fn` (which may then be null); an exception fails
+  /// the task. `d.name` must live until the run ends.
+  bool submit_desc(const pypto_task_desc& d, TaskFn fn);
+  /// submit_desc for C++ callers holding regions: registers each region's layout and submits a
+  /// task named `name` (copied) that reads `inputs` and writes `outputs`, in that argument order.
+  bool submit_regions(std::string name, TaskFn fn, const std::vector<pypto_region>& inputs,
+                      const std::vector<pypto_region>& outputs, int64_t buffer_bytes = 0);
   /// Returns zeroed, 64-byte aligned memory that stays valid until the run's tasks have finished.
   void* alloc_workspace(int64_t bytes);
   /// True once a task (or the orchestration) of the current run has failed.
@@ -205,7 +202,6 @@ class Runtime {
   friend struct CApi;
   struct Task;
   struct Link;
-  struct Staged;
   struct Scheduler;
   // A task ready to be enqueued, however it was described; `fn` is owned by the caller.
   struct TaskSpec {
@@ -214,8 +210,6 @@ class Runtime {
     pypto_kernel_fn kernel;
     TaskFn* fn;
     int64_t buffer_bytes;
-    // The regions: resolved accesses, or (when `task_args` is set) a task descriptor's arguments.
-    const RegionAccess* args;
     const pypto_task_arg* task_args;
     size_t nargs;
     const int64_t* scalars;
@@ -250,14 +244,6 @@ class Runtime {
   void help_until(int64_t live, int64_t bytes);
   void record_failure(std::exception_ptr error);
   void record_task_failure(const Task& task, const std::string& reason);
-  // A task being built: from the pool, with the next id, appended to building_.
-  Staged& new_staged(const char* name, int64_t buffer_bytes);
-  // Drops a staged task's C++ body and returns it to the pool.
-  void recycle(std::unique_ptr<Staged> st);
-  // The building task `id`; throws std::invalid_argument naming `what` when there is none.
-  std::vector<std::unique_ptr<Staged>>::iterator find_staged(int64_t id, const char* what);
-  Staged* staged_task(int64_t id, const char* what);
-  void add_region(int64_t task, const pypto_region& r, bool write);
   // Tracks and schedules (or records) the task; returns -1, or the index of an argument whose box
   // the region index rejected (nothing was recorded then).
   int enqueue(TaskSpec& spec);
@@ -268,7 +254,7 @@ class Runtime {
   void begin_run(Mode mode);
   // Runs the orchestration on this thread; an exception becomes the run's failure.
   void call_orchestration(const std::function<void(const pypto_runtime_api*)>& orchestrate);
-  // Drops what the run kept (staged tasks, the region index, workspaces), then rethrows its first failure.
+  // Drops what the run kept (the region index, workspaces, task names), then rethrows its first failure.
   void end_run();
   std::exception_ptr take_error();
 
@@ -293,8 +279,6 @@ class Runtime {
   RunStats stats_;
   mutable std::mutex stats_mu_;
   RunStats last_stats_;
-  std::vector<std::unique_ptr<Staged>> building_;
-  std::vector<std::unique_ptr<Staged>> staged_pool_;
   std::unique_ptr<RegionIndex> index_;
   std::vector<int64_t> preds_;
   std::deque<std::string> fn_names_;

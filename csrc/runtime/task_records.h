@@ -88,20 +88,6 @@ struct Runtime::Task {
   char* regions() { return reinterpret_cast<char*>(scalars() + nscalars); }
 };
 
-// A task between task_alloc and submit.
-struct Runtime::Staged {
-  int64_t id = 0;
-  const char* name = nullptr;
-  pypto_kernel_fn kernel = nullptr;
-  TaskFn* fn = nullptr;
-  int64_t buffer_bytes = 0;
-  std::vector<RegionAccess> args;
-  // The boxes of `args`: offsets then extents, PYPTO_MAX_DIMS each (the accesses point here once
-  // the task is submitted).
-  std::vector<std::array<int64_t, 2 * PYPTO_MAX_DIMS>> boxes;
-  std::vector<int64_t> scalars;
-};
-
 // ----------------------------------------------------------------------------------------------
 // The scheduler: a ring arena of task records, the slot table that maps submission numbers to
 // records, and a FIFO ready queue. Idle threads spin briefly, then sleep on a condition variable.

@@ -191,9 +191,6 @@ void Runtime::end_run() {
     std::lock_guard<std::mutex> lock(stats_mu_);
     last_stats_ = stats_;
   }
-  // Tasks allocated but never submitted are dropped without running.
-  for (auto& st : building_) recycle(std::move(st));
-  building_.clear();
   fn_names_.clear();
   std::vector<int64_t>().swap(record_ids_);
   std::lock_guard<std::mutex> lock(workspace_mu_);
