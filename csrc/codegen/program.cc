@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -12,6 +13,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "runtime/runtime.h"
 
 namespace pypto::codegen {
 
@@ -75,33 +77,44 @@ std::vector<std::vector<int64_t>> CompiledProgram::output_shapes(const std::vect
 }
 
 int64_t CompiledProgram::count_tasks(const std::vector<int64_t>& dyn) const {
-  const auto& names = ir.execution.dyn_dims;
-  std::map<std::string, int64_t> env;
-  for (size_t i = 0; i < names.size() && i < dyn.size(); ++i) env[names[i]] = dyn[i];
-  auto lookup = [&](const std::string& n) -> int64_t {
-    auto it = env.find(n);
-    if (it == env.end()) throw InternalError("unbound variable " + n);
-    return it->second;
+  // The generated entry itself, in the runtime's build mode (no kernel runs, no record is kept), on
+  // tensors of the shapes these dims give. Their addresses are distinct and never dereferenced:
+  // build mode only tracks regions.
+  const ExecutionGraph& g = ir.execution;
+  if (entry == nullptr) throw InternalError(fmt::format("count_tasks: '{}' has no loaded entry", g.name));
+  if (dyn.size() != g.dyn_dims.size())
+    throw InternalError(fmt::format("count_tasks: {} symbolic dims given, {} expected", dyn.size(), g.dyn_dims.size()));
+  auto env = [&](const std::string& n) -> int64_t {
+    for (size_t i = 0; i < g.dyn_dims.size(); ++i)
+      if (g.dyn_dims[i] == n) return dyn[i];
+    throw InternalError("count_tasks: unbound symbolic dim " + n);
   };
-  std::function<int64_t(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) -> int64_t {
-    int64_t n = 0;
-    for (const Stmt& s : body) {
-      if (std::holds_alternative<Call>(s.node)) {
-        ++n;
-      } else if (auto* c = std::get_if<IfThen>(&s.node)) {
-        n += walk(c->cond.eval(lookup) ? c->then_body : c->else_body);
-      } else if (auto* l = std::get_if<Loop>(&s.node)) {
-        int64_t start = l->start.eval(lookup), stop = l->stop.eval(lookup), step = l->step.eval(lookup);
-        for (int64_t i = start; i < stop; i += step) {
-          env[l->var] = i;
-          n += walk(l->body);
-        }
-        env.erase(l->var);
-      }
+  std::vector<int> ids = g.params;
+  ids.insert(ids.end(), g.outputs.begin(), g.outputs.end());
+  std::vector<pypto_tensor> tensors(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const MemRef& m = g.memrefs.at(ids[i]);
+    pypto_tensor& t = tensors[i];
+    t.data = reinterpret_cast<void*>(static_cast<uintptr_t>(i + 1) << 44);
+    t.buffer = t.data;
+    t.ndim = static_cast<int32_t>(m.shape.size());
+    t.elem_size = static_cast<int32_t>(dtype_size(m.dtype));
+    int64_t stride = 1;
+    for (int d = t.ndim - 1; d >= 0; --d) {
+      t.shape[d] = m.shape[d].eval(env);
+      t.stride[d] = stride;
+      stride *= std::max<int64_t>(t.shape[d], 1);
     }
-    return n;
-  };
-  return walk(ir.execution.orchestration);
+  }
+  int32_t rc = 0;
+  runtime::RunStats st = runtime::default_runtime().build([&](const pypto_runtime_api* api) {
+    rc = entry(api, tensors.data(), static_cast<int32_t>(tensors.size()), dyn.data(), static_cast<int32_t>(dyn.size()));
+  });
+  if (rc != 0)
+    throw UserError(fmt::format("'{}': counting its tasks for these dims failed: {}", g.name,
+                                rc == PYPTO_STATUS_REGION || rc == PYPTO_STATUS_ZERO ? error_message()
+                                                                                     : fmt::format("status {}", rc)));
+  return st.tasks;
 }
 
 namespace {

@@ -35,7 +35,8 @@ struct CompiledProgram {
   std::string dump(const std::string& stage) const;
   /// Shapes of the outputs for given values of the symbolic dims.
   std::vector<std::vector<int64_t>> output_shapes(const std::vector<int64_t>& dyn) const;
-  /// Number of tasks the orchestration submits for given symbolic dims.
+  /// Number of tasks the orchestration submits for given symbolic dims: the generated entry run in
+  /// the runtime's build mode (no kernel runs) on placeholder tensors of the shapes they give.
   int64_t count_tasks(const std::vector<int64_t>& dyn) const;
   /// Number of InCore functions.
   int incore_functions() const { return static_cast<int>(ir.execution.functions.size()); }
