@@ -8,6 +8,7 @@ void bind_errors(py::module_& m);
 void bind_ir(py::module_& m);
 void bind_compile(py::module_& m);
 void bind_runtime(py::module_& m);
+void bind_testing(py::module_& m);
 void bind_pto(py::module_& m);
 }  // namespace pypto::bindings
 
@@ -17,5 +18,6 @@ PYBIND11_MODULE(_C, m) {
   pypto::bindings::bind_ir(m);
   pypto::bindings::bind_compile(m);
   pypto::bindings::bind_runtime(m);
+  pypto::bindings::bind_testing(m);
   pypto::bindings::bind_pto(m);
 }

@@ -57,10 +57,10 @@ def test_valid_values_are_taken(var, value):
 
 
 def test_more_threads_than_cores_are_allowed_up_to_the_cap():
-    code = "import pypto; print(pypto._C.runtime.Runtime(256).num_workers)"
+    code = "import pypto; print(pypto._C.testing.Runtime(256).num_workers)"
     assert _child({}, code) == "256"
     with pytest.raises(ValueError, match="a runtime takes at most 256 threads, asked for 257"):
-        pypto._C.runtime.Runtime(257)
+        pypto._C.testing.Runtime(257)
 
 
 def test_a_malformed_output_cache_limit_is_a_value_error():

@@ -8,7 +8,7 @@ from pypto import _C
 
 
 def test_dependencies_follow_regions():
-    rt = _C.runtime.Runtime(2)
+    rt = _C.testing.Runtime(2)
     log = []
     lock = threading.Lock()
 
@@ -29,7 +29,7 @@ def test_dependencies_follow_regions():
 
 
 def test_exception_in_task_reaches_python_and_runtime_stays_usable():
-    rt = _C.runtime.Runtime(2)
+    rt = _C.testing.Runtime(2)
 
     def boom(i):
         raise ValueError("kernel exploded")
@@ -42,7 +42,7 @@ def test_exception_in_task_reaches_python_and_runtime_stays_usable():
 
 
 def test_num_threads_environment(monkeypatch):
-    assert _C.runtime.Runtime(3).num_workers == 3
+    assert _C.testing.Runtime(3).num_workers == 3
     assert _C.runtime.default_num_workers() >= 1
 
 

@@ -132,7 +132,7 @@ def test_jit_task_graph_matches_the_real_run(chain_program):
 
 
 def test_run_tasks_recording_runs_nothing_and_keeps_all_edges():
-    rt = _C.runtime.Runtime(2)
+    rt = _C.testing.Runtime(2)
     ran = []
     tasks = [dict(name=f"t{i}", fn=ran.append, inputs=[(0, [0], [4])], outputs=[(0, [0], [4])]) for i in range(50)]
     recs = rt.record_tasks(tasks)
@@ -231,7 +231,7 @@ def test_pypto_trace_environment_variable_is_read_at_each_run(seed_program, tmp_
 def test_trace_of_run_tasks_names_every_worker(tmp_path, workers):
     import time
 
-    rt = _C.runtime.Runtime(workers)
+    rt = _C.testing.Runtime(workers)
     path = tmp_path / "rt_trace.json"
     tasks = [dict(name=f"k{i % 3}", fn=lambda i: time.sleep(0.001), inputs=[], outputs=[(i % 5, [0], [4])])
              for i in range(40)]
@@ -240,7 +240,7 @@ def test_trace_of_run_tasks_names_every_worker(tmp_path, workers):
 
 
 def test_trace_to_an_unwritable_path_is_an_error():
-    rt = _C.runtime.Runtime(2)
+    rt = _C.testing.Runtime(2)
     with pytest.raises(OSError, match="cannot open '/nonexistent_dir_pypto/trace.json' for writing"):
         rt.run_tasks([dict(name="a", fn=lambda i: None, outputs=[(0, [0], [1])])],
                      trace_path="/nonexistent_dir_pypto/trace.json")
@@ -279,14 +279,14 @@ def test_task_window_is_validated(restore_window):
     for bad in (2.5, "4", True):
         with pytest.raises(TypeError, match="positive int"):
             pypto.set_task_window(bad)
-    rt = _C.runtime.Runtime(2)
+    rt = _C.testing.Runtime(2)
     with pytest.raises(ValueError, match="the task window must be from 1 to 4194304 tasks, found 0"):
         rt.task_window = 0
 
 
 @pytest.mark.parametrize("window", [1, 2, 4])
 def test_run_tasks_with_a_small_window_matches_sequential(window):
-    rt = _C.runtime.Runtime(4)
+    rt = _C.testing.Runtime(4)
     rt.task_window = window
     assert rt.task_window == window
     value = [1]
@@ -396,7 +396,7 @@ def test_random_region_graphs_match_sequential_execution(seed):
 
     # Recording: every edge joins two tasks with overlapping regions (one of them written),
     # and the edges imply every conflicting order.
-    recs = _C.runtime.Runtime(2).record_tasks(_specs(graph, _fresh_model(), [], threading.Lock()))
+    recs = _C.testing.Runtime(2).record_tasks(_specs(graph, _fresh_model(), [], threading.Lock()))
     g = pypto.TaskGraph(recs)
     assert g.num_tasks == len(graph)
     for p, s in g.edges:
@@ -411,7 +411,7 @@ def test_random_region_graphs_match_sequential_execution(seed):
     for workers in (1, 2, 4, 8):
         model = _fresh_model()
         log = []
-        rt = _C.runtime.Runtime(workers)
+        rt = _C.testing.Runtime(workers)
         stats = rt.run_tasks(_specs(graph, model, log, threading.Lock()))
         assert stats["tasks"] == len(graph)
         assert sorted(log) == list(range(len(graph)))
@@ -430,14 +430,14 @@ def test_disjoint_regions_never_get_an_edge():
     for r, c in itertools.product(range(4), range(4)):
         tasks.append(dict(name="r", fn=lambda i: None, inputs=[(1, [2 * r, 2 * c], [2, 2])],
                           outputs=[(2, [r, c, 0], [1, 1, 3])]))
-    g = pypto.TaskGraph(_C.runtime.Runtime(2).record_tasks(tasks))
+    g = pypto.TaskGraph(_C.testing.Runtime(2).record_tasks(tasks))
     assert g.num_tasks == 32 and g.num_edges == 0
 
 
 @pytest.mark.parametrize("workers", [1, 8])
 def test_exception_in_a_random_graph_reaches_python_and_the_runtime_recovers(workers):
     graph = _random_graph(99, num_tasks=40)
-    rt = _C.runtime.Runtime(workers)
+    rt = _C.testing.Runtime(workers)
     specs = _specs(graph, _fresh_model(), [], threading.Lock())
 
     def boom(i):
