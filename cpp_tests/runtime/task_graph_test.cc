@@ -174,8 +174,8 @@ TEST(TaskGraphTest, RecordSizesAreReportedAndBounded) {
   auto box = [](float* base, int64_t r0, int64_t rows) { return testing::Region2D(base, r0, 0, rows, 64, 64); };
   const auto* api = rt.api();
   RunStats stats = rt.run([&](const pypto_runtime_api*) {
-    const pypto_tensor tx = testing::TensorOf(box(x.data(), 0, 1024)), tw = testing::TensorOf(box(w.data(), 0, 64)),
-                       ty = testing::TensorOf(box(y.data(), 0, 1024));
+    const pypto_tensor tx = tensor_of(box(x.data(), 0, 1024)), tw = tensor_of(box(w.data(), 0, 64)),
+                       ty = tensor_of(box(y.data(), 0, 1024));
     const int32_t hx = api->tensor_handle(api->rt, &tx), hw = api->tensor_handle(api->rt, &tw),
                   hy = api->tensor_handle(api->rt, &ty);
     for (int64_t i = 0; i < 1024 / 32; ++i) {

@@ -46,21 +46,6 @@ inline pypto_region Region1D(void* base, int64_t offset, int64_t extent, int32_t
   return r;
 }
 
-/// The tensor a region is a box of, as orchestration registers it with tensor_handle (the region's
-/// base, buffer and strides; the shape reaches past the box).
-inline pypto_tensor TensorOf(const pypto_region& r) {
-  pypto_tensor t{};
-  t.data = r.base;
-  t.buffer = r.buffer;
-  t.ndim = r.ndim;
-  t.elem_size = r.elem_size;
-  for (int d = 0; d < r.ndim; ++d) {
-    t.shape[d] = r.offset[d] + r.extent[d];
-    t.stride[d] = r.stride[d];
-  }
-  return t;
-}
-
 }  // namespace pypto::runtime::testing
 
 #endif  // PYPTO_CPP_TESTS_RUNTIME_TEST_REGIONS_H_

@@ -239,6 +239,19 @@ bool Runtime::submit_desc(const pypto_task_desc& d, TaskFn fn) {
   return !failed();
 }
 
+pypto_tensor tensor_of(const pypto_region& r) {
+  pypto_tensor t{};
+  t.data = r.base;
+  t.buffer = r.buffer;
+  t.ndim = r.ndim;
+  t.elem_size = r.elem_size;
+  for (int k = 0; k < r.ndim && k < PYPTO_MAX_DIMS; ++k) {
+    t.shape[k] = r.offset[k] + r.extent[k];
+    t.stride[k] = r.stride[k];
+  }
+  return t;
+}
+
 bool Runtime::submit_regions(std::string name, TaskFn fn, const std::vector<pypto_region>& inputs,
                              const std::vector<pypto_region>& outputs, int64_t buffer_bytes) {
   const size_t n = inputs.size() + outputs.size();
@@ -250,16 +263,7 @@ bool Runtime::submit_regions(std::string name, TaskFn fn, const std::vector<pypt
   for (size_t i = 0; i < n; ++i) {
     const pypto_region& r = i < inputs.size() ? inputs[i] : outputs[i - inputs.size()];
     validate_region(r);
-    pypto_tensor t{};
-    t.data = r.base;
-    t.buffer = r.buffer;
-    t.ndim = r.ndim;
-    t.elem_size = r.elem_size;
-    for (int k = 0; k < r.ndim; ++k) {
-      t.shape[k] = r.offset[k] + r.extent[k];
-      t.stride[k] = r.stride[k];
-    }
-    args[i].tensor = tensor_handle(t);
+    args[i].tensor = tensor_handle(tensor_of(r));
     args[i].mode = i < inputs.size() ? PYPTO_ACCESS_IN : PYPTO_ACCESS_OUT;
     args[i].offset = r.offset;
     args[i].extent = r.extent;

@@ -121,6 +121,10 @@ class TraceError : public std::runtime_error {
 /// argument order and may throw. A task's scalars are passed only to C kernels.
 using TaskFn = std::function<void(const pypto_region* args, int32_t nargs)>;
 
+/// The tensor a region is a box of, as orchestration registers it with tensor_handle: the region's
+/// base, buffer and strides (its shape reaches just past the box; tensor_handle does not use it).
+pypto_tensor tensor_of(const pypto_region& r);
+
 /// Returns true when regions `a` and `b` may touch the same memory (always false for different buffers).
 bool regions_overlap(const pypto_region& a, const pypto_region& b);
 
