@@ -18,12 +18,6 @@ namespace pypto {
 
 namespace {
 
-int region_of(const TensorGraph& g, int value) {
-  for (const TensorOp& op : g.ops)
-    if (op.output == value) return op.region;
-  return -1;
-}
-
 bool same_shape(const std::vector<Expr>& a, const std::vector<Expr>& b) {
   if (a.size() != b.size()) return false;
   for (size_t d = 0; d < a.size(); ++d)
@@ -36,6 +30,8 @@ bool same_shape(const std::vector<Expr>& a, const std::vector<Expr>& b) {
 TensorGraph RetileEpilogues(const TensorGraph& g, const PassOptions&) {
   TensorGraph out = g;
   std::map<int, std::pair<std::vector<int64_t>, std::string>> cube;  // value -> (tile, matmul nest name)
+  std::map<int, int> region_of;  // value -> region of the op that made it (-1: a parameter)
+  for (const TensorOp& op : out.ops) region_of.emplace(op.output, op.region);
   for (size_t i = 0; i < out.ops.size(); ++i) {
     TensorOp& op = out.ops[i];
     const OpInfo& info = op_info(op.kind);
@@ -52,7 +48,7 @@ TensorGraph RetileEpilogues(const TensorGraph& g, const PassOptions&) {
       continue;
     for (int in : op.inputs) {
       auto it = cube.find(in);
-      if (it == cube.end() || !same_shape(out.value(in).shape, result.shape) || op.region != region_of(out, in))
+      if (it == cube.end() || !same_shape(out.value(in).shape, result.shape) || op.region != region_of.at(in))
         continue;
       cube[op.output] = it->second;
       op.tile_shape = it->second.first;
