@@ -197,44 +197,30 @@ int32_t Runtime::tensor_handle(const pypto_tensor& t) {
 }
 
 bool Runtime::submit_desc(const pypto_task_desc& d) {
-  if (failed()) return false;
-  const char* name = d.name != nullptr ? d.name : "<unnamed>";
-  if (d.fn == nullptr || d.buffer_bytes < 0 || static_cast<uint32_t>(d.nargs) > kMaxTaskRegions ||
-      (d.nargs > 0 && d.args == nullptr) || static_cast<uint32_t>(d.nscalars) > 0xffff ||
-      (d.nscalars > 0 && d.scalars == nullptr)) {
-    reject_desc(d, name, -1);
-  }
-  // Handles, modes and boxes are checked by the region index as it resolves the arguments.
-  TaskSpec spec{next_task_id_, name, d.fn, nullptr, d.buffer_bytes, d.args, static_cast<size_t>(d.nargs),
-                d.scalars, static_cast<size_t>(d.nscalars)};
-  const int bad = enqueue(spec);
-  if (bad >= 0) reject_desc(d, name, bad);
-  ++next_task_id_;
-  return !failed();
+  std::unique_ptr<TaskFn> no_body;
+  return submit(d, no_body);
 }
 
 bool Runtime::submit_desc(const pypto_task_desc& d, TaskFn fn) {
   if (failed()) return false;
-  pypto_task_desc checked = d;
-  // The header checks of submit_desc, with the body in place of a kernel.
-  checked.fn = d.fn != nullptr ? d.fn : [](const pypto_region*, int32_t, const int64_t*, int32_t) { return 0; };
+  auto body = std::make_unique<TaskFn>(std::move(fn));
+  return submit(d, body);
+}
+
+bool Runtime::submit(const pypto_task_desc& d, std::unique_ptr<TaskFn>& body) {
   const char* name = d.name != nullptr ? d.name : "<unnamed>";
-  if (d.buffer_bytes < 0 || static_cast<uint32_t>(d.nargs) > kMaxTaskRegions || (d.nargs > 0 && d.args == nullptr) ||
-      static_cast<uint32_t>(d.nscalars) > 0xffff || (d.nscalars > 0 && d.scalars == nullptr)) {
-    reject_desc(checked, name, -1);
+  if ((d.fn == nullptr && !body) || d.buffer_bytes < 0 || static_cast<uint32_t>(d.nargs) > kMaxTaskRegions ||
+      (d.nargs > 0 && d.args == nullptr) || static_cast<uint32_t>(d.nscalars) > 0xffff ||
+      (d.nscalars > 0 && d.scalars == nullptr)) {
+    reject_desc(d, body != nullptr, name, -1);
   }
-  // The record owns the body once enqueued; whatever enqueue leaves in spec.fn is dropped here.
-  TaskSpec spec{next_task_id_, name, nullptr, new TaskFn(std::move(fn)), d.buffer_bytes, d.args,
+  // Handles, modes and boxes are checked by the region index as it resolves the arguments. A body
+  // runs instead of the kernel; the task's record takes it over when enqueue keeps the task.
+  TaskSpec spec{next_task_id_, name, body ? nullptr : d.fn, body.get(), d.buffer_bytes, d.args,
                 static_cast<size_t>(d.nargs), d.scalars, static_cast<size_t>(d.nscalars)};
-  int bad;
-  try {
-    bad = enqueue(spec);
-  } catch (...) {
-    delete spec.fn;
-    throw;
-  }
-  delete spec.fn;
-  if (bad >= 0) reject_desc(checked, name, bad);
+  const int bad = enqueue(spec);
+  if (spec.fn == nullptr) (void)body.release();
+  if (bad >= 0) reject_desc(d, body != nullptr, name, bad);
   ++next_task_id_;
   return !failed();
 }
@@ -273,12 +259,12 @@ bool Runtime::submit_regions(std::string name, TaskFn fn, const std::vector<pypt
   return submit_desc(d, std::move(fn));
 }
 
-void Runtime::reject_desc(const pypto_task_desc& d, const char* name, int arg) {
+void Runtime::reject_desc(const pypto_task_desc& d, bool has_body, const char* name, int arg) {
   auto bad = [&](const std::string& what) {
     return std::invalid_argument("task_submit_desc: task " + std::to_string(next_task_id_) + " (" + name + ") " + what);
   };
   if (arg < 0) {
-    if (d.fn == nullptr) throw bad("has a null kernel function");
+    if (d.fn == nullptr && !has_body) throw bad("has a null kernel function");
     if (d.buffer_bytes < 0) throw bad("has negative buffer_bytes " + std::to_string(d.buffer_bytes));
     if (d.nargs < 0 || d.nargs > kMaxTaskRegions || (d.nargs > 0 && d.args == nullptr)) {
       throw bad("has " + std::to_string(d.nargs) + " arguments, expected 0 to " + std::to_string(kMaxTaskRegions));

@@ -251,8 +251,12 @@ class Runtime {
   // Tracks and schedules (or records) the task; returns -1, or the index of an argument whose box
   // the region index rejected (nothing was recorded then).
   int enqueue(TaskSpec& spec);
-  // Throws the message for the malformed descriptor `d`: its header (`arg` < 0) or argument `arg`.
-  [[noreturn]] void reject_desc(const pypto_task_desc& d, const char* name, int arg);
+  // Both forms of submit_desc: `body`, when set, runs instead of `d.fn`; the task's record takes it
+  // over when the task is kept (it is left null then).
+  bool submit(const pypto_task_desc& d, std::unique_ptr<TaskFn>& body);
+  // Throws the message for the malformed descriptor `d` (whose task has a C++ body when `has_body`):
+  // its header (`arg` < 0) or argument `arg`.
+  [[noreturn]] void reject_desc(const pypto_task_desc& d, bool has_body, const char* name, int arg);
   // True when the task with submission number `seq` has finished (only meaningful in Mode::kRun).
   bool finished(int64_t seq) const;
   void begin_run(Mode mode);
