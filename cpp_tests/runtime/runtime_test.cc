@@ -574,4 +574,30 @@ TEST(RuntimeTest, RandomGraphsMatchSequentialExecution) {
 }
 
 }  // namespace
+// Recording and building run no task: a workspace is a placeholder address of its own (none is
+// allocated, so a size no machine has still counts), distinct from the others and from user memory.
+TEST(RuntimeTest, RecordingAndBuildingAllocateNoWorkspace) {
+  Runtime rt(1);
+  const int64_t huge = int64_t{1} << 44;  // 16 TiB
+  std::vector<uintptr_t> seen;
+  RunStats st = rt.build([&](const pypto_runtime_api* api) {
+    for (int64_t bytes : {huge, int64_t{3}, huge}) {
+      void* p = api->alloc_workspace(api->rt, bytes);
+      ASSERT_NE(p, nullptr);
+      seen.push_back(reinterpret_cast<uintptr_t>(p));
+    }
+    EXPECT_EQ(api->failed(api->rt), 0);
+  });
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_GE(seen[0], uintptr_t{1} << 48);
+  EXPECT_GE(seen[1], seen[0] + static_cast<uintptr_t>(huge));
+  EXPECT_GE(seen[2], seen[1] + 64);
+  EXPECT_EQ(seen[0] % 64, 0u);
+  rt.record([&](const pypto_runtime_api* api) { EXPECT_NE(api->alloc_workspace(api->rt, huge), nullptr); });
+  // A size past the placeholder space is the same error a run gives.
+  EXPECT_THROW(rt.build([&](const pypto_runtime_api*) { rt.alloc_workspace(int64_t{1} << 62); }), OutOfMemory);
+  // Running allocates for real: 16 TiB cannot be had.
+  EXPECT_THROW(rt.run([&](const pypto_runtime_api*) { rt.alloc_workspace(huge); }), OutOfMemory);
+}
+
 }  // namespace pypto::runtime

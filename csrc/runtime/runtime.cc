@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -202,12 +203,12 @@ bool Runtime::submit_desc(const pypto_task_desc& d) {
 }
 
 bool Runtime::submit_desc(const pypto_task_desc& d, TaskFn fn) {
-  if (failed()) return false;
   auto body = std::make_unique<TaskFn>(std::move(fn));
   return submit(d, body);
 }
 
 bool Runtime::submit(const pypto_task_desc& d, std::unique_ptr<TaskFn>& body) {
+  if (failed()) return false;
   const char* name = d.name != nullptr ? d.name : "<unnamed>";
   if ((d.fn == nullptr && !body) || d.buffer_bytes < 0 || static_cast<uint32_t>(d.nargs) > kMaxTaskRegions ||
       (d.nargs > 0 && d.args == nullptr) || static_cast<uint32_t>(d.nscalars) > 0xffff ||
@@ -404,19 +405,37 @@ int Runtime::enqueue(TaskSpec& st) {
   return -1;
 }
 
+namespace {
+
+[[noreturn]] void workspace_too_large(int64_t bytes) {
+  char gib[32];
+  std::snprintf(gib, sizeof gib, "%.1f", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  throw OutOfMemory("pypto: a workspace of " + std::to_string(bytes) + " bytes (" + gib + " GiB) could not be allocated");
+}
+
+// Recording and building run no task, so a workspace is only an address of its own: placeholders
+// start above every user-space address (x86-64 and AArch64 keep those below 2^48) and stay below
+// 2^62, so address arithmetic on them cannot overflow.
+constexpr uint64_t kPlaceholderStart = uint64_t{1} << 56;
+constexpr uint64_t kPlaceholderEnd = uint64_t{1} << 62;
+
+}  // namespace
+
 void* Runtime::alloc_workspace(int64_t bytes) {
   // A negative size is a workspace whose element count overflowed 64 bits (pto::make_workspace).
   if (bytes < 0) throw OutOfMemory("pypto: a workspace of more than 2^63 bytes cannot be allocated");
   // aligned_alloc needs a size that is a non-zero multiple of the alignment.
   size_t size = (static_cast<size_t>(bytes) + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
   if (size == 0) size = kWorkspaceAlign;
-  void* p = std::aligned_alloc(kWorkspaceAlign, size);
-  if (p == nullptr) {
-    char gib[32];
-    std::snprintf(gib, sizeof gib, "%.1f", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
-    throw OutOfMemory("pypto: a workspace of " + std::to_string(bytes) + " bytes (" + gib +
-                      " GiB) could not be allocated");
+  if (mode_ != Mode::kRun) {
+    if (placeholder_next_ < kPlaceholderStart) placeholder_next_ = kPlaceholderStart;
+    if (size > kPlaceholderEnd - placeholder_next_) workspace_too_large(bytes);
+    void* p = reinterpret_cast<void*>(static_cast<uintptr_t>(placeholder_next_));
+    placeholder_next_ += size + kWorkspaceAlign;  // a gap, so no two workspaces touch
+    return p;
   }
+  void* p = std::aligned_alloc(kWorkspaceAlign, size);
+  if (p == nullptr) workspace_too_large(bytes);
   std::memset(p, 0, size);
   std::lock_guard<std::mutex> lock(workspace_mu_);
   workspaces_.push_back(p);

@@ -188,7 +188,9 @@ class Runtime {
   /// task named `name` (copied) that reads `inputs` and writes `outputs`, in that argument order.
   bool submit_regions(std::string name, TaskFn fn, const std::vector<pypto_region>& inputs,
                       const std::vector<pypto_region>& outputs, int64_t buffer_bytes = 0);
-  /// Returns zeroed, 64-byte aligned memory that stays valid until the run's tasks have finished.
+  /// Returns zeroed, 64-byte aligned memory that stays valid until the run's tasks have finished. When
+  /// recording or building (no task runs) it returns a placeholder address of its own instead, which
+  /// nothing may dereference.
   void* alloc_workspace(int64_t bytes);
   /// True once a task (or the orchestration) of the current run has failed.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
@@ -290,6 +292,7 @@ class Runtime {
   std::unique_ptr<RegionIndex> index_;
   std::vector<int64_t> preds_;
   std::deque<std::string> fn_names_;
+  uint64_t placeholder_next_ = 0;  // next workspace address of a record or build (0: none given yet)
   std::vector<int64_t> record_ids_;
   TaskGraphRecord record_;
 

@@ -192,6 +192,7 @@ void Runtime::end_run() {
     last_stats_ = stats_;
   }
   fn_names_.clear();
+  placeholder_next_ = 0;
   std::vector<int64_t>().swap(record_ids_);
   std::lock_guard<std::mutex> lock(workspace_mu_);
   for (void* p : workspaces_) std::free(p);
