@@ -248,14 +248,21 @@ bool Expr::uses(const std::string& name) const {
   }
 }
 
-Expr Expr::substitute(const std::map<std::string, Expr>& env) const {
+Expr Expr::substitute(const std::map<std::string, Expr>& env) const { return replace(env, true); }
+
+Expr Expr::substitute_exact(const std::map<std::string, Expr>& env) const { return replace(env, false); }
+
+Expr Expr::replace(const std::map<std::string, Expr>& env, bool simplify) const {
   switch (node_->kind) {
     case Kind::Const: return *this;
     case Kind::Var: {
       auto it = env.find(node_->name);
       return it == env.end() ? *this : it->second;
     }
-    default: return make(node_->kind, Expr(node_->a).substitute(env), Expr(node_->b).substitute(env));
+    default: {
+      Expr a = Expr(node_->a).replace(env, simplify), b = Expr(node_->b).replace(env, simplify);
+      return simplify ? make(node_->kind, a, b) : raw(node_->kind, a, b);
+    }
   }
 }
 

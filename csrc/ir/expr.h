@@ -43,6 +43,9 @@ class Expr {
   bool uses(const std::string& name) const;
   /// Replaces variables by expressions.
   Expr substitute(const std::map<std::string, Expr>& env) const;
+  /// Replaces variables by expressions, keeping every other node as it is (no
+  /// simplification), so the result prints as written.
+  Expr substitute_exact(const std::map<std::string, Expr>& env) const;
   /// Evaluates with variable values from `env`; throws InternalError on an unbound variable.
   int64_t eval(const std::function<int64_t(const std::string&)>& env) const;
   /// Printed form, e.g. "min(32, (64 - (g0 * 32)))".
@@ -60,6 +63,7 @@ class Expr {
   static Expr make(Kind kind, Expr a, Expr b);
   /// A node without simplification (for building canonical forms).
   static Expr raw(Kind kind, const Expr& a, const Expr& b);
+  Expr replace(const std::map<std::string, Expr>& env, bool simplify) const;
   std::shared_ptr<const Node> node_;
 
   friend Expr floordiv(const Expr& a, const Expr& b);
