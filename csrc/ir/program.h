@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -74,6 +75,7 @@ bool writes_memory(Opcode op);
 int memory_tile(const Instr& in);
 
 struct Stmt;
+struct NamedCall;
 
 /// Binary expansion of a dynamic orchestration loop (see the binary_expand
 /// pass): power-of-two blocks from `max_range` down to `min_range` plus a
@@ -109,6 +111,9 @@ struct Call {
   int callee = -1;
   std::vector<CallArg> args;    ///< one per region parameter of the callee
   std::vector<Expr> scalars;    ///< one per scalar parameter of the callee
+  /// Set only in the tile-level API's modules before linking (ir/pto_module.h):
+  /// the callee and arguments by name; `callee`, `args` and `scalars` are then unused.
+  std::shared_ptr<const NamedCall> named;
 };
 
 /// Orchestration: run `then_body` where `cond` is non-zero, else `else_body`.
