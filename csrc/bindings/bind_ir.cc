@@ -62,6 +62,7 @@ void bind_expr(py::module_& m) {
       .def(py::init<int64_t>())
       .def_static("var", &Expr::var)
       .def("is_const", &Expr::is_const)
+      .def("is_var", &Expr::is_var)
       .def("as_const", &Expr::as_const)
       .def("uses", &Expr::uses)
       .def("equals", &Expr::equals)
@@ -79,6 +80,21 @@ void bind_expr(py::module_& m) {
       .def("ne", [](const Expr& a, const Expr& b) { return cmp_ne(a, b); })
       .def("land", [](const Expr& a, const Expr& b) { return logical_and(a, b); })
       .def("lor", [](const Expr& a, const Expr& b) { return logical_or(a, b); })
+      .def_static(
+          "node",
+          [](const std::string& op, const Expr& a, const Expr& b) {
+            static const std::map<std::string, Expr::Kind> kinds = {
+                {"+", Expr::Kind::Add}, {"-", Expr::Kind::Sub},  {"*", Expr::Kind::Mul},  {"//", Expr::Kind::FloorDiv},
+                {"%", Expr::Kind::Mod}, {"<", Expr::Kind::Lt},   {"<=", Expr::Kind::Le},  {"==", Expr::Kind::Eq},
+                {"!=", Expr::Kind::Ne}, {"&&", Expr::Kind::And}, {"||", Expr::Kind::Or},  {"min", Expr::Kind::Min},
+                {"max", Expr::Kind::Max}};
+            auto it = kinds.find(op);
+            if (it == kinds.end()) throw UserError("Expr.node: unknown operator '" + op + "'");
+            return Expr::node(it->second, a, b);
+          },
+          "A node exactly as given (no simplification), so it prints as written.")
+      .def("substitute", &Expr::substitute_exact, py::arg("env"),
+           "Variables replaced by expressions; the other nodes are kept as they are.")
       .def("eval", [](const Expr& e, const std::map<std::string, int64_t>& env) {
         return e.eval([&](const std::string& n) -> int64_t {
           auto it = env.find(n);

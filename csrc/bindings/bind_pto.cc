@@ -1,12 +1,17 @@
-// Python access to a parsed .pto module as plain data (dicts, lists and
-// strings), from which `python -m pypto.pto parse` writes builder code.
+// The tile-level API's C++ side: PTOFunctionBuilder writes IR through
+// _C.PtoFunctionBuilder and PTOModule links and prints it (link_pto); and a
+// parsed .pto module as plain data (dicts, lists and strings), from which
+// `python -m pypto.pto parse` writes builder code.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <fmt/format.h>
 
+#include "ir/errors.h"
+#include "ir/op_table.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/pto_module.h"
 
 namespace py = pybind11;
 
@@ -153,9 +158,155 @@ py::dict module_data(const std::string& text) {
   return out;
 }
 
+DataType dtype_of(const std::string& pto_name) {
+  for (int i = 0; i <= static_cast<int>(DataType::BOOL); ++i)
+    if (dtype_pto_name(static_cast<DataType>(i)) == pto_name) return static_cast<DataType>(i);
+  throw UserError(fmt::format("unknown element type '{}'", pto_name));
+}
+
+MemKind memkind_of(const std::string& kind) {
+  if (kind == "param") return MemKind::Input;
+  if (kind == "output") return MemKind::Output;
+  if (kind == "workspace") return MemKind::Workspace;
+  if (kind == "local") return MemKind::Local;
+  throw UserError(fmt::format("unknown memref kind '{}'", kind));
+}
+
+int need_tile(const FunctionBuilder& b, const std::string& name) {
+  int id = b.tile_id(name);
+  if (id < 0) throw UserError(fmt::format("@{}: '{}' is not a declared tile", b.name(), name));
+  return id;
+}
+
+/// One instruction by mnemonic (a trailing "s": a constant operand) with its operands by name.
+void add_instr(FunctionBuilder& b, const std::string& mnemonic, const std::optional<std::string>& dst,
+               const std::vector<std::string>& srcs, const std::optional<std::string>& memref,
+               const std::vector<Expr>& offsets, const std::vector<Expr>& valid, std::optional<double> scalar,
+               std::optional<Expr> scalar_expr, int scalar_pos, int axis, const std::optional<std::string>& to,
+               double step, const std::vector<int64_t>& l0) {
+  std::optional<Opcode> op = opcode_by_name(mnemonic);
+  const bool constant = scalar || scalar_expr;
+  if (!op && mnemonic.size() > 1 && mnemonic.back() == 's') op = opcode_by_name(mnemonic.substr(0, mnemonic.size() - 1));
+  if (!op) throw UserError(fmt::format("@{}: unknown instruction '{}'", b.name(), mnemonic));
+  Instr in;
+  in.op = *op;
+  if (dst) in.dst = need_tile(b, *dst);
+  for (const std::string& s : srcs) in.srcs.push_back(need_tile(b, s));
+  if (memref) {
+    in.memref = b.memref_id(*memref);
+    if (in.memref < 0) throw UserError(fmt::format("@{}: '{}' is not a declared memref", b.name(), *memref));
+  }
+  in.offsets = offsets;
+  in.valid = valid;
+  if (scalar) in.scalar = *scalar;
+  in.scalar_expr = std::move(scalar_expr);
+  const OpForm form = opcode_info(*op).form;
+  if (constant && form != OpForm::Fill && form != OpForm::Arange) in.scalar_pos = std::max(scalar_pos, 0);
+  in.axis = axis;
+  if (to) in.round_to = dtype_of(*to);
+  in.step = step;
+  in.l0 = l0;
+  b.add(std::move(in));
+}
+
 }  // namespace
 
 void bind_pto(py::module_& m) {
+  py::class_<ModuleFunction>(m, "PtoModuleFunction", "A function built by PTOFunctionBuilder (C++ IR).")
+      .def_readonly("name", &ModuleFunction::name)
+      .def_readonly("in_core", &ModuleFunction::in_core);
+  py::class_<FunctionBuilder>(m, "PtoFunctionBuilder", "Writes one function of a PTO module as C++ IR.")
+      .def(py::init<std::string, std::string>(), py::arg("name"), py::arg("where"))
+      .def("set_in_core", &FunctionBuilder::set_in_core)
+      .def("set_fused_ops", &FunctionBuilder::set_fused_ops)
+      .def_property_readonly("in_core", &FunctionBuilder::in_core)
+      .def("memref",
+           [](FunctionBuilder& b, const std::string& name, const std::string& kind, const std::string& dt,
+              const std::optional<std::vector<Expr>>& shape) { b.memref(name, memkind_of(kind), dtype_of(dt), shape); })
+      .def("view",
+           [](FunctionBuilder& b, const std::string& name, const std::string& base, const std::string& dt,
+              const std::vector<Expr>& shape, const std::vector<Expr>& offsets, const std::vector<int>& map,
+              const std::vector<int64_t>& steps, bool reshape) {
+             b.view(name, base, dtype_of(dt), shape, offsets, map, steps, reshape);
+           })
+      .def("tile", [](FunctionBuilder& b, const std::string& name, const std::vector<int64_t>& shape,
+                      const std::string& dt) { b.tile(name, shape, dtype_of(dt)); })
+      .def("scalar", [](FunctionBuilder& b, const std::string& name, const std::string& dt) { b.scalar(name, dtype_of(dt)); })
+      .def("mark_output", &FunctionBuilder::mark_output)
+      .def("memref_kind",
+           [](const FunctionBuilder& b, const std::string& name) -> std::optional<std::string> {
+             int id = b.memref_id(name);
+             if (id < 0) return std::nullopt;
+             switch (b.memref_at(id).kind) {
+               case MemKind::Input: case MemKind::Output: return std::string("param");
+               case MemKind::Workspace: return std::string("workspace");
+               case MemKind::Local: return std::string("local");
+               case MemKind::View: return std::string(b.memref_at(id).view->reshape ? "reshape" : "view");
+             }
+             return std::nullopt;
+           })
+      .def("tile_shape",
+           [](const FunctionBuilder& b, const std::string& name) -> std::optional<std::vector<int64_t>> {
+             int id = b.tile_id(name);
+             if (id < 0) return std::nullopt;
+             return b.tile_at(id).shape;
+           })
+      .def("has_scalar", &FunctionBuilder::has_scalar)
+      .def("instr", &add_instr, py::arg("mnemonic"), py::arg("dst"), py::arg("srcs"), py::arg("memref") = py::none(),
+           py::arg("offsets") = std::vector<Expr>{}, py::arg("valid") = std::vector<Expr>{},
+           py::arg("scalar") = py::none(), py::arg("scalar_expr") = py::none(), py::arg("scalar_pos") = -1,
+           py::arg("axis") = -1, py::arg("to") = py::none(), py::arg("step") = 1.0,
+           py::arg("l0") = std::vector<int64_t>{})
+      .def("call",
+           [](FunctionBuilder& b, const std::string& callee,
+              const std::vector<std::tuple<std::string, std::string, std::optional<std::vector<Expr>>,
+                                           std::optional<std::vector<Expr>>, bool>>& args,
+              const std::vector<std::pair<std::string, Expr>>& scalars, const std::string& where) {
+             NamedCall c;
+             c.callee = callee;
+             c.where = where;
+             for (const auto& [param, memref, offsets, extents, units] : args) {
+               NamedArg a;
+               a.param = param;
+               a.memref = b.memref_id(memref);
+               if (a.memref < 0) throw UserError(fmt::format("@{}: '{}' is not a declared memref", b.name(), memref));
+               a.offsets = offsets;
+               a.extents = extents;
+               a.block_units = units;
+               c.args.push_back(std::move(a));
+             }
+             c.scalars = scalars;
+             b.call(std::move(c));
+           })
+      .def("begin_for",
+           [](FunctionBuilder& b, const std::string& var, const Expr& start, const Expr& stop, const Expr& step,
+              std::optional<std::tuple<int64_t, int64_t, std::map<int64_t, int64_t>>> range,
+              std::optional<std::pair<int, int64_t>> parallel) {
+             Loop l;
+             l.var = var;
+             l.start = start;
+             l.stop = stop;
+             l.step = step;
+             if (range) l.range = LoopRange{std::get<0>(*range), std::get<1>(*range), std::get<2>(*range)};
+             if (parallel) {
+               l.parallel = true;
+               l.dim = parallel->first;
+               l.tile = parallel->second;
+             }
+             b.begin_for(std::move(l));
+           })
+      .def("begin_if", &FunctionBuilder::begin_if)
+      .def("begin_else", &FunctionBuilder::begin_else)
+      .def("end", &FunctionBuilder::end, py::arg("loop"))
+      .def("open_block", &FunctionBuilder::open_block)
+      .def("build", &FunctionBuilder::build);
+  m.def(
+      "link_pto",
+      [](const std::string& name, const std::vector<ModuleFunction>& functions, const std::string& entry) {
+        return print_pto(link_module(PtoModule{name, functions}, entry));
+      },
+      py::arg("name"), py::arg("functions"), py::arg("entry"),
+      "A built module linked with `entry` as its orchestration, as .pto text.");
   m.def("pto_module_data", &module_data, py::arg("text"),
         "A parsed .pto module as dicts and lists (functions, their statements, the orchestration).");
 }

@@ -119,3 +119,73 @@ def ceildiv(a: IntLike, b: IntLike) -> IntLike:
         return -(-a // b)
     ea, eb = to_expr(a, "pypto.ceildiv a"), to_expr(b, "pypto.ceildiv b")
     return wrap(ea.add(eb).sub(_C.Expr(1)).floordiv(eb))
+
+
+_BIN_OPS = {"Add": "+", "Sub": "-", "Mult": "*", "FloorDiv": "//", "Mod": "%"}
+_CMP_OPS = {"Lt": "<", "LtE": "<=", "Eq": "==", "NotEq": "!="}
+
+
+def parse_expr(v: Any, what: str) -> "_C.Expr":
+    """The C++ Expr of an int, a SymExpr, a C++ Expr, a name (``"n"``, or ``"%n"`` as .pto writes
+    it) or a Python expression string over names and ints (``"num_tiles // 2"``,
+    ``"i < n and n > 4"``, ``"min(a, b)"``). The expression keeps the form it is written in (no
+    simplification), so it prints back as written."""
+    import ast
+    import re
+
+    if isinstance(v, _C.Expr):
+        return v
+    if isinstance(v, SymExpr):
+        return v._e
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        raise UserTypeError(f"{what}: expected an int, a name or an expression string, found {v!r}")
+    if isinstance(v, int):
+        return _C.Expr(v)
+    # .pto's "%n" names a variable; "a % b" stays a modulo.
+    text = re.sub(r"(^|[(,+\-*/<>=!&|%])(\s*)%(?=[A-Za-z_])", r"\1\2", v.strip())
+    text = text.replace("&&", " and ").replace("||", " or ")
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        raise UserError(f"{what}: {v!r} is not an integer expression") from None
+
+    def bad(why: str):
+        return UserError(f"{what}: {v!r}: {why}")
+
+    def build(n: ast.AST) -> "_C.Expr":
+        if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
+            return _C.Expr(n.value)
+        if isinstance(n, ast.Name):
+            return _C.Expr.var(n.id)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            x = build(n.operand)
+            c = x.as_const()
+            return _C.Expr(-c) if c is not None else _C.Expr.node("-", _C.Expr(0), x)
+        if isinstance(n, ast.BinOp):
+            op = _BIN_OPS.get(type(n.op).__name__)
+            if op is None:
+                raise bad("only + - * // % are allowed (use // for division)")
+            return _C.Expr.node(op, build(n.left), build(n.right))
+        if isinstance(n, ast.Compare):
+            if len(n.ops) != 1:
+                raise bad("chained comparisons are not supported; use 'and'")
+            a, b = build(n.left), build(n.comparators[0])
+            kind = type(n.ops[0]).__name__
+            if kind == "Gt":
+                return _C.Expr.node("<", b, a)
+            if kind == "GtE":
+                return _C.Expr.node("<=", b, a)
+            if kind not in _CMP_OPS:
+                raise bad("unsupported comparison")
+            return _C.Expr.node(_CMP_OPS[kind], a, b)
+        if isinstance(n, ast.BoolOp):
+            sym = "&&" if isinstance(n.op, ast.And) else "||"
+            out = build(n.values[0])
+            for x in n.values[1:]:
+                out = _C.Expr.node(sym, out, build(x))
+            return out
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("min", "max") and len(n.args) == 2:
+            return _C.Expr.node(n.func.id, build(n.args[0]), build(n.args[1]))
+        raise bad("not an integer expression over names and ints")
+
+    return build(tree)

@@ -228,6 +228,8 @@ def test_matmul_l0_that_does_not_divide_the_tile_is_a_verify_error():
     (lambda b: b.for_loop("i", 0, "n // 2.5"), "only \\+ - \\* // % are allowed|not an integer expression"),
     (lambda b: b.for_loop("i", 0, 8, max_range=64, min_range=8), "orchestration loops only"),
     (lambda b: b.scalar_li("s", 1).scalar_li("s", 2), "single-assignment"),
+    (lambda b: b.tile("x", 8, 8).instr("tnosuchop", "x", "x"), r"@k: unknown instruction 'tnosuchop'"),
+    (lambda b: b.tile("x", 8).arange("x", "n", 1), "arange start: expected a number, found 'n'"),
 ])
 def test_builder_errors_name_the_function_and_the_problem(build, message):
     b = PTOFunctionBuilder("k").in_core().memref("m", MemorySpace.GLOBAL, F32)
