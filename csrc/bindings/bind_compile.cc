@@ -219,14 +219,12 @@ void bind_compile(py::module_& m) {
            "The task graph the orchestration builds for these tensors, without running kernels.")
       .def("entry_memrefs",
            [](const CompiledProgram& p) {
-             // (name, dtype, dims as text, is_output) of the tensors the entry takes, in order.
+             // (name, dtype, dims as Exprs, is_output) of the tensors the entry takes, in order.
              const ExecutionGraph& g = p.ir.execution;
              py::list out;
              auto add = [&](int id, bool is_out) {
                const MemRef& m = g.memrefs.at(id);
-               std::vector<std::string> dims;
-               for (const Expr& d : m.shape) dims.push_back(d.str());
-               out.append(py::make_tuple(m.name, m.dtype, dims, is_out));
+               out.append(py::make_tuple(m.name, m.dtype, m.shape, is_out));
              };
              for (int id : g.params) add(id, false);
              for (int id : g.outputs) add(id, true);

@@ -74,6 +74,138 @@ def _evaluated_signature(fn: Callable) -> inspect.Signature:
     return sig.replace(parameters=params, return_annotation=evaluate(sig.return_annotation, "the return value"))
 
 
+class Param:
+    """One parameter of a program as the binder checks it.
+
+    ``kind`` is ``"tensor"`` (an array), ``"scalar"`` (an int given at the call, bound like a
+    named dim), ``"const"`` (a compile-time constant) or ``"any"`` (a tensor when given an
+    array, else a constant). ``dims`` (tensors; None: any shape) holds per dim an int, the name
+    of a dim shared by every parameter that uses it, None (a dim of its own, named
+    ``<param>_<i>``) or a ``_C.Expr`` over named dims; a trailing ``...`` takes any further dims."""
+
+    __slots__ = ("name", "kind", "dtype", "dims", "shape_text")
+
+    def __init__(self, name: str, kind: str, dtype=None, dims=None, shape_text: str = ""):
+        self.name, self.kind, self.dtype, self.dims = name, kind, dtype, dims
+        self.shape_text = shape_text or (_ann_text(["?" if d is None else d for d in dims]) if dims is not None else "")
+
+
+class Binder:
+    """The one argument binder of pypto's programs (jitted functions and ``pypto.pto`` programs):
+    arguments to parameters by position or keyword (defaults from ``sig``), arrays checked
+    against dtypes and shapes, named dims unified across parameters, dims given by expressions
+    checked once every name is known. Errors name the function and the parameter. A tensor
+    parameter takes arrays of one of pypto's dtypes with at least one dim."""
+
+    def __init__(self, fname: str, params: list[Param], sig: inspect.Signature | None = None, *,
+                 allow_empty: bool = False):
+        self.name = fname
+        self.allow_empty = allow_empty  # zero-size arrays are accepted (a PTO program's loops may run zero times)
+        self.params = params
+        self.sig = sig or inspect.Signature(
+            [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
+
+    def bind(self, args: tuple, kwargs: dict) -> "_Bound":
+        try:
+            bound = self.sig.bind(*args, **kwargs)
+        except TypeError as e:
+            expected = ", ".join(p.name for p in self.params)
+            given = set(list(self.sig.parameters)[:len(args)]) | set(kwargs)
+            missing = [n for n, prm in self.sig.parameters.items() if n not in given and prm.default is prm.empty]
+            why = f"missing argument(s): {', '.join(missing)}" if "missing" in str(e) and missing else str(e)
+            raise UserTypeError(
+                f"{self.name}() takes ({expected}); called with {len(args)} positional and "
+                f"{len(kwargs)} keyword argument(s): {why}") from None
+        bound.apply_defaults()
+        out = _Bound()
+        checks = []
+        for p in self.params:
+            x = bound.arguments[p.name]
+            if p.kind == "scalar":
+                if isinstance(x, bool) or not hasattr(x, "__index__"):
+                    raise UserTypeError(f"{self.name}(): scalar '{p.name}' must be an int, found {type(x).__name__}")
+                self._unify(p.name, p.name, int(x), out, None)
+                continue
+            if p.kind == "const" or (p.kind == "any" and not memory.is_array(x)):
+                out.consts.append((p.name, x, _const_key(p.name, self.name, x)))
+                out.order.append(("const", len(out.consts) - 1))
+                continue
+            if not memory.is_array(x):
+                raise UserTypeError(
+                    f"{self.name}(): parameter '{p.name}' expects a tensor (torch.Tensor or numpy.ndarray), "
+                    f"found {memory.kind_name(x)}")
+            dt = memory.dtype_of(x)
+            if dt is None:
+                raise UserTypeError(f"{self.name}(): parameter '{p.name}' has dtype {memory.dtype_text(x)}, which pypto "
+                                    f"does not support")
+            shape = memory.shape_of(x)
+            if p.dtype is not None and dt != p.dtype:
+                raise UserTypeError(
+                    f"{self.name}(): parameter '{p.name}' expects dtype {dtype_name(p.dtype)}, "
+                    f"found {dtype_name(dt)} ({memory.dtype_text(x)})")
+            if len(shape) == 0:
+                raise NotSupportedError(f"{self.name}(): parameter '{p.name}' is a 0-d tensor; not supported yet")
+            if any(d == 0 for d in shape) and not self.allow_empty:
+                raise NotSupportedError(f"{self.name}(): parameter '{p.name}' has a zero-size dim {_shape_text(shape)}; "
+                                        f"not supported yet")
+            dims = self._bind_dims(p, shape, out, checks)
+            out.tensors.append((p.name, x, dims, dt))
+            out.order.append(("tensor", len(out.tensors) - 1))
+        env = {k: v for k, (v, _) in out.dyn.items()}
+        for p, i, want, got, shape in checks:
+            try:
+                value = want.eval(env)
+            except UserError:
+                free = [n for n in _names(want) if n not in env]
+                raise UserError(f"{self.name}(): dim {i} of parameter '{p.name}' is {want}, which uses "
+                                f"'{free[0] if free else want}', which no argument gives") from None
+            if value != got:
+                raise UserError(f"{self.name}(): parameter '{p.name}' expects shape {p.shape_text}, found "
+                                f"{_shape_text(shape)} (dim {i} must be {want} = {value})")
+        return out
+
+    def _unify(self, dname: str, pname: str, size: int, out: "_Bound", dim):
+        prev = out.dyn.get(dname)
+        if prev is not None and prev[0] != size:
+            where = f"parameter '{pname}'" + (f" (dim {dim})" if dim is not None else "")
+            raise UserError(
+                f"{self.name}(): dynamic dim '{dname}' is {prev[0]} in parameter '{prev[1]}' but {size} in {where}")
+        out.dyn.setdefault(dname, (size, pname))
+
+    def _bind_dims(self, p: Param, shape, out: "_Bound", checks: list) -> list:
+        """Per dim: an int (static or given by an expression) or the name of a dynamic dim."""
+        if p.dims is None:
+            return list(shape)
+        spec = list(p.dims)
+        ellipsis = bool(spec) and spec[-1] is Ellipsis
+        if ellipsis:
+            spec = spec[:-1]
+        if (len(shape) != len(spec)) if not ellipsis else (len(shape) < len(spec)):
+            raise UserError(f"{self.name}(): parameter '{p.name}' expects shape {p.shape_text}, found {_shape_text(shape)}")
+        dims: list = []
+        for i, size in enumerate(shape):
+            want = spec[i] if i < len(spec) else size
+            if isinstance(want, int):
+                if want != size:
+                    raise UserError(f"{self.name}(): parameter '{p.name}' expects shape {p.shape_text}, "
+                                    f"found {_shape_text(shape)}")
+                dims.append(size)
+            elif want is None or isinstance(want, str):
+                dname = f"{p.name}_{i}" if want is None else want
+                self._unify(dname, p.name, size, out, i)
+                dims.append(dname)
+            else:  # an expression over named dims, checked once all are bound
+                checks.append((p, i, want, size, shape))
+                dims.append(size)
+        return dims
+
+
+def _names(e) -> list[str]:
+    import re
+
+    return re.findall(r"[A-Za-z_]\w*", str(e))
+
+
 class _Signature:
     """The parameters and return annotations of a jitted function."""
 
@@ -82,18 +214,24 @@ class _Signature:
         self.name = fn.__name__
         self.sig = _evaluated_signature(fn)
         self.params: list[tuple[str, Tensor | None, bool]] = []  # (name, annotation, is_tensor_annotation)
+        binder_params = []
         for p in self.sig.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise NotSupportedError(f"@pypto.frontend.jit function '{self.name}': *args/**kwargs parameters are not supported yet")
             ann = p.annotation
-            if ann is inspect.Parameter.empty:
-                self.params.append((p.name, None, False))
-            elif isinstance(ann, type) and issubclass(ann, Tensor):
-                self.params.append((p.name, Tensor(), True))
-            elif isinstance(ann, Tensor):
+            if isinstance(ann, type) and issubclass(ann, Tensor):
+                ann = Tensor()
+            if isinstance(ann, Tensor):
                 self.params.append((p.name, ann, True))
-            else:
-                self.params.append((p.name, None, False))  # int, float, a dataclass type, ...: a constant
+                dims = None
+                if ann.shape is not None:
+                    dims = [None if d is DYNAMIC else str(d) if isinstance(d, SymExpr) else d for d in ann.shape]
+                binder_params.append(Param(p.name, "tensor", ann.dtype, dims,
+                                           _ann_text(ann.shape) if ann.shape is not None else ""))
+            else:  # no annotation, int, float, a dataclass type, ...: a constant unless given an array
+                self.params.append((p.name, None, False))
+                binder_params.append(Param(p.name, "any"))
+        self._binder = Binder(self.name, binder_params, self.sig)
         ret = self.sig.return_annotation
         if isinstance(ret, type) and issubclass(ret, Tensor):
             ret = Tensor()
@@ -110,78 +248,12 @@ class _Signature:
         """Checks the arguments against the annotations; errors name the
         caller's file and line."""
         try:
-            return self._bind(args, kwargs)
+            return self._binder.bind(args, kwargs)
         except (UserError, UserTypeError, NotSupportedError) as e:
             file, line = config.user_location()
             if file and f"{file}:{line}" not in str(e):
                 raise type(e)(f"{e} (called at {file}:{line})") from None
             raise
-
-    def _bind(self, args: tuple, kwargs: dict) -> "_Bound":
-        try:
-            bound = self.sig.bind(*args, **kwargs)
-        except TypeError as e:
-            expected = ", ".join(n for n, _, _ in self.params)
-            raise UserTypeError(
-                f"{self.name}() takes ({expected}); called with {len(args)} positional and "
-                f"{len(kwargs)} keyword argument(s): {e}") from None
-        bound.apply_defaults()
-        out = _Bound()
-        for name, ann, is_tensor_ann in self.params:
-            x = bound.arguments[name]
-            if not is_tensor_ann and not memory.is_array(x):
-                out.consts.append((name, x, _const_key(name, self.name, x)))
-                out.order.append(("const", len(out.consts) - 1))
-                continue
-            if not memory.is_array(x):
-                raise UserTypeError(
-                    f"{self.name}(): parameter '{name}' expects a tensor (torch.Tensor or numpy.ndarray), "
-                    f"found {memory.kind_name(x)}")
-            dt = memory.dtype_of(x)
-            if dt is None:
-                raise UserTypeError(f"{self.name}(): parameter '{name}' has dtype {memory.dtype_text(x)}, which pypto does not support")
-            shape = memory.shape_of(x)
-            if ann is not None and ann.dtype is not None and dt != ann.dtype:
-                raise UserTypeError(
-                    f"{self.name}(): parameter '{name}' expects dtype {dtype_name(ann.dtype)}, "
-                    f"found {dtype_name(dt)} ({memory.dtype_text(x)})")
-            if len(shape) == 0:
-                raise NotSupportedError(f"{self.name}(): parameter '{name}' is a 0-d tensor; not supported yet")
-            if any(d == 0 for d in shape):
-                raise NotSupportedError(f"{self.name}(): parameter '{name}' has a zero-size dim {_shape_text(shape)}; not supported yet")
-            dims = self._bind_dims(name, ann, shape, out)
-            out.tensors.append((name, x, dims, dt))
-            out.order.append(("tensor", len(out.tensors) - 1))
-        return out
-
-    def _bind_dims(self, name, ann, shape, out: "_Bound") -> list:
-        """Per dim: an int (static) or the name of a dynamic dim."""
-        if ann is None or ann.shape is None:
-            return list(shape)
-        spec = list(ann.shape)
-        ellipsis = bool(spec) and spec[-1] is Ellipsis
-        if ellipsis:
-            spec = spec[:-1]
-        if (len(shape) != len(spec)) if not ellipsis else (len(shape) < len(spec)):
-            raise UserError(f"{self.name}(): parameter '{name}' expects shape {_ann_text(ann.shape)}, found {_shape_text(shape)}")
-        dims: list = []
-        for i, size in enumerate(shape):
-            want = spec[i] if i < len(spec) else size
-            if isinstance(want, int):
-                if want != size:
-                    raise UserError(f"{self.name}(): parameter '{name}' expects shape {_ann_text(ann.shape)}, "
-                                    f"found {_shape_text(shape)}")
-                dims.append(size)
-                continue
-            dname = f"{name}_{i}" if want is DYNAMIC else str(want)
-            prev = out.dyn.get(dname)
-            if prev is not None and prev[0] != size:
-                raise UserError(
-                    f"{self.name}(): dynamic dim '{dname}' is {prev[0]} in parameter '{prev[1]}' but {size} in "
-                    f"parameter '{name}' (dim {i})")
-            out.dyn.setdefault(dname, (size, name))
-            dims.append(dname)
-        return dims
 
 
 class _Bound:

@@ -6,13 +6,10 @@ import re
 from typing import Optional
 
 from pypto import _C, memory
-from pypto._dtypes import dtype_name
-from pypto.errors import PtoSyntaxError, UserError, UserTypeError
+from pypto.errors import PtoSyntaxError, UserTypeError
 from pypto.frontend import config
+from pypto.frontend.signature import Binder, Param
 from pypto.pto.builder import PTOModule
-
-_IDENT = re.compile(r"^[A-Za-z_]\w*$")
-
 
 def check_text(text: str, what: str) -> str:
     """`text` if every character of it can be read as UTF-8; otherwise a PtoSyntaxError at the
@@ -38,70 +35,31 @@ class PTOProgram:
     def __init__(self, program, name: str):
         self._program = program
         self.name = name
-        self._memrefs = program.entry_memrefs()
+        memrefs = program.entry_memrefs()
         scalars = program.entry_scalars()
-        shape_dims = {d for _, _, dims, _ in self._memrefs for d in dims if _IDENT.match(d)}
-        self._shape_scalars = [s for s, _ in scalars if s in shape_dims]
-        self._user_scalars = [s for s, _ in scalars if s not in shape_dims]
+        shape_dims = {str(d) for _, _, dims, _ in memrefs for d in dims if d.is_var()}
+        user_scalars = [s for s, _ in scalars if s not in shape_dims]
         self._scalar_order = [s for s, _ in scalars]
-        self.parameters = [m[0] for m in self._memrefs] + self._user_scalars
+        self.parameters = [m[0] for m in memrefs] + user_scalars
+        params = [Param(name, "tensor", dt, [_dim(d) for d in dims]) for name, dt, dims, _ in memrefs]
+        params += [Param(s, "scalar") for s in user_scalars]
+        self._binder = Binder(f"@{name}", params, allow_empty=True)
         self._last_tasks = 0
 
     def __repr__(self):
         return f"<PTOProgram @{self.name}({', '.join(self.parameters)})>"
 
     def _bind(self, args, kwargs):
-        if len(args) > len(self.parameters):
-            raise TypeError(f"@{self.name}() takes {len(self.parameters)} arguments ({', '.join(self.parameters)}), "
-                            f"{len(args)} were given")
-        values = dict(zip(self.parameters, args))
-        for k, v in kwargs.items():
-            if k not in self.parameters:
-                raise TypeError(f"@{self.name}() got an unexpected argument '{k}' (parameters: {', '.join(self.parameters)})")
-            if k in values:
-                raise TypeError(f"@{self.name}() got multiple values for argument '{k}'")
-            values[k] = v
-        missing = [p for p in self.parameters if p not in values]
-        if missing:
-            raise TypeError(f"@{self.name}() missing argument(s): {', '.join(missing)}")
-        env: dict[str, int] = {}
-        for s in self._user_scalars:
-            v = values[s]
-            if isinstance(v, bool) or not hasattr(v, "__index__"):
-                raise UserTypeError(f"@{self.name}(): scalar '{s}' must be an int, found {type(v).__name__}")
-            env[s] = int(v)
+        bound = self._binder.bind(args, kwargs)
         kept, specs = [], []
         written = self._program.written
-        for k, (name, dt, dims, _) in enumerate(self._memrefs):
-            a = values[name]
-            if not memory.is_array(a):
-                raise UserTypeError(f"@{self.name}(): '{name}' must be a NumPy array or torch tensor, found "
-                                    f"{memory.kind_name(a)}")
-            adt = memory.dtype_of(a)
-            if adt != dt:
-                raise UserTypeError(f"@{self.name}(): '{name}' must have dtype {dtype_name(dt)}, found "
-                                    f"{memory.dtype_text(a)}")
-            shape = memory.shape_of(a)
-            if len(shape) != len(dims):
-                raise UserError(f"@{self.name}(): '{name}' must have rank {len(dims)} ({'x'.join(dims)}), found "
-                                f"shape {list(shape)}")
-            for d, (want, got) in enumerate(zip(dims, shape)):
-                if _IDENT.match(want):
-                    if want in env and env[want] != got:
-                        raise UserError(f"@{self.name}(): dim {d} of '{name}' is {got} but {want} = {env[want]}")
-                    env[want] = got
+        for k, (name, a, _, _) in enumerate(bound.tensors):
             if written[k]:
                 memory.check_writable(a, f"@{self.name}(): '{name}'")
             keep, spec = memory.describe(a)
             kept.append(keep)
             specs.append(spec)
-        for name, dt, dims, _ in self._memrefs:
-            shape = memory.shape_of(values[name])
-            for d, (want, got) in enumerate(zip(dims, shape)):
-                if not _IDENT.match(want) and _eval_dim(want, env) != got:
-                    raise UserError(f"@{self.name}(): dim {d} of '{name}' must be {want} = {_eval_dim(want, env)}, "
-                                    f"found {got}")
-        return kept, specs, [env[s] for s in self._scalar_order]
+        return kept, specs, bound.dyn_values(self._scalar_order)
 
     def __call__(self, *args, **kwargs) -> None:
         kept, specs, scalars = self._bind(args, kwargs)
@@ -156,13 +114,12 @@ class PTOProgram:
         return s
 
 
-def _eval_dim(text: str, env: dict[str, int]) -> int:
-    from pypto.pto import _expr as X
-
-    try:
-        return X.evaluate(X.parse(text, "dim"), env)
-    except KeyError as e:
-        raise UserError(f"dim {text} uses '{e.args[0]}', which no argument gives") from None
+def _dim(d: "_C.Expr"):
+    """A memref dim as the binder takes it: an int, the name of a scalar, or an expression."""
+    c = d.as_const()
+    if c is not None:
+        return int(c)
+    return str(d) if d.is_var() else d
 
 
 def compile(module, entry: Optional[str] = None, *, empty_kernels: bool = False,  # noqa: A001 - the API's name

@@ -64,7 +64,7 @@ def test_dynamic_dims_come_from_the_arrays():
         prog(x, y, z, o1, o2)
         torch.testing.assert_close(o1, torch.exp(x) * y - 0.5)
         torch.testing.assert_close(o2, torch.softmax(z, -1), atol=1e-5, rtol=1e-5)
-    with pytest.raises(ValueError, match=r"dim 0 of 'y' is 4 but M = 5"):
+    with pytest.raises(ValueError, match=r"dynamic dim 'M' is 5 in parameter 'x' but 4 in parameter 'y' \(dim 0\)"):
         prog(torch.randn(5, 48), torch.randn(4, 48), torch.randn(3, 16), torch.zeros(5, 48), torch.zeros(3, 16))
 
 
