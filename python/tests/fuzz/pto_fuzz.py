@@ -987,7 +987,7 @@ def make_arguments(prog, hints: dict, rng_seed: int):
     rng = random.Random(rng_seed)
     nprng = np.random.default_rng(rng_seed)
     env = {}
-    memrefs = prog._memrefs
+    memrefs = [(name, dt, [str(d) for d in dims], out) for name, dt, dims, out in prog._program.entry_memrefs()]
     for _, _, dims, _ in memrefs:
         for d in dims:
             if re.fullmatch(r"[A-Za-z_]\w*", d) and d not in env:
