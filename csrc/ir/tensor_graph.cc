@@ -71,16 +71,40 @@ void TensorGraphBuilder::check_value(int id, const char* op, const SourceLoc& lo
     throw UserError(where(op, loc) + fmt::format("operand is not a tensor of this function (id {})", id));
 }
 
-void TensorGraphBuilder::check_tile(const char* op, const std::vector<int64_t>& tile, size_t rank,
-                                    const SourceLoc& loc) const {
+std::vector<int64_t> TensorGraphBuilder::fit_tile(const char* op, const std::vector<int64_t>& tile, size_t rank,
+                                                   const SourceLoc& loc) const {
   if (tile.empty())
     throw UserError(where(op, loc) +
                     "no vec tile shape is set; call pypto.set_vec_tile_shapes(...) before this op");
-  if (tile.size() != rank)
-    throw UserError(where(op, loc) + fmt::format("vec tile shape {} has rank {}, expected rank {} of the operand",
-                                                 ints_str(tile), tile.size(), rank));
+  if (tile.size() < rank)
+    throw UserError(where(op, loc) +
+                    fmt::format("vec tile shape {} has rank {}, expected rank {} of the operand (or a longer tile, whose "
+                                "leading dims apply)",
+                                ints_str(tile), tile.size(), rank));
   for (int64_t t : tile)
     if (t <= 0) throw UserError(where(op, loc) + fmt::format("vec tile shape {} must be positive", ints_str(tile)));
+  // As PyPTO: dim i of the operand is tiled by entry i of a longer tile (a reduction's lower-rank result, a 1-D
+  // op under a 2-D tile); the entries past the operand's rank are not used.
+  return std::vector<int64_t>(tile.begin(), tile.begin() + static_cast<std::ptrdiff_t>(rank));
+}
+
+std::vector<int64_t> TensorGraphBuilder::fit_move_tile(const std::vector<int64_t>& tile,
+                                                       const std::vector<Expr>& shape) const {
+  bool usable = tile.size() >= shape.size();
+  for (int64_t t : tile) usable = usable && t > 0;
+  if (usable) return std::vector<int64_t>(tile.begin(), tile.begin() + static_cast<std::ptrdiff_t>(shape.size()));
+  // A copy needs no vec tile shape in PyPTO: without a usable one, copy blocks of up to 8192 elements, filled from
+  // the last dim (a dynamic dim takes 256 when it is the last, 1 otherwise).
+  std::vector<int64_t> out(shape.size(), 1);
+  int64_t budget = 8192;
+  for (size_t k = shape.size(); k-- > 0 && budget > 1;) {
+    std::optional<int64_t> c = shape[k].as_const();
+    int64_t size = c ? std::min(*c, budget) : (k + 1 == shape.size() ? std::min<int64_t>(256, budget) : 1);
+    out[k] = std::max<int64_t>(size, 1);
+    budget /= out[k];
+    if (!c) break;
+  }
+  return out;
 }
 
 int TensorGraphBuilder::add_param(const std::string& name, const std::vector<Expr>& shape, DataType dtype) {
@@ -164,7 +188,7 @@ int TensorGraphBuilder::add_elementwise(TensorOpKind kind, const std::vector<Ope
   DataType result = apply_result(info.result, operand_type);
   // Division and float functions compute in the float result type.
   DataType compute = compute_dtype(info.result == ResultType::Bool ? operand_type : result);
-  check_tile(info.name, tile, out.size(), loc);
+  const std::vector<int64_t> fitted = fit_tile(info.name, tile, out.size(), loc);
   // Valid extents: per dim, those of an operand that is not broadcast there.
   std::vector<Expr> valid = out;
   for (const Operand& o : operands) {
@@ -179,7 +203,7 @@ int TensorGraphBuilder::add_elementwise(TensorOpKind kind, const std::vector<Ope
   }
   int id = new_value(out, result);
   g_.values[id].valid = valid;
-  TensorOp op{kind, inputs, id, -1, false, tile, loc};
+  TensorOp op{kind, inputs, id, -1, false, fitted, loc};
   op.operands = operands;
   op.compute = compute;
   op.region = open_.empty() ? -1 : open_.back();
@@ -194,12 +218,12 @@ int TensorGraphBuilder::add_unary(TensorOpKind kind, int x, const std::vector<in
   const TensorValue& vx = g_.values[x];
   if (kind == TensorOpKind::LogicalNot && vx.dtype != DataType::BOOL)
     throw TypeError(where(info.name, loc) + fmt::format("expects a DT_BOOL tensor, found {}", dtype_name(vx.dtype)));
-  check_tile(info.name, tile, vx.shape.size(), loc);
+  const std::vector<int64_t> fitted = fit_tile(info.name, tile, vx.shape.size(), loc);
   DataType result = apply_result(info.result, vx.dtype);
   std::vector<Expr> valid = vx.valid;  // new_value may move the values vector
   int id = new_value(vx.shape, result);
   g_.values[id].valid = valid;
-  TensorOp op{kind, {x}, id, -1, false, tile, loc};
+  TensorOp op{kind, {x}, id, -1, false, fitted, loc};
   op.operands = {Operand::tensor(x)};
   // A test (DT_BOOL result, e.g. signbit) computes on the operand's values; the rest on the result's.
   op.compute = compute_dtype(info.result == ResultType::Bool ? g_.values[x].dtype : result);
@@ -211,11 +235,11 @@ int TensorGraphBuilder::add_unary(TensorOpKind kind, int x, const std::vector<in
 int TensorGraphBuilder::add_cast(int x, DataType dtype, const std::vector<int64_t>& tile, const SourceLoc& loc) {
   check_value(x, "cast", loc);
   const TensorValue& vx = g_.values[x];
-  check_tile("cast", tile, vx.shape.size(), loc);
+  const std::vector<int64_t> fitted = fit_tile("cast", tile, vx.shape.size(), loc);
   std::vector<Expr> valid = vx.valid;  // new_value may move the values vector
   int id = new_value(vx.shape, dtype);
   g_.values[id].valid = valid;
-  TensorOp op{TensorOpKind::Cast, {x}, id, -1, false, tile, loc};
+  TensorOp op{TensorOpKind::Cast, {x}, id, -1, false, fitted, loc};
   op.operands = {Operand::tensor(x)};
   op.compute = compute_dtype(dtype);
   op.region = open_.empty() ? -1 : open_.back();
@@ -248,7 +272,7 @@ int TensorGraphBuilder::add_reduce(TensorOpKind kind, int x, const std::vector<i
     dims.push_back(dim);
   }
   std::sort(dims.begin(), dims.end());
-  check_tile(info.name, tile, vx.shape.size(), loc);
+  const std::vector<int64_t> fitted = fit_tile(info.name, tile, vx.shape.size(), loc);
   std::vector<Expr> out, valid;
   for (int i = 0; i < rank; ++i) {
     bool reduced = std::find(dims.begin(), dims.end(), i) != dims.end();
@@ -266,7 +290,7 @@ int TensorGraphBuilder::add_reduce(TensorOpKind kind, int x, const std::vector<i
   if (vx.dtype == DataType::BOOL && (kind == TensorOpKind::Amax || kind == TensorOpKind::Amin)) result = DataType::BOOL;
   int id = new_value(out, result);
   g_.values[id].valid = valid;
-  TensorOp op{kind, {x}, id, dims.front(), keepdim, tile, loc};
+  TensorOp op{kind, {x}, id, dims.front(), keepdim, fitted, loc};
   op.operands = {Operand::tensor(x)};
   op.compute = compute_dtype(result);
   op.dims = dims;
@@ -352,8 +376,8 @@ int TensorGraphBuilder::add_assemble(int src, int target, const std::vector<int6
       throw UserError(where("assemble", loc) + fmt::format("source of shape {} does not match the destination region {}",
                                                            shape_str(s.shape), shape_str(t.shape)));
   }
-  check_tile("assemble", tile, s.shape.size(), loc);
-  TensorOp op{TensorOpKind::Assemble, {src, target}, target, -1, false, tile, loc};
+  const std::vector<int64_t> fitted = fit_move_tile(tile, s.shape);
+  TensorOp op{TensorOpKind::Assemble, {src, target}, target, -1, false, fitted, loc};
   op.operands = {Operand::tensor(src), Operand::tensor(target)};
   op.compute = compute_dtype(t.dtype);
   op.region = open_.empty() ? -1 : open_.back();
@@ -369,14 +393,14 @@ int TensorGraphBuilder::add_full(const std::vector<Expr>& shape, const Operand& 
   for (const Expr& d : shape)
     if (d.as_const() && *d.as_const() <= 0)
       throw UserError(where("full", loc) + fmt::format("shape {} must have positive dims", shape_str(shape)));
-  check_tile("full", tile, shape.size(), loc);
+  const std::vector<int64_t> fitted = fit_tile("full", tile, shape.size(), loc);
   int id = new_value(shape, dtype);
   if (!valid.empty()) {
     if (valid.size() != shape.size())
       throw UserError(where("full", loc) + fmt::format("valid_shape {} does not match shape {}", shape_str(valid), shape_str(shape)));
     g_.values[id].valid = valid;
   }
-  TensorOp op{TensorOpKind::Full, {}, id, -1, false, tile, loc};
+  TensorOp op{TensorOpKind::Full, {}, id, -1, false, fitted, loc};
   op.operands = {value};
   op.compute = compute_dtype(dtype);
   op.region = open_.empty() ? -1 : open_.back();
@@ -386,9 +410,9 @@ int TensorGraphBuilder::add_full(const std::vector<Expr>& shape, const Operand& 
 
 int TensorGraphBuilder::add_arange(const Expr& n, double start, double step, DataType dtype,
                                    const std::vector<int64_t>& tile, const SourceLoc& loc) {
-  check_tile("arange", tile, 1, loc);
+  const std::vector<int64_t> fitted = fit_tile("arange", tile, 1, loc);
   int id = new_value({n}, dtype);
-  TensorOp op{TensorOpKind::Arange, {}, id, -1, false, tile, loc};
+  TensorOp op{TensorOpKind::Arange, {}, id, -1, false, fitted, loc};
   op.compute = compute_dtype(dtype);
   op.start = start;
   op.step = step;
@@ -480,9 +504,9 @@ int TensorGraphBuilder::add_gather(int x, int dim, int index, const std::vector<
   check_index("gather", g_.values[x], dim, g_.values[index], loc);
   std::vector<Expr> shape = g_.values[index].shape;
   DataType dt = g_.values[x].dtype;
-  check_tile("gather", tile, shape.size(), loc);
+  const std::vector<int64_t> fitted = fit_tile("gather", tile, shape.size(), loc);
   int id = new_value(shape, dt);
-  TensorOp op{TensorOpKind::Gather, {x, index}, id, dim, false, tile, loc};
+  TensorOp op{TensorOpKind::Gather, {x, index}, id, dim, false, fitted, loc};
   op.operands = {Operand::tensor(x), Operand::tensor(index)};
   op.compute = compute_dtype(dt);
   op.region = open_.empty() ? -1 : open_.back();
@@ -508,8 +532,8 @@ int TensorGraphBuilder::add_scatter(int target, int dim, int index, int src, con
       throw UserError(where("scatter", loc) + fmt::format("src of shape {} must have the shape of index {}",
                                                           shape_str(sv.shape), shape_str(i.shape)));
   }
-  check_tile("scatter", tile, i.shape.size(), loc);
-  TensorOp op{TensorOpKind::Scatter, {index, src, target}, target, dim, false, tile, loc};
+  const std::vector<int64_t> fitted = fit_tile("scatter", tile, i.shape.size(), loc);
+  TensorOp op{TensorOpKind::Scatter, {index, src, target}, target, dim, false, fitted, loc};
   op.operands = {Operand::tensor(index), Operand::tensor(src), Operand::tensor(target)};
   op.compute = compute_dtype(t.dtype);
   op.region = open_.empty() ? -1 : open_.back();

@@ -173,7 +173,13 @@ class TensorGraphBuilder {
  private:
   int new_value(const std::vector<Expr>& shape, DataType dtype);
   void check_value(int id, const char* op, const SourceLoc& loc) const;
-  void check_tile(const char* op, const std::vector<int64_t>& tile, size_t rank, const SourceLoc& loc) const;
+  /// The tile an op of rank `rank` uses: the leading `rank` entries of the vec tile shape `tile`, which must
+  /// have at least that many (PyPTO's rule); UserError when it is unset, shorter or not positive.
+  std::vector<int64_t> fit_tile(const char* op, const std::vector<int64_t>& tile, size_t rank,
+                                const SourceLoc& loc) const;
+  /// The tile of a copy into a region (assemble), which needs no vec tile shape: `tile`'s leading entries when
+  /// it has enough, else a block of up to 8192 elements filled from the last dim.
+  std::vector<int64_t> fit_move_tile(const std::vector<int64_t>& tile, const std::vector<Expr>& shape) const;
   int push_region(Region r);
   TensorGraph g_;
   std::vector<int> open_;  ///< open regions, innermost last

@@ -240,11 +240,11 @@ def full(shape, value, dtype: DataType, valid_shape=None) -> Tensor:
 
 
 def _fit_tile(tile: list[int], rank: int) -> list[int]:
-    """A creation op has no operand to take a tile rank from: use the active
-    tile's trailing dims (or 1s in front)."""
-    if not tile:
-        return tile
-    return ([1] * rank + tile)[-rank:]
+    """A creation op's tile: the active tile's leading dims when it has enough (the rule of every
+    op, as PyPTO), else the tile with 1s in front."""
+    if not tile or len(tile) >= rank:
+        return tile[:rank]
+    return [1] * (rank - len(tile)) + tile
 
 
 @_documented
