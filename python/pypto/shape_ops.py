@@ -130,6 +130,21 @@ def setitem(x: Tensor, key, value) -> None:
     assemble(value, None, target)
 
 
+def move(dst: Tensor, src) -> None:
+    """``dst.move(src)``: ``src``'s data into all of ``dst``."""
+    _ctx("Tensor.move")
+    file, line = user_location()
+    at = f"pypto.Tensor.move at {file}:{line}" if file else "pypto.Tensor.move"
+    if not isinstance(src, Tensor):
+        raise UserTypeError(f"{at}: other must be a pypto.Tensor, found {type(src).__name__}")
+    if len(src.shape) != len(dst.shape) or any(str(a) != str(b) for a, b in zip(src.shape, dst.shape)):
+        raise UserError(f"{at}: other has shape {list(src.shape)}, expected the shape {list(dst.shape)} of this tensor")
+    if src.dtype != dst.dtype:
+        raise UserTypeError(f"{at}: other has dtype {src.dtype.name}, expected the dtype {dst.dtype.name} of this "
+                            f"tensor")
+    assemble(src, None, dst)
+
+
 @_documented
 def assemble(src, offsets, dst) -> None:
     ctx = _ctx("assemble")

@@ -166,6 +166,13 @@ class Tensor:
 
         shape_ops.setitem(self, key, value)
 
+    def move(self, other) -> None:
+        """PyPTO's ``Tensor.move``: this tensor takes ``other``'s data (same shape and dtype), as
+        ``self[:] = other``; the data is copied into this tensor's memory."""
+        from pypto import shape_ops
+
+        shape_ops.move(self, other)
+
     def reshape(self, *shape):
         from pypto import shape_ops
 
