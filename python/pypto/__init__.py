@@ -41,7 +41,7 @@ from pypto.ops import (
     TABLE_FUNCTIONS as _TABLE_FUNCTIONS, amax, amin, cast, clamp, clip, gelu, layer_norm, matmul, mean, prod, rms_norm,
     softmax, sum, var, where,
 )
-from pypto.frontend.symbolic import SymExpr, ceildiv
+from pypto.frontend.symbolic import SymExpr, ceildiv, max, min  # noqa: A004 - PyPTO's names
 from pypto.frontend.tensor import DYNAMIC
 from pypto.shape_ops import (
     arange, assemble, concat, expand_clone, full, gather, ones, permute, reshape, scatter, squeeze, transpose, unsqueeze,
@@ -63,7 +63,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DataType", "DT_FP32", "DT_FP16", "DT_BF16", "DT_DOUBLE", "DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64",
     "DT_UINT8", "DT_BOOL", "Tensor", "jit", "compile", "Compiled", "frontend", "set_vec_tile_shapes",
-    "get_vec_tile_shapes", "set_pass_options", "SymExpr", "ceildiv",
+    "get_vec_tile_shapes", "set_pass_options", "SymExpr", "ceildiv", "min", "max",
     "amax", "amin", "cast", "clamp", "clip", "gelu", "layer_norm", "mean", "prod", "rms_norm", "softmax", "sum", "var",
     "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",

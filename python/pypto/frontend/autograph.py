@@ -127,6 +127,15 @@ class _Transformer(ast.NodeTransformer):
         self.generic_visit(node)
         return node
 
+    def visit_Call(self, node: ast.Call):
+        # min(a, b) / max(a, b): symbolic when an argument is (PyPTO's rule); the callee the name
+        # resolves to is passed along, so a user's own min stays theirs.
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
+            node.args = [node.func] + node.args
+            node.func = ast.Attribute(value=ast.Name(id=_MOD, ctx=ast.Load()), attr="call_min_max", ctx=ast.Load())
+        return node
+
     def visit_While(self, node: ast.While):
         self.generic_visit(node)
         node.test = ast.Call(
@@ -231,6 +240,19 @@ def convert(fn: Callable) -> Callable:
 
 
 UNDEF = _UNDEF
+
+
+def call_min_max(fn: Callable, *args, **kwargs) -> Any:
+    """A call of ``min``/``max`` in a converted function: the built-in on two arguments of which
+    one is a symbolic scalar is ``pypto.min``/``pypto.max``; anything else calls ``fn``."""
+    import builtins
+
+    from pypto.frontend import symbolic
+
+    if (fn is builtins.min or fn is builtins.max) and len(args) == 2 and not kwargs and \
+            any(isinstance(a, symbolic.SymExpr) for a in args):
+        return (symbolic.min if fn is builtins.min else symbolic.max)(*args)
+    return fn(*args, **kwargs)
 
 
 def current(local_vars: dict, name: str) -> Any:

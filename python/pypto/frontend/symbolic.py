@@ -189,3 +189,23 @@ def parse_expr(v: Any, what: str) -> "_C.Expr":
         raise bad("not an integer expression over names and ints")
 
     return build(tree)
+
+
+def _pick(name: str, a: IntLike, b: IntLike, smaller: bool) -> IntLike:
+    import builtins
+
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
+        return builtins.min(a, b) if smaller else builtins.max(a, b)
+    ea, eb = to_expr(a, f"{name}: a"), to_expr(b, f"{name}: b")
+    return wrap(ea.min(eb) if smaller else ea.max(eb))
+
+
+def min(a: IntLike, b: IntLike) -> IntLike:  # noqa: A001 - PyPTO's name
+    """The smaller of two ints or symbolic scalars (a symbolic scalar unless both are ints). In a
+    jitted function the built-in ``min(a, b)`` does the same when either is symbolic."""
+    return _pick("pypto.min", a, b, True)
+
+
+def max(a: IntLike, b: IntLike) -> IntLike:  # noqa: A001 - PyPTO's name
+    """The larger of two ints or symbolic scalars; see ``min``."""
+    return _pick("pypto.max", a, b, False)
