@@ -52,8 +52,12 @@ def view(x, shape, offsets, valid_shape=None) -> Tensor:
     return _view(x, shape, offsets, range(rank), [1] * rank, valid_shape)
 
 
-def getitem(x: Tensor, key) -> Tensor:
-    """``x[...]``: slices with steps, ints (drop the dim), ``...`` and ``None`` (new dim)."""
+def getitem(x: Tensor, key, fill=None) -> Tensor:
+    """``x[...]``: slices with steps, ints (drop the dim), ``...`` and ``None`` (new dim).
+
+    ``fill`` (used by ``x[...] = t``) gives, per dim of the result, the length a slice without
+    a stop takes: PyPTO's rule that ``out[b:, ...] = t`` writes ``t`` at offset ``b``, the
+    region taking ``t``'s shape."""
     if not isinstance(key, tuple):
         key = (key,)
     n_ell = builtins.sum(1 for k in key if k is Ellipsis)
@@ -83,7 +87,9 @@ def getitem(x: Tensor, key) -> Tensor:
             if not _is_static(step) or step <= 0:
                 raise NotSupportedError(f"slice step {step!r}: only positive int steps are supported")
             start, stop = k.start, k.stop
-            if _is_static(size) and (start is None or _is_static(start)) and (stop is None or _is_static(stop)):
+            if fill is not None and stop is None:
+                start, n = _fill_slice(start, step, size, fill[len(shape)], d)
+            elif _is_static(size) and (start is None or _is_static(start)) and (stop is None or _is_static(stop)):
                 start, stop, _ = slice(start, stop).indices(size)
                 n = builtins.max(0, -(-(stop - start) // step))
                 if n == 0:
@@ -114,6 +120,20 @@ def getitem(x: Tensor, key) -> Tensor:
     return _view(x, shape, offsets, dmap, steps, valid if has_tail else None, op="getitem")
 
 
+def _fill_slice(start, step, size, n, d):
+    """Offset and length of a slice without a stop whose length is ``n`` (see ``getitem``)."""
+    if start is None:
+        start = 0
+    if _is_static(start) and _is_static(size):
+        if not -size <= start < size:
+            raise UserError(f"slice start {start} is out of range for dim {d} of size {size}")
+        start %= size
+        if _is_static(n) and start + (n - 1) * step >= size:
+            raise UserError(f"a region of {n} elements from offset {start} (step {step}) does not fit dim {d} of "
+                            f"size {size}")
+    return start, n
+
+
 def _slice_valid(valid_dim, start, step, n):
     """Valid length of a slice of a dim whose valid extent is ``valid_dim``."""
     v = (valid_dim - start + step - 1) // step
@@ -123,11 +143,23 @@ def _slice_valid(valid_dim, start, step, n):
 
 
 def setitem(x: Tensor, key, value) -> None:
-    """``x[...] = value``: writes ``value`` (a tensor or number) into the region."""
-    target = getitem(x, key)
+    """``x[...] = value``: writes ``value`` (a tensor or number) into the region. As in PyPTO, a
+    slice without a stop (``out[b:, ...] = t``) takes its length from ``t``: ``t`` is written at
+    offset ``b``."""
+    fill = list(value.shape) if isinstance(value, Tensor) else None
+    if fill is not None and len(fill) != _result_rank(key, len(x.shape)):
+        fill = None
+    target = getitem(x, key, fill)
     if not isinstance(value, Tensor):
         value = full(list(target.shape), value, target.dtype)
     assemble(value, None, target)
+
+
+def _result_rank(key, rank: int) -> int:
+    """Rank of ``x[key]`` for ``x`` of rank ``rank`` (ints drop a dim, ``None`` adds one)."""
+    key = key if isinstance(key, tuple) else (key,)
+    ints = builtins.sum(1 for k in key if isinstance(k, (numbers.Integral, SymExpr)) and not isinstance(k, bool))
+    return rank - ints + builtins.sum(1 for k in key if k is None)
 
 
 def move(dst: Tensor, src) -> None:
