@@ -13,6 +13,7 @@ from pypto import _op_table
 from pypto._dtypes import DataType
 from pypto.errors import TracingError, UserError, UserTypeError
 from pypto.frontend.config import current_trace, user_location
+from pypto.frontend.control import Diverged
 from pypto.frontend.symbolic import SymExpr
 from pypto.frontend.tensor import Tensor
 
@@ -27,6 +28,8 @@ def _ctx(op: str):
 
 
 def _tensor(op: str, x, ctx, pos: str) -> int:
+    if isinstance(x, Diverged):
+        x._fail()
     if isinstance(x, Tensor):
         if x._ctx is not ctx:
             raise UserError(f"pypto.{op}: {pos} operand is a pypto.Tensor that does not belong to this traced function")
@@ -36,7 +39,7 @@ def _tensor(op: str, x, ctx, pos: str) -> int:
 
 def _operand(op: str, x, ctx, pos: str) -> tuple:
     """The builder's encoding of a tensor or constant operand."""
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, Diverged)):
         return ("t", _tensor(op, x, ctx, pos))
     if isinstance(x, SymExpr):
         return ("s", x._e)

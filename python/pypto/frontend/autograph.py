@@ -152,7 +152,12 @@ class _Transformer(ast.NodeTransformer):
         names = _assigned_names(node.body + node.orelse)
         args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in names], vararg=None, kwonlyargs=[],
                              kw_defaults=[], kwarg=None, defaults=[])
-        ret = ast.Return(value=ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Load()) for n in names], ctx=ast.Load()))
+        # A branch returns what it holds for each name; a name a nested if deleted (assigned in
+        # none of its branches and undefined before) comes back as UNDEF, not as an unbound local.
+        ret = ast.Return(value=ast.Tuple(elts=[
+            ast.Call(func=ast.Attribute(value=ast.Name(id=_MOD, ctx=ast.Load()), attr="current", ctx=ast.Load()),
+                     args=[ast.Call(func=ast.Name(id="locals", ctx=ast.Load()), args=[], keywords=[]), ast.Constant(n)],
+                     keywords=[]) for n in names], ctx=ast.Load()))
         then_fn = ast.FunctionDef(name=f"__pypto_then_{k}", args=args, body=list(node.body) + [ret], decorator_list=[],
                                   returns=None, type_comment=None)
         else_fn = ast.FunctionDef(name=f"__pypto_else_{k}", args=args, body=list(node.orelse or []) + [ret],

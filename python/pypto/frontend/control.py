@@ -36,15 +36,37 @@ def if_stmt(cond: Any, then_fn: Callable, else_fn: Callable, values: tuple, name
         r_else = else_fn(*values)
     finally:
         ctx.builder.end_if()
-    out = []
-    for name, a, b in zip(names, r_then, r_else):
-        if a is b:
-            out.append(a)
-            continue
+    return tuple(a if a is b else Diverged(name, where) for name, a, b in zip(names, r_then, r_else))
+
+
+class Diverged:
+    """What a name holds after a symbolic ``if`` whose branches gave it different values. It may
+    be reassigned or left unused (as in PyPTO, where each branch is traced on its own); any
+    other use raises an error naming the variable and the ``if``."""
+
+    __slots__ = ("_name", "_where")
+
+    def __init__(self, name: str, where: str):
+        self._name, self._where = name, where
+
+    def _fail(self, *_args, **_kwargs):
         raise NotSupportedError(
-            f"'{name}' is assigned in a branch of the symbolic 'if' at {where} and would differ between the branches; "
-            "write results into an output tensor (out[...] = ...) inside the branches instead")
-    return tuple(out)
+            f"'{self._name}' is assigned in a branch of the symbolic 'if' at {self._where} and differs between the "
+            "branches, so it has no single value after the 'if'; write results into an output tensor "
+            "(out[...] = ...) inside the branches instead")
+
+    def __getattr__(self, attr):
+        self._fail()
+
+    def __repr__(self):
+        return f"<'{self._name}': differs between the branches of the symbolic 'if' at {self._where}>"
+
+
+for _m in ("bool", "int", "float", "index", "len", "iter", "call", "getitem", "setitem", "format", "str", "hash",
+           "neg", "pos", "abs", "invert", "eq", "ne", "lt", "le", "gt", "ge", "contains",
+           *(f"{p}{op}" for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
+                                    "xor", "lshift", "rshift") for p in ("", "r", "i"))):
+    setattr(Diverged, f"__{_m}__", Diverged._fail)
 
 
 def cond(c: Any, then_fn: Callable, else_fn: Callable | None = None) -> None:

@@ -157,3 +157,65 @@ def test_helpers_are_inlined():
 
     x = torch.randn(4, 8)
     torch.testing.assert_close(f(x), torch.exp(x) * 2 + 1)
+
+
+def test_a_value_that_differs_between_branches_may_stay_unused_or_be_reassigned():
+    @pypto.jit
+    def f(x: pypto.Tensor((4, 8), pypto.DT_FP32), out: pypto.Tensor((4, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 8)
+        count = 0
+        for i in pypto.loop(4):
+            if i < 2:
+                count = count + 1      # a Python value, different in each branch ...
+                y = x[i:i + 1, :] * 2
+                out[i:i + 1, :] = y
+            else:
+                y = x[i:i + 1, :] - 1
+                out[i:i + 1, :] = y
+            y = x[i:i + 1, :]           # ... and a tensor reassigned before any use
+        assert repr(count).startswith("<'count': differs between the branches of the symbolic 'if' at ")
+
+    x = torch.randn(4, 8)
+    out = torch.zeros(4, 8)
+    f(x, out)
+    torch.testing.assert_close(out, torch.cat([x[:2] * 2, x[2:] - 1]))
+
+
+@pytest.mark.parametrize("use", ["print", "arith", "op"])
+def test_using_a_value_that_differs_between_branches_names_it(use):
+    @pypto.jit
+    def f(x: pypto.Tensor((4, 8), pypto.DT_FP32), out: pypto.Tensor((4, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 8)
+        for i in pypto.loop(4):
+            n = 1
+            if i < 2:
+                n = 2
+            if use == "print":
+                print(f"{n}")
+            elif use == "arith":
+                out[i:i + 1, :] = x[i:i + 1, :] * (n + 1)
+            else:
+                out[i:i + 1, :] = pypto.mul(x[i:i + 1, :], n)
+
+    with pytest.raises(NotImplementedError, match=r"'n' is assigned in a branch of the symbolic 'if' at "
+                                                  r".*test_control.py:\d+ and differs between the branches"):
+        f(torch.randn(4, 8), torch.zeros(4, 8))
+
+
+@pytest.mark.parametrize("kind", ["a", "b", "c"])
+def test_elif_on_a_python_value_with_a_name_assigned_in_one_branch(kind):
+    @pypto.jit
+    def f(x: pypto.Tensor((4, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        if kind == "a":
+            r = x + 1
+        elif kind == "b":
+            only_here = x * 2      # assigned in this branch alone
+            r = only_here - 1
+        else:
+            r = x * 0
+        return r
+
+    x = torch.randn(4, 8)
+    ref = {"a": x + 1, "b": x * 2 - 1, "c": x * 0}[kind]
+    torch.testing.assert_close(f(x), ref)
