@@ -4,6 +4,7 @@ evaluated once), the bound call (arrays, dims, constants) and the specialisation
 from __future__ import annotations
 
 import dataclasses
+import enum
 import inspect
 from typing import Any, Callable
 
@@ -35,14 +36,19 @@ def _const_key(name: str, fname: str, v: Any):
     """A hashable key for a compile-time constant argument."""
     if isinstance(v, _CONST_TYPES):
         return (type(v).__name__, v if not isinstance(v, DataType) else int(v))
-    if isinstance(v, tuple):
-        return ("tuple", tuple(_const_key(name, fname, x) for x in v))
+    if isinstance(v, enum.Enum):
+        return ("enum", type(v).__module__, type(v).__qualname__, v.name)
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__, tuple(_const_key(name, fname, x) for x in v))
+    if isinstance(v, dict):
+        return ("dict", tuple(sorted(((_const_key(name, fname, k), _const_key(name, fname, x)) for k, x in v.items()),
+                                     key=repr)))
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         return ("dataclass", type(v).__qualname__,
                 tuple((f.name, _const_key(name, fname, getattr(v, f.name))) for f in dataclasses.fields(v)))
     raise UserTypeError(
-        f"{fname}(): parameter '{name}' is a compile-time constant and must be an int, float, bool, str, tuple, "
-        f"pypto.DataType or a dataclass of those; found {type(v).__name__}")
+        f"{fname}(): parameter '{name}' is a compile-time constant and must be an int, float, bool, str, "
+        f"pypto.DataType, an enum member, or a tuple, list, dict or dataclass of those; found {type(v).__name__}")
 
 
 def _evaluated_signature(fn: Callable) -> inspect.Signature:

@@ -1,6 +1,7 @@
 """Annotation forms, dynamic dims, compile-time constants (issue 3)."""
 
 import dataclasses
+import enum
 
 import numpy as np
 import pytest
@@ -88,8 +89,41 @@ def test_constants_specialise():
     torch.testing.assert_close(f(x, 3, Cfg(2.0, (8, 8)), PlainCfg(0), pypto.DT_FP32, flag=True), -(x * 2 + 3))
     assert f(x, 2, Cfg(0.5, (4, 4)), PlainCfg(1), pypto.DT_FP16).dtype == torch.float16
     assert len(f._cache) == 3
-    with pytest.raises(TypeError, match="compile-time constant"):
-        f(x, [1], Cfg(0.5, (4, 4)), PlainCfg(1), pypto.DT_FP32)
+    with pytest.raises(TypeError, match=r"parameter 'k' is a compile-time constant and must be .*; found object"):
+        f(x, object(), Cfg(0.5, (4, 4)), PlainCfg(1), pypto.DT_FP32)
+
+
+class Mode(enum.Enum):
+    DOUBLE = 1
+    NEGATE = 2
+
+
+@dataclasses.dataclass
+class Region:
+    offsets: list
+    shape: list
+
+
+@pytest.mark.parametrize("rows", [8, 9])  # the tile divides the rows, or does not
+def test_lists_dicts_enums_and_dataclasses_of_lists_are_constants(rows):
+    @pypto.jit
+    def f(x: pypto.Tensor([], pypto.DT_FP32), out: pypto.Tensor([], pypto.DT_FP32), region: Region, mode: Mode,
+          scales: dict, shape: list):
+        pypto.set_vec_tile_shapes(4, 4)
+        v = pypto.view(x, shape, region.offsets)
+        v = v * 2 if mode == Mode.DOUBLE else -v
+        pypto.assemble(v * scales["k"], region.offsets, out)
+
+    x = torch.randn(rows, 6)
+    for offsets, mode, k in (([1, 2], Mode.DOUBLE, 1.5), ([3, 0], Mode.NEGATE, 2.0), ([1, 2], Mode.DOUBLE, 1.5)):
+        out = torch.zeros(rows, 6)
+        f(x, out, Region(offsets, [5, 4]), mode, {"k": k}, [5, 4])
+        ref = torch.zeros(rows, 6)
+        r, c = offsets
+        blk = x[r:r + 5, c:c + 4]
+        ref[r:r + 5, c:c + 4] = (blk * 2 if mode == Mode.DOUBLE else -blk) * k
+        torch.testing.assert_close(out, ref)
+    assert len(f._cache) == 2  # the third call reuses the first kernel
 
 
 def test_numpy_dynamic():
