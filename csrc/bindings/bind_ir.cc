@@ -116,7 +116,13 @@ void bind_ir(py::module_& m) {
       .value("DT_INT32", DataType::INT32)
       .value("DT_INT64", DataType::INT64)
       .value("DT_UINT8", DataType::UINT8)
-      .value("DT_BOOL", DataType::BOOL);
+      .value("DT_BOOL", DataType::BOOL)
+      .value("DT_UINT16", DataType::UINT16)
+      .value("DT_UINT32", DataType::UINT32)
+      .value("DT_UINT64", DataType::UINT64)
+      .value("DT_FP8E4M3", DataType::FP8E4M3)
+      .value("DT_FP8E5M2", DataType::FP8E5M2)
+      .value("DT_FP8E8M0", DataType::FP8E8M0);
   m.def("dtype_size", &dtype_size, "Bytes per element.");
   // The op table (ir/ops.def), row by row, for the Python op functions, the docs page and its tests.
   m.def(

@@ -159,8 +159,7 @@ py::dict module_data(const std::string& text) {
 }
 
 DataType dtype_of(const std::string& pto_name) {
-  for (int i = 0; i <= static_cast<int>(DataType::BOOL); ++i)
-    if (dtype_pto_name(static_cast<DataType>(i)) == pto_name) return static_cast<DataType>(i);
+  if (auto dt = dtype_by_pto_name(pto_name)) return *dt;
   throw UserError(fmt::format("unknown element type '{}'", pto_name));
 }
 

@@ -1,5 +1,7 @@
 #include "ir/dtype.h"
 
+#include <fmt/format.h>
+
 #include "ir/errors.h"
 
 namespace pypto {
@@ -16,6 +18,12 @@ int dtype_size(DataType dt) {
     case DataType::INT64: return 8;
     case DataType::UINT8: return 1;
     case DataType::BOOL: return 1;
+    case DataType::UINT16: return 2;
+    case DataType::UINT32: return 4;
+    case DataType::UINT64: return 8;
+    case DataType::FP8E4M3:
+    case DataType::FP8E5M2:
+    case DataType::FP8E8M0: return 1;
   }
   throw InternalError("unknown DataType");
 }
@@ -32,6 +40,12 @@ std::string dtype_name(DataType dt) {
     case DataType::INT64: return "DT_INT64";
     case DataType::UINT8: return "DT_UINT8";
     case DataType::BOOL: return "DT_BOOL";
+    case DataType::UINT16: return "DT_UINT16";
+    case DataType::UINT32: return "DT_UINT32";
+    case DataType::UINT64: return "DT_UINT64";
+    case DataType::FP8E4M3: return "DT_FP8E4M3";
+    case DataType::FP8E5M2: return "DT_FP8E5M2";
+    case DataType::FP8E8M0: return "DT_FP8E8M0";
   }
   throw InternalError("unknown DataType");
 }
@@ -48,6 +62,12 @@ std::string dtype_pto_name(DataType dt) {
     case DataType::INT64: return "i64";
     case DataType::UINT8: return "u8";
     case DataType::BOOL: return "i1";
+    case DataType::UINT16: return "u16";
+    case DataType::UINT32: return "u32";
+    case DataType::UINT64: return "u64";
+    case DataType::FP8E4M3: return "f8e4m3";
+    case DataType::FP8E5M2: return "f8e5m2";
+    case DataType::FP8E8M0: return "f8e8m0";
   }
   throw InternalError("unknown DataType");
 }
@@ -64,22 +84,54 @@ std::string dtype_cpp_type(DataType dt) {
     case DataType::INT64: return "int64_t";
     case DataType::UINT8: return "uint8_t";
     case DataType::BOOL: return "bool";
+    case DataType::UINT16: return "uint16_t";
+    case DataType::UINT32: return "uint32_t";
+    case DataType::UINT64: return "uint64_t";
+    case DataType::FP8E4M3: return "pto::f8e4m3";
+    case DataType::FP8E5M2: return "pto::f8e5m2";
+    case DataType::FP8E8M0: return "pto::f8e8m0";
   }
   throw InternalError("unknown DataType");
 }
 
+const std::vector<DataType>& all_dtypes() {
+  static const std::vector<DataType> all = [] {
+    std::vector<DataType> v;
+    for (int i = 0; i <= static_cast<int>(DataType::FP8E8M0); ++i) v.push_back(static_cast<DataType>(i));
+    return v;
+  }();
+  return all;
+}
+
+std::optional<DataType> dtype_by_pto_name(std::string_view name) {
+  for (DataType d : all_dtypes())
+    if (dtype_pto_name(d) == name) return d;
+  return std::nullopt;
+}
+
+namespace {
+bool is_unsigned(DataType dt) {
+  return dt == DataType::UINT8 || dt == DataType::UINT16 || dt == DataType::UINT32 || dt == DataType::UINT64;
+}
+}  // namespace
+
 bool dtype_is_int(DataType dt) {
   return dt == DataType::INT8 || dt == DataType::INT16 || dt == DataType::INT32 || dt == DataType::INT64 ||
-         dt == DataType::UINT8;
+         is_unsigned(dt);
 }
 
 DataType compute_dtype(DataType dt) {
   switch (dt) {
     case DataType::FP32:
     case DataType::FP16:
-    case DataType::BF16: return DataType::FP32;
+    case DataType::BF16:
+    case DataType::FP8E4M3:
+    case DataType::FP8E5M2:
+    case DataType::FP8E8M0: return DataType::FP32;
     case DataType::DOUBLE: return DataType::DOUBLE;
-    case DataType::INT64: return DataType::INT64;
+    case DataType::INT64:
+    case DataType::UINT32:
+    case DataType::UINT64: return DataType::INT64;
     default: return DataType::INT32;
   }
 }
@@ -94,7 +146,14 @@ DataType promote_types(DataType a, DataType b) {
   if (ca != cb) return ca > cb ? a : b;
   if (ca == 2) {
     if (a == DataType::DOUBLE || b == DataType::DOUBLE) return DataType::DOUBLE;
-    return DataType::FP32;  // fp16 with bf16 or fp32, bf16 with fp32
+    return DataType::FP32;  // fp16 with bf16 or fp32, bf16 with fp32, the FP8 formats with any other
+  }
+  // The wider unsigned types mix with no other integer type (as in torch): no type holds both.
+  for (DataType d : {a, b}) {
+    if (d == DataType::UINT16 || d == DataType::UINT32 || d == DataType::UINT64) {
+      throw TypeError(fmt::format("{} and {} have no common type; cast one operand first", dtype_name(a),
+                                  dtype_name(b)));
+    }
   }
   // Integers: unsigned uint8 with a signed type needs a wider signed type.
   auto rank = [](DataType d) {
@@ -121,7 +180,8 @@ DataType promote_with_scalar(DataType t, bool scalar_is_float, bool scalar_is_bo
 }
 
 bool dtype_is_float(DataType dt) {
-  return dt == DataType::FP32 || dt == DataType::FP16 || dt == DataType::BF16 || dt == DataType::DOUBLE;
+  return dt == DataType::FP32 || dt == DataType::FP16 || dt == DataType::BF16 || dt == DataType::DOUBLE ||
+         dt == DataType::FP8E4M3 || dt == DataType::FP8E5M2 || dt == DataType::FP8E8M0;
 }
 
 }  // namespace pypto

@@ -2,12 +2,26 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace pypto {
 
-/// Element type; the order is part of the Python API (pypto.DataType values).
-enum class DataType : uint8_t { FP32, FP16, BF16, DOUBLE, INT8, INT16, INT32, INT64, UINT8, BOOL };
+/// Element type; the order is part of the Python API (pypto.DataType values), so new types go
+/// at the end. The FP8 formats are storage types (tiles compute them in FP32): E4M3 without
+/// infinities (finite values saturate at +-448, as torch's float8_e4m3fn), E5M2 with them, and
+/// E8M0, an unsigned power of two (torch's float8_e8m0fnu).
+enum class DataType : uint8_t {
+  FP32, FP16, BF16, DOUBLE, INT8, INT16, INT32, INT64, UINT8, BOOL,
+  UINT16, UINT32, UINT64, FP8E4M3, FP8E5M2, FP8E8M0
+};
+
+/// Every element type, in enum order.
+const std::vector<DataType>& all_dtypes();
+/// The type whose .pto name (dtype_pto_name) is `name`, if any.
+std::optional<DataType> dtype_by_pto_name(std::string_view name);
 
 /// Bytes per element.
 int dtype_size(DataType dt);
@@ -21,8 +35,10 @@ std::string dtype_cpp_type(DataType dt);
 bool dtype_is_float(DataType dt);
 /// True for the integer types (not bool).
 bool dtype_is_int(DataType dt);
-/// The type tiles of `dt` compute in: FP32 for FP16/BF16/FP32, DOUBLE,
-/// INT64, and INT32 for the narrower integers and BOOL.
+/// The type tiles of `dt` compute in: FP32 for FP32 and the narrower floats, DOUBLE, INT64
+/// for INT64, UINT32 and UINT64 (UINT64 values from 2^63 up wrap: exact in addition,
+/// subtraction and multiplication, not in comparisons, division or conversion to float), and
+/// INT32 for the narrower integers and BOOL.
 DataType compute_dtype(DataType dt);
 /// The result type of a binary op on two tensors, as torch promotes them.
 DataType promote_types(DataType a, DataType b);

@@ -75,15 +75,6 @@ inline std::optional<std::pair<size_t, int32_t>> bad_name_char(std::string_view 
   return std::nullopt;
 }
 
-/// Dtype by its .pto name (f32, bf16, i32, ...).
-inline std::optional<DataType> dtype_by_name(std::string_view s) {
-  static const DataType all[] = {DataType::FP32,  DataType::FP16,  DataType::BF16,  DataType::DOUBLE, DataType::INT8,
-                                 DataType::INT16, DataType::INT32, DataType::INT64, DataType::UINT8,  DataType::BOOL};
-  for (DataType d : all)
-    if (dtype_pto_name(d) == s) return d;
-  return std::nullopt;
-}
-
 struct TileType {
   std::vector<int64_t> shape;
   DataType dtype = DataType::FP32;
@@ -322,7 +313,7 @@ class Line {
     while (name_char(peek())) ++pos_;
     std::string_view n = t_.substr(s, pos_ - s);
     if (n.empty()) fail(fmt::format("expected a dtype (f32, f16, bf16, i32, ...), found {}", found()));
-    auto d = dtype_by_name(n);
+    auto d = dtype_by_pto_name(n);
     if (!d) fail(s, fmt::format("unknown dtype '{}'", n));
     return *d;
   }

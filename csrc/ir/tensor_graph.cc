@@ -31,6 +31,15 @@ std::string where(const char* op, const SourceLoc& loc) {
   if (!loc.file.empty()) s += fmt::format(" at {}", loc.str());
   return s + ": ";
 }
+
+/// promote_types, its error prefixed with the op and the user's line.
+DataType promote_at(const char* op, const SourceLoc& loc, DataType a, DataType b) {
+  try {
+    return promote_types(a, b);
+  } catch (const TypeError& e) {
+    throw TypeError(where(op, loc) + e.what());
+  }
+}
 }  // namespace
 
 std::string shape_str(const std::vector<Expr>& shape) {
@@ -172,7 +181,7 @@ int TensorGraphBuilder::add_elementwise(TensorOpKind kind, const std::vector<Ope
   for (size_t i = first_data; i < operands.size(); ++i)
     if (operands[i].is_tensor()) {
       DataType t = g_.values[operands[i].value].dtype;
-      dt = dt ? promote_types(*dt, t) : t;
+      dt = dt ? promote_at(info.name, loc, *dt, t) : t;
     }
   for (size_t i = first_data; i < operands.size(); ++i)
     if (!operands[i].is_tensor()) {
@@ -440,7 +449,8 @@ int TensorGraphBuilder::add_matmul(int a, int b, DataType out_dtype, const std::
     throw UserError(where("matmul", loc) + "no cube tile shape is set; call pypto.set_cube_tile_shapes(m, k, n) before this op");
   for (int64_t t : cube)
     if (t <= 0) throw UserError(where("matmul", loc) + fmt::format("cube tile sizes must be positive, found {}", ints_str(cube)));
-  if (va.dtype != vb.dtype && promote_types(va.dtype, vb.dtype) != va.dtype && promote_types(va.dtype, vb.dtype) != vb.dtype)
+  if (va.dtype != vb.dtype && promote_at("matmul", loc, va.dtype, vb.dtype) != va.dtype &&
+      promote_types(va.dtype, vb.dtype) != vb.dtype)
     throw TypeError(where("matmul", loc) + fmt::format("operands of dtypes {} and {} are not supported",
                                                        dtype_name(va.dtype), dtype_name(vb.dtype)));
   if (va.dtype != vb.dtype)

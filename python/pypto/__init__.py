@@ -18,6 +18,13 @@ from pypto._dtypes import (
     DT_INT32,
     DT_INT64,
     DT_UINT8,
+    DT_UINT16,
+    DT_UINT32,
+    DT_UINT64,
+    DT_FP8E4M3,
+    DT_FP8E5M2,
+    DT_FP8E8M0,
+    bytes_of,
 )
 from pypto.errors import (
     CompileError,
@@ -62,7 +69,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DataType", "DT_FP32", "DT_FP16", "DT_BF16", "DT_DOUBLE", "DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64",
-    "DT_UINT8", "DT_BOOL", "Tensor", "jit", "compile", "Compiled", "frontend", "set_vec_tile_shapes",
+    "DT_UINT8", "DT_UINT16", "DT_UINT32", "DT_UINT64", "DT_FP8E4M3", "DT_FP8E5M2", "DT_FP8E8M0", "bytes_of",
+    "DT_BOOL", "Tensor", "jit", "compile", "Compiled", "frontend", "set_vec_tile_shapes",
     "get_vec_tile_shapes", "set_pass_options", "SymExpr", "ceildiv", "min", "max",
     "amax", "amin", "cast", "clamp", "clip", "gelu", "layer_norm", "mean", "prod", "rms_norm", "softmax", "sum", "var",
     "where", "arange", "assemble", "concat", "expand_clone", "full",

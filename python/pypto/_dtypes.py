@@ -17,6 +17,12 @@ DT_INT32 = DataType.DT_INT32
 DT_INT64 = DataType.DT_INT64
 DT_UINT8 = DataType.DT_UINT8
 DT_BOOL = DataType.DT_BOOL
+DT_UINT16 = DataType.DT_UINT16
+DT_UINT32 = DataType.DT_UINT32
+DT_UINT64 = DataType.DT_UINT64
+DT_FP8E4M3 = DataType.DT_FP8E4M3
+DT_FP8E5M2 = DataType.DT_FP8E5M2
+DT_FP8E8M0 = DataType.DT_FP8E8M0
 
 _NUMPY = {
     DT_FP32: np.dtype(np.float32),
@@ -27,6 +33,9 @@ _NUMPY = {
     DT_INT32: np.dtype(np.int32),
     DT_INT64: np.dtype(np.int64),
     DT_UINT8: np.dtype(np.uint8),
+    DT_UINT16: np.dtype(np.uint16),
+    DT_UINT32: np.dtype(np.uint32),
+    DT_UINT64: np.dtype(np.uint64),
     DT_BOOL: np.dtype(np.bool_),
 }
 _FROM_NUMPY = {v: k for k, v in _NUMPY.items()}
@@ -42,12 +51,25 @@ _TORCH_NAMES = {
     DT_INT64: "int64",
     DT_UINT8: "uint8",
     DT_BOOL: "bool",
+    DT_UINT16: "uint16",
+    DT_UINT32: "uint32",
+    DT_UINT64: "uint64",
+    DT_FP8E4M3: "float8_e4m3fn",
+    DT_FP8E5M2: "float8_e5m2",
+    DT_FP8E8M0: "float8_e8m0fnu",
 }
 
 
 def dtype_name(dt: DataType) -> str:
     """The name users write, e.g. ``DT_FP32``."""
     return dt.name
+
+
+def bytes_of(dt: DataType) -> int:
+    """PyPTO's ``bytes_of``: the bytes one element of ``dt`` takes."""
+    if not isinstance(dt, DataType):
+        raise TypeError(f"pypto.bytes_of: dtype must be a pypto.DataType, found {type(dt).__name__}")
+    return _C.dtype_size(dt)
 
 
 def to_numpy(dt: DataType) -> np.dtype:

@@ -8,6 +8,100 @@ struct bf16 {
   uint16_t bits;
 };
 
+/// FP8 storage: one byte each. E4M3 (bias 7, no infinities, NaN 0x7f), E5M2 (bias 15, IEEE-like)
+/// and E8M0 (an unsigned power of two 2^(b-127), NaN 0xff). Tiles hold them as float.
+struct f8e4m3 {
+  uint8_t bits;
+};
+struct f8e5m2 {
+  uint8_t bits;
+};
+struct f8e8m0 {
+  uint8_t bits;
+};
+
+template <typename T>
+struct is_f8 : std::false_type {};
+template <>
+struct is_f8<f8e4m3> : std::true_type {};
+template <>
+struct is_f8<f8e5m2> : std::true_type {};
+template <>
+struct is_f8<f8e8m0> : std::true_type {};
+
+/// The value of a sign/exponent/mantissa byte with E exponent and M mantissa bits; the top
+/// exponent holds infinities and NaNs when `Ieee`, else only NaN (mantissa all ones).
+template <int E, int M, bool Ieee>
+inline float f8_decode(uint8_t b) {
+  constexpr int bias = (1 << (E - 1)) - 1;
+  const int exp = (b >> M) & ((1 << E) - 1);
+  const int mant = b & ((1 << M) - 1);
+  const float sign = (b & 0x80) ? -1.0f : 1.0f;
+  if (exp == (1 << E) - 1) {
+    if (Ieee) return mant == 0 ? sign * std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+    if (mant == (1 << M) - 1) return std::numeric_limits<float>::quiet_NaN();
+  }
+  if (exp == 0) return sign * std::ldexp(static_cast<float>(mant), 1 - bias - M);
+  return sign * std::ldexp(static_cast<float>(mant + (1 << M)), exp - bias - M);
+}
+
+/// `f` rounded to nearest (ties to even) into that format. Past the largest finite value an
+/// IEEE format gives infinity; the other saturates finite values and infinities (as torch's
+/// float8_e4m3fn conversion does). NaN keeps its sign.
+template <int E, int M, bool Ieee>
+inline uint8_t f8_encode(float f) {
+  constexpr int bias = (1 << (E - 1)) - 1;
+  constexpr int emin = 1 - bias;
+  constexpr uint32_t top = (1u << E) - 1;
+  constexpr uint32_t max_finite = Ieee ? ((top - 1) << M) | ((1u << M) - 1) : (top << M) | ((1u << M) - 2);
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  const float a = std::fabs(f);
+  if (a != a) return sign | 0x7f;
+  if (a == 0.0f) return sign;
+  uint32_t bits;
+  if (std::isinf(a)) {
+    bits = Ieee ? top << M : max_finite;
+  } else {
+    int e = std::ilogb(a);
+    const int eq = e < emin ? emin : e;
+    // The number of quanta of 2^(eq-M): exact scaling, then the current (nearest-even) rounding.
+    uint32_t n = static_cast<uint32_t>(std::nearbyint(std::ldexp(a, M - eq)));
+    if (e < emin) {
+      bits = n;  // a subnormal; n == 2^M is the smallest normal, which encodes the same way
+    } else {
+      int ee = eq;
+      if (n == (2u << M)) n >>= 1, ++ee;
+      bits = ee + bias > static_cast<int>(top) ? UINT32_MAX : (static_cast<uint32_t>(ee + bias) << M) | (n - (1u << M));
+    }
+    if (bits > max_finite) bits = Ieee ? top << M : max_finite;
+  }
+  return static_cast<uint8_t>(sign | bits);
+}
+
+inline float f8_to_float(f8e4m3 v) { return f8_decode<4, 3, false>(v.bits); }
+inline float f8_to_float(f8e5m2 v) { return f8_decode<5, 2, true>(v.bits); }
+inline float f8_to_float(f8e8m0 v) {
+  return v.bits == 0xff ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, int(v.bits) - 127);
+}
+template <typename T>
+inline T f8_from_float(float f);
+template <>
+inline f8e4m3 f8_from_float<f8e4m3>(float f) { return f8e4m3{f8_encode<4, 3, false>(f)}; }
+template <>
+inline f8e5m2 f8_from_float<f8e5m2>(float f) { return f8e5m2{f8_encode<5, 2, true>(f)}; }
+/// E8M0 keeps the exponent of |f|, rounded to nearest with ties to even on the implied
+/// mantissa bit (torch's rule); zero and subnormals below 2^-127 give 2^-127, inf and NaN NaN.
+template <>
+inline f8e8m0 f8_from_float<f8e8m0>(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint32_t exp = (u >> 23) & 0xff;
+  if (exp == 0xff) return f8e8m0{0xff};
+  const bool g = u & 0x400000u, r = u & 0x200000u, st = u & 0x1fffffu;
+  if (g && (r || st || exp > 0)) ++exp;
+  return f8e8m0{static_cast<uint8_t>(exp)};
+}
+
 /// A per-thread, 64-byte-aligned buffer that grows to the largest size asked
 /// (local buffers whose size depends on a symbolic dim).
 struct Scratch {
@@ -30,11 +124,19 @@ struct Scratch {
   ~Scratch() { free(p); }
 };
 
-/// Converts between storage and compute types (bf16 by bit manipulation,
-/// rounding to nearest even; everything else by the language's conversion).
+/// Converts between storage and compute types (bf16 by bit manipulation and the FP8 formats
+/// through float, both rounding to nearest even; everything else by the language's conversion).
 template <typename D, typename S>
 inline D cvt(S v) {
-  return static_cast<D>(v);
+  if constexpr (is_f8<S>::value && is_f8<D>::value) {
+    return f8_from_float<D>(f8_to_float(v));
+  } else if constexpr (is_f8<S>::value) {
+    return static_cast<D>(f8_to_float(v));
+  } else if constexpr (is_f8<D>::value) {
+    return f8_from_float<D>(static_cast<float>(v));
+  } else {
+    return static_cast<D>(v);
+  }
 }
 template <>
 inline float cvt<float, bf16>(bf16 v) {

@@ -164,7 +164,9 @@ class Expander {
   /// A low-precision result rounded to its type before it is stored, so a
   /// fused consumer that reads the tile sees what an unfused one would load.
   int round_to_storage(int tile, DataType dt, std::vector<Stmt>& body) {
-    if (dt != DataType::FP16 && dt != DataType::BF16) return tile;
+    // Floats narrower than the type they compute in (FP16, BF16, the FP8 formats) round at every
+    // result, so that a fused chain gives what storing each result would.
+    if (!dtype_is_float(dt) || compute_dtype(dt) == dt) return tile;
     Instr r{Opcode::TCAST};
     r.srcs = {tile};
     r.dst = new_tile(out_.tiles[tile].shape, out_.tiles[tile].dtype);
