@@ -41,7 +41,7 @@ from pypto.errors import (
 from pypto import frontend
 from pypto.frontend.tensor import Tensor
 from pypto.frontend.config import (
-    get_cube_tile_shapes, get_vec_tile_shapes, set_cube_tile_shapes, set_pass_options, set_vec_tile_shapes,
+    get_cube_tile_shapes, get_vec_tile_shapes, set_cube_tile_shapes, set_matrix_size, set_pass_options, set_vec_tile_shapes,
 )
 from pypto.frontend.jit import Compiled, compile, jit
 from pypto.ops import (
@@ -75,7 +75,7 @@ __all__ = [
     "amax", "amin", "cast", "clamp", "clip", "gelu", "layer_norm", "mean", "prod", "rms_norm", "softmax", "sum", "var",
     "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",
-    "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "set_cube_tile_shapes", "get_cube_tile_shapes",
+    "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
     "PyptoError", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "TracingError", "PtoSyntaxError",

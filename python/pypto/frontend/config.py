@@ -22,6 +22,7 @@ class TraceContext:
         self.vec_tile = vec_tile
         self.reshaped_params: set[int] = set()
         self.cube_tile = _global_cube_tile
+        self.split_k = _global_split_k
         self.loops: list = []
 
 
@@ -42,6 +43,7 @@ def version() -> int:
 
 _global_pass_options: dict[str, Any] = {}
 _global_cube_tile: tuple | None = None
+_global_split_k: bool = False
 
 
 def current_trace() -> TraceContext | None:
@@ -111,26 +113,55 @@ def _cube_level(name: str, v) -> tuple[int, int]:
     return (int(v[0]), int(v[1]))
 
 
-def set_cube_tile_shapes(m=None, k=None, n=None) -> None:
+def set_cube_tile_shapes(m=None, k=None, n=None, enable_split_k: bool = False) -> None:
     """Sets the matmul tile shape: each of m, k, n is [L0, L1] (the L1 tile
-    walks global memory, the L0 tile sizes the register micro-kernel)."""
-    global _global_cube_tile
+    walks global memory, the L0 tile sizes the register micro-kernel).
+    ``enable_split_k`` (PyPTO's: accumulate partial products over k in global
+    memory) is kept for ``get_cube_tile_shapes``; the CPU backend computes each
+    output tile's whole k range in one task, so it warns once and has no effect."""
+    global _global_cube_tile, _global_split_k
     if m is None or k is None or n is None:
         raise UserError("pypto.set_cube_tile_shapes: m, k and n are all required, each as [L0, L1]")
+    if not isinstance(enable_split_k, bool):
+        raise UserTypeError(f"pypto.set_cube_tile_shapes: enable_split_k must be a bool, found "
+                            f"{type(enable_split_k).__name__} {enable_split_k!r}")
     shape = (_cube_level("m", m), _cube_level("k", k), _cube_level("n", n))
+    if enable_split_k:
+        record_ignored("cube_tile_shapes", "enable_split_k", True)
     ctx = current_trace()
     if ctx is not None:
         ctx.cube_tile = shape
+        ctx.split_k = enable_split_k
     else:
         _global_cube_tile = shape
+        _global_split_k = enable_split_k
         bump_version()
 
 
 def get_cube_tile_shapes():
-    """The cube tile shape in effect here: ([m0, m1], [k0, k1], [n0, n1]) or None."""
+    """The cube tile shape in effect here, as PyPTO returns it:
+    ``([m0, m1], [k0, k1], [n0, n1], enable_split_k)``, or None when none is set."""
     ctx = current_trace()
     shape = ctx.cube_tile if ctx is not None else _global_cube_tile
-    return None if shape is None else tuple(list(x) for x in shape)
+    split = ctx.split_k if ctx is not None else _global_split_k
+    return None if shape is None else (*[list(x) for x in shape], split)
+
+
+def set_matrix_size(size) -> None:
+    """PyPTO's ``set_matrix_size([m, k, n])``: the m, k, n of a matmul whose NZ-format operands
+    were reshaped. Tensors here are always ND (row-major), where a matmul reads m, k, n from its
+    operands' shapes, so the sizes are checked, recorded, and warned about once."""
+    if not isinstance(size, (list, tuple)) or len(size) != 3:
+        raise UserTypeError(f"pypto.set_matrix_size: size must be a list [m, k, n], found {size!r}")
+    from pypto.frontend.symbolic import SymExpr
+
+    for name, v in zip("mkn", size):
+        if isinstance(v, bool) or not isinstance(v, (int, SymExpr)):
+            raise UserTypeError(f"pypto.set_matrix_size: {name} must be an int or a symbolic scalar, found "
+                                f"{type(v).__name__} {v!r}")
+        if isinstance(v, int) and v <= 0:
+            raise UserError(f"pypto.set_matrix_size: {name} must be positive, found {v}")
+    record_ignored("matmul", "matrix_size", list(size))
 
 
 def default_cube_tile():

@@ -64,11 +64,29 @@ def test_matmul_int32_and_operator_and_numpy():
     assert (f(a.numpy(), b.numpy()) == (a @ b).numpy()).all()
 
 
+@pytest.mark.parametrize("rows", [16, 19])  # divides the m tile, or does not
+def test_split_k_and_matrix_size_are_accepted_and_change_nothing(rows):
+    R = pypto.frontend.dynamic("R")
+
+    @pypto.jit
+    def f(x: pypto.Tensor((R, 24), pypto.DT_FP16), y: pypto.Tensor((24, 40), pypto.DT_FP16)):
+        pypto.set_cube_tile_shapes([8, 16], [8, 16], [16, 16], enable_split_k=True)
+        assert pypto.get_cube_tile_shapes() == ([8, 16], [8, 16], [16, 16], True)
+        pypto.set_matrix_size([x.shape[0], 24, 40])
+        return pypto.matmul(x, y, pypto.DT_FP32)
+
+    x, y = torch.randn(rows, 24).half(), torch.randn(24, 40).half()
+    got = f(x, y)
+    torch.testing.assert_close(got, x.float() @ y.float(), rtol=1e-3, atol=1e-3)
+    recorded = pypto.frontend.config.recorded_options()  # kept, with one OptionWarning each per process
+    assert recorded["cube_tile_shapes.enable_split_k"] is True and str(recorded["matmul.matrix_size"][1]) == "24"
+
+
 def test_cube_tile_queries_and_errors():
     @pypto.jit
     def f(x: pypto.Tensor((8, 8), pypto.DT_FP32)):
         pypto.set_cube_tile_shapes(m=[8, 16], k=[16, 32], n=[8, 8])
-        assert pypto.get_cube_tile_shapes() == ([8, 16], [16, 32], [8, 8])
+        assert pypto.get_cube_tile_shapes() == ([8, 16], [16, 32], [8, 8], False)
         pypto.set_vec_tile_shapes(8, 8)
         assert pypto.get_vec_tile_shapes() == (8, 8)
         return x @ x
@@ -77,6 +95,12 @@ def test_cube_tile_queries_and_errors():
     torch.testing.assert_close(f(x), x @ x)
     with pytest.raises(TypeError, match=r"m must be \[L0, L1\]"):
         pypto.set_cube_tile_shapes([1, 2, 3], [1, 2], [1, 2])
+    with pytest.raises(TypeError, match=r"enable_split_k must be a bool, found str 'yes'"):
+        pypto.set_cube_tile_shapes([8, 8], [8, 8], [8, 8], "yes")
+    with pytest.raises(TypeError, match=r"pypto.set_matrix_size: size must be a list \[m, k, n\], found \[32, 64\]"):
+        pypto.set_matrix_size([32, 64])
+    with pytest.raises(ValueError, match=r"pypto.set_matrix_size: k must be positive, found 0"):
+        pypto.set_matrix_size([32, 0, 16])
 
     @pypto.jit
     def g(x: pypto.Tensor((8, 5), pypto.DT_FP32), y: pypto.Tensor((6, 3), pypto.DT_FP32)):
