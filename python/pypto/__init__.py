@@ -46,7 +46,7 @@ from pypto.frontend.config import (
 from pypto.frontend.jit import Compiled, compile, jit
 from pypto.ops import (
     TABLE_FUNCTIONS as _TABLE_FUNCTIONS, amax, amin, cast, clamp, clip, gelu, layer_norm, matmul, mean, prod, rms_norm,
-    softmax, sum, var, where,
+    round, softmax, sum, var, where,
 )
 from pypto.frontend.symbolic import SymExpr, ceildiv, max, min  # noqa: A004 - PyPTO's names
 from pypto.frontend.tensor import DYNAMIC
@@ -75,7 +75,7 @@ __all__ = [
     "amax", "amin", "cast", "clamp", "clip", "gelu", "layer_norm", "mean", "prod", "rms_norm", "softmax", "sum", "var",
     "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",
-    "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
+    "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "round", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
     "PyptoError", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "TracingError", "PtoSyntaxError",

@@ -11,7 +11,7 @@ import numbers
 
 from pypto import _op_table
 from pypto._dtypes import DataType
-from pypto.errors import TracingError, UserError, UserTypeError
+from pypto.errors import NotSupportedError, TracingError, UserError, UserTypeError
 from pypto.frontend.config import current_trace, user_location
 from pypto.frontend.control import Diverged
 from pypto.frontend.symbolic import SymExpr
@@ -194,6 +194,27 @@ def gelu(x, approximate: str = "none") -> Tensor:
         inner = mul(add(x, mul(pow(x, 3), 0.044715)), math.sqrt(2.0 / math.pi))
         return mul(mul(x, 0.5), add(tanh(inner), 1.0))
     raise UserError(f"pypto.gelu: approximate must be 'none' or 'tanh', found {approximate!r}")
+
+
+@_documented
+def round(x, decimals=0) -> Tensor:  # noqa: A001 - PyPTO's name
+    if isinstance(decimals, builtins.bool) or not isinstance(decimals, numbers.Integral):
+        raise UserTypeError(f"pypto.round: decimals must be an int, found {type(decimals).__name__} {decimals!r}")
+    if decimals == 0:
+        return _unary("round", x)
+    from pypto import _dtypes
+
+    if not isinstance(x, Tensor):
+        raise UserTypeError(f"pypto.round: the operand must be a pypto.Tensor, found {type(x).__name__}")
+    if x.dtype not in (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16, _dtypes.DT_DOUBLE):
+        if decimals > 0:
+            return _elementwise("mul", x, 1)  # an integer has no digits after the point
+        raise NotSupportedError(f"pypto.round: decimals={decimals} on an integer tensor ({x.dtype.name}) is not "
+                                "supported yet")
+    wide = x if x.dtype in (_dtypes.DT_FP32, _dtypes.DT_DOUBLE) else cast(x, _dtypes.DT_FP32)
+    p = 10.0 ** builtins.abs(int(decimals))
+    r = div(_unary("round", mul(wide, p)), p) if decimals > 0 else mul(_unary("round", div(wide, p)), p)
+    return r if r.dtype == x.dtype else cast(r, x.dtype)
 
 
 @_documented
