@@ -303,7 +303,95 @@ DEFAULT_CUBE_TILE = ((32, 32), (64, 128), (64, 64))
 
 
 @_documented
-def matmul(a, b, out_dtype: DataType | None = None, a_trans: bool = False, b_trans: bool = False) -> Tensor:
+def matmul(a, b, out_dtype: DataType | None = None, a_trans: bool = False, b_trans: bool = False,
+           c_matrix_nz: bool = False, extend_params=None) -> Tensor:
+    if c_matrix_nz:
+        raise NotSupportedError("pypto.matmul: c_matrix_nz=True (an NZ-format result) is not supported: results are "
+                                "row-major (ND) here, as PyPTO also only supports c_matrix_nz=False today")
+    if extend_params:
+        return _matmul_extended(a, b, out_dtype, a_trans, b_trans, extend_params)
+    return _matmul(a, b, out_dtype, a_trans, b_trans)
+
+
+_EXTEND_KEYS = ("bias_tensor", "scale", "scale_tensor", "relu_type", "trans_mode")
+
+
+def _matmul_extended(a, b, out_dtype, a_trans, b_trans, params) -> Tensor:
+    """matmul's extend_params as Tensor-level ops on the accumulator, which fusion joins to the matmul."""
+    from pypto import _dtypes
+    from pypto.enums import ReLuType, TransMode
+
+    if not isinstance(params, dict):
+        raise UserTypeError(f"pypto.matmul: extend_params must be a dict, found {type(params).__name__}")
+    unknown = sorted(set(params) - set(_EXTEND_KEYS))
+    if unknown:
+        raise UserError(f"pypto.matmul: unknown extend_params key {unknown[0]!r}; expected one of {list(_EXTEND_KEYS)}")
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise UserTypeError(f"pypto.matmul: operands must be pypto.Tensors, found {type(a).__name__} and {type(b).__name__}")
+    mode = params.get("trans_mode", TransMode.CAST_NONE)
+    if not isinstance(mode, TransMode):
+        raise UserTypeError(f"pypto.matmul: extend_params['trans_mode'] must be a pypto.TransMode, found {mode!r}")
+    if mode != TransMode.CAST_NONE:
+        raise NotSupportedError(f"pypto.matmul: extend_params['trans_mode']={mode} (TF32 rounding of the inputs) is "
+                                "not supported yet")
+    relu = params.get("relu_type", ReLuType.NO_RELU)
+    if not isinstance(relu, ReLuType):
+        raise UserTypeError(f"pypto.matmul: extend_params['relu_type'] must be a pypto.ReLuType, found {relu!r}")
+    if "scale" in params and "scale_tensor" in params:
+        raise UserError("pypto.matmul: extend_params takes scale or scale_tensor, not both")
+    out_dtype = a.dtype if out_dtype is None else out_dtype
+    ints = a.dtype == _dtypes.DT_INT8
+    acc = _matmul(a, b, _dtypes.DT_INT32 if ints else _dtypes.DT_FP32, a_trans, b_trans)
+    ctx = _ctx("matmul")
+    if ctx.vec_tile is not None:
+        return _epilogue(acc, params, out_dtype, relu)
+    # As PyPTO's fused epilogue, it needs no vec tile shape: without one, it is tiled as the
+    # matmul's result, by the cube tile's L1 m and n.
+    cube = ctx.cube_tile or DEFAULT_CUBE_TILE
+    ctx.vec_tile = (1,) * (len(acc.shape) - 2) + (cube[0][1], cube[2][1])
+    try:
+        return _epilogue(acc, params, out_dtype, relu)
+    finally:
+        ctx.vec_tile = None
+
+
+def _epilogue(acc, params, out_dtype, relu) -> Tensor:
+    from pypto import _dtypes
+    from pypto.enums import ReLuType
+
+    n = acc.shape[-1]
+    bias = params.get("bias_tensor")
+    if bias is not None:
+        if not isinstance(bias, Tensor):
+            raise UserTypeError(f"pypto.matmul: extend_params['bias_tensor'] must be a pypto.Tensor, found "
+                                f"{type(bias).__name__}")
+        if len(bias.shape) < 1 or str(bias.shape[-1]) != str(n) or (len(bias.shape) >= 2 and str(bias.shape[-2]) != "1"):
+            raise UserError(f"pypto.matmul: extend_params['bias_tensor'] has shape {list(bias.shape)}, expected "
+                            f"[..., 1, {n}]")
+        acc = add(acc, bias)
+    scale = params.get("scale", params.get("scale_tensor"))
+    if scale is not None:
+        if isinstance(scale, Tensor):
+            if scale.dtype not in (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16):
+                raise NotSupportedError(f"pypto.matmul: extend_params['scale_tensor'] of dtype {scale.dtype.name} is "
+                                        "not supported yet; pass the scales as a float tensor of shape [1, N]")
+            if str(scale.shape[-1]) != str(n):
+                raise UserError(f"pypto.matmul: extend_params['scale_tensor'] has shape {list(scale.shape)}, "
+                                f"expected [1, {n}]")
+            scale = cast(scale, _dtypes.DT_FP32)
+        elif isinstance(scale, builtins.bool) or not isinstance(scale, numbers.Real):
+            raise UserTypeError(f"pypto.matmul: extend_params['scale'] must be a float, found {type(scale).__name__}")
+        acc = mul(cast(acc, _dtypes.DT_FP32) if acc.dtype != _dtypes.DT_FP32 else acc, scale)
+    if relu == ReLuType.RELU:
+        acc = TABLE_FUNCTIONS["relu"](acc)
+    if out_dtype == _dtypes.DT_INT8:
+        if acc.dtype != _dtypes.DT_INT32:
+            acc = _unary("round", acc)
+        acc = clip(acc, -128, 127)
+    return acc if acc.dtype == out_dtype else cast(acc, out_dtype)
+
+
+def _matmul(a, b, out_dtype: DataType | None, a_trans: bool, b_trans: bool) -> Tensor:
     from pypto import shape_ops
 
     ctx = _ctx("matmul")
