@@ -49,7 +49,7 @@ from pypto.ops import (
     round, softmax, sum, var, where,
 )
 from pypto.frontend.symbolic import SymExpr, ceildiv, max, min  # noqa: A004 - PyPTO's names
-from pypto.frontend.tensor import DYNAMIC
+from pypto.frontend.tensor import DYNAMIC, tensor
 from pypto.shape_ops import (
     arange, assemble, concat, expand_clone, full, gather, ones, permute, reshape, scatter, squeeze, transpose, unsqueeze,
     view, zeros,
@@ -62,7 +62,6 @@ from pypto.taskgraph import TaskGraph, get_task_window, set_task_window, visuali
 from pypto.memory import clear_output_cache, get_output_cache_limit, output_cache_info, set_output_cache_limit
 from pypto.frontend.config import OptionWarning
 
-tensor = Tensor
 # The plain elementwise ops of the op table (add, exp, ...), made from their rows.
 globals().update(_TABLE_FUNCTIONS)
 

@@ -286,6 +286,36 @@ def full(shape, value, dtype: DataType, valid_shape=None) -> Tensor:
     return Tensor._traced(ctx, vid)
 
 
+def local_tensor(shape, dtype, name: str = "") -> Tensor:
+    """``pypto.tensor(shape, dtype)`` while tracing: a zero-filled local tensor. Without a vec tile
+    shape it is filled in blocks of up to 8192 elements, taken from the last dims."""
+    ctx = _ctx("tensor")
+    if not isinstance(dtype, DataType):
+        raise UserTypeError(f"pypto.tensor: dtype must be a pypto dtype such as pypto.DT_FP32, found {dtype!r}")
+    if isinstance(shape, (numbers.Integral, SymExpr)):
+        shape = [shape]
+    if not isinstance(shape, (list, tuple)) or not shape:
+        raise UserTypeError(f"pypto.tensor: shape must be a non-empty list of dims, found {shape!r}")
+    for d in shape:
+        if not isinstance(d, SymExpr) and (not _is_static(d) or d <= 0):
+            raise UserError(f"pypto.tensor: shape dims must be positive ints or symbolic scalars, found {list(shape)}")
+    if ctx.vec_tile is not None:
+        t = full(list(shape), 0, dtype)
+    else:
+        budget, tile = 8192, []
+        for d in reversed(shape):
+            n = builtins.max(1, builtins.min(budget, d if _is_static(d) else budget))
+            tile.insert(0, n)
+            budget = builtins.max(1, budget // n)
+        ctx.vec_tile = tuple(tile)
+        try:
+            t = full(list(shape), 0, dtype)
+        finally:
+            ctx.vec_tile = None
+    t.name = name
+    return t
+
+
 def _fit_tile(tile: list[int], rank: int) -> list[int]:
     """A creation op's tile: the active tile's leading dims when it has enough (the rule of every
     op, as PyPTO), else the tile with 1s in front."""

@@ -203,6 +203,28 @@ class Tensor:
         raise UserTypeError("a pypto.Tensor has no truth value while tracing (its data is not known yet)")
 
 
+class tensor(Tensor):  # noqa: N801 - PyPTO's name
+    """``pypto.tensor(shape, dtype, name="")``: inside a jitted function, a new local tensor of that
+    shape and dtype (its elements start at zero), to be written (``t[...] = ...``, ``t.move(...)``,
+    ``pypto.assemble``) and read or returned; elsewhere, and without a shape and dtype, the same
+    annotation as ``pypto.Tensor(...)``."""
+
+    __slots__ = ()
+
+    def __new__(cls, shape=None, dtype=None, name: str = "", format=None):  # noqa: A002 - PyPTO's name
+        from pypto.frontend.config import current_trace
+
+        if format is not None and getattr(format, "name", str(format)) not in ("TILEOP_ND", "ND"):
+            from pypto.errors import NotSupportedError
+
+            raise NotSupportedError(f"pypto.tensor: format {format} is not supported; tensors are row-major (ND) here")
+        if shape is not None and dtype is not None and current_trace() is not None:
+            from pypto import shape_ops
+
+            return shape_ops.local_tensor(shape, dtype, name)
+        return Tensor(shape, dtype, name)
+
+
 def _method(name: str, doc: str):
     def m(self, *args, **kwargs):
         return getattr(_ops(), name)(self, *args, **kwargs)
