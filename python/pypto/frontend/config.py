@@ -196,7 +196,9 @@ def record_ignored(section: str, key: str, value: Any) -> None:
 
 
 class RunMode(enum.IntEnum):
-    """PyPTO's run modes, with upstream's values. Both run on pypto's CPU backend."""
+    """PyPTO's run modes, with upstream's values. Both run on pypto's CPU backend; a function jitted
+    with ``runtime_options={"run_mode": RunMode.SIM}`` also writes each call's swimlane (a Chrome
+    trace of the real run) where PyPTO's cost model writes its simulated one."""
 
     NPU = 0
     SIM = 1
@@ -210,6 +212,9 @@ def record_run_mode(section: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value not in (RunMode.NPU, RunMode.SIM):
         raise _C.UserError(f"pypto.{section}: run_mode must be pypto.RunMode.NPU or pypto.RunMode.SIM (or 0, 1), "
                            f"found {value!r}")
+    if value == RunMode.SIM:
+        _recorded_options[f"{section}.run_mode"] = RunMode.SIM  # acts: each call writes a swimlane (see jit)
+        return
     record_ignored(section, "run_mode", RunMode(value))
 
 

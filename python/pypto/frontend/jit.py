@@ -29,6 +29,8 @@ class JitFunction:
         self._fn = fn
         self._sig = _Signature(fn)
         sections = {k: options.pop(k, None) for k in _OPTION_SECTIONS}
+        runtime = sections.get("runtime_options")
+        self._run_mode = options.get("run_mode", runtime.get("run_mode") if isinstance(runtime, dict) else None)
         attached = getattr(fn, "__pypto_options__", {})
         merged = dict(attached.get("pass_options", {}))
         merged.update(pass_options or {})
@@ -137,6 +139,9 @@ class JitFunction:
         return self._get(self._sig.bind(args, kwargs))
 
     def __call__(self, *args, **kwargs):
+        if self._run_mode == config.RunMode.SIM:
+            bound = self._sig.bind(args, kwargs)
+            return _run(self._get(bound), bound, _swimlane_path(self._sig.name))
         fast_key = self._fast_key(args) if not kwargs else None
         if fast_key is not None:
             entry = self._fast.get(fast_key)
@@ -160,6 +165,19 @@ class JitFunction:
             # torch.Size is a tuple: it hashes and compares as one.
             key.append((type(a), a.dtype, a.shape))
         return tuple(key)
+
+
+def _swimlane_path(name: str) -> str:
+    """Where a call in PyPTO's SIM run mode writes its swimlane: a Chrome trace-event file of the
+    run, at ``./output/<function>_<pid>_<time>/CostModelSimulationOutput/merged_swimlane.json``
+    (PyPTO's layout for its cost model's simulated swimlane)."""
+    import datetime
+    import os
+
+    stamp = datetime.datetime.now().strftime("%Y%m%d_%H%M%S_%f")
+    folder = os.path.join("output", f"{name}_{os.getpid()}_{stamp}", "CostModelSimulationOutput")
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, "merged_swimlane.json")
 
 
 def jit(fn: Callable | None = None, *, pass_options: dict | None = None, **options: Any):

@@ -30,10 +30,29 @@ def test_jit_accepts_every_option_section_and_warns_once():
         _kernel(runtime_options={"stitch_function_max_num": 64}, pass_options={"pg_upper_bound": 4})
 
 
-def test_run_modes_both_run_on_cpu():
+def test_run_modes_both_run_on_cpu(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # SIM writes its swimlane under ./output
     for mode in (pypto.RunMode.NPU, pypto.RunMode.SIM):
         x = torch.randn(8, 16)
         torch.testing.assert_close(_kernel(run_mode=mode)(x), torch.softmax(x, -1), atol=1e-5, rtol=0)
+
+
+def test_sim_run_mode_writes_each_calls_swimlane_where_pypto_does(tmp_path, monkeypatch):
+    import json
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    f = _kernel(runtime_options={"run_mode": pypto.RunMode.SIM})
+    x = torch.randn(8, 16)
+    torch.testing.assert_close(f(x), torch.softmax(x, -1), atol=1e-5, rtol=0)
+    f(x)
+    runs = sorted((tmp_path / "output").iterdir())
+    assert len(runs) == 2 and all(f"f_{os.getpid()}_" in r.name for r in runs)
+    lane = json.loads((runs[0] / "CostModelSimulationOutput" / "merged_swimlane.json").read_text())
+    tasks = [e for e in lane["traceEvents"] if e.get("cat") == "task"]
+    assert tasks and lane["otherData"]["tasks"] == len(tasks) and all(e["dur"] >= 0 for e in tasks)
+    _kernel(runtime_options={"run_mode": pypto.RunMode.NPU})(x)
+    assert len(list((tmp_path / "output").iterdir())) == 2  # NPU mode writes none
 
 
 def test_run_mode_has_upstreams_values_is_checked_and_recorded():
