@@ -618,11 +618,18 @@ void TensorGraphBuilder::set_outputs(const std::vector<int>& ids) {
     if (id < 0 || id >= static_cast<int>(g_.values.size()))
       throw UserError(fmt::format("returned value is not a tensor of this function (id {})", id));
   g_.outputs = ids;
-  // Returned values are named after their position, as the orchestration's output parameters.
+  // Returned values are named after their position, as the orchestration's output parameters,
+  // with a '_' added while a parameter has the name (a parameter may be called `out`).
+  auto param_named = [&](const std::string& name) {
+    return std::any_of(g_.params.begin(), g_.params.end(), [&](int p) { return g_.values[p].name == name; });
+  };
   for (size_t i = 0; i < ids.size(); ++i) {
     TensorValue& v = g_.values[ids[i]];
     bool is_param = std::find(g_.params.begin(), g_.params.end(), v.id) != g_.params.end();
-    if (!is_param) v.name = ids.size() == 1 ? "out" : fmt::format("out{}", i);
+    if (is_param) continue;
+    std::string name = ids.size() == 1 ? "out" : fmt::format("out{}", i);
+    while (param_named(name)) name += "_";
+    v.name = name;
   }
 }
 
