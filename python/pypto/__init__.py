@@ -51,13 +51,13 @@ from pypto.ops import (
 from pypto.frontend.symbolic import SymExpr, ceildiv, max, min  # noqa: A004 - PyPTO's names
 from pypto.frontend.tensor import DYNAMIC, tensor
 from pypto.shape_ops import (
-    arange, assemble, concat, expand_clone, full, gather, ones, permute, reshape, scatter, squeeze, transpose, unsqueeze,
+    arange, assemble, clone, concat, expand_clone, full, gather, ones, permute, reshape, scatter, squeeze, transpose, unsqueeze,
     view, zeros,
 )
 
 from pypto.frontend.control import cond, is_loop_begin, is_loop_end, loop
 from pypto.options import RunMode, options
-from pypto.enums import ReLuType, TransMode
+from pypto.enums import ReLuType, TileOpFormat, TransMode
 from pypto.taskgraph import TaskGraph, get_task_window, set_task_window, visualize_task_graph
 from pypto.memory import clear_output_cache, get_output_cache_limit, output_cache_info, set_output_cache_limit
 from pypto.frontend.config import OptionWarning
@@ -75,7 +75,7 @@ __all__ = [
     "amax", "amin", "cast", "clamp", "clip", "gelu", "layer_norm", "mean", "prod", "rms_norm", "softmax", "sum", "var",
     "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",
-    "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
+    "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
     "PyptoError", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "TracingError", "PtoSyntaxError",

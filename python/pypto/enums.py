@@ -1,5 +1,5 @@
-"""PyPTO's option enums that pypto's ops take: ``ReLuType`` and ``TransMode`` (matmul's
-``extend_params``)."""
+"""PyPTO's enums that pypto's ops take or return: ``ReLuType`` and ``TransMode`` (matmul's
+``extend_params``) and ``TileOpFormat`` (``Tensor.format()``)."""
 
 from __future__ import annotations
 
@@ -26,3 +26,14 @@ class TransMode(enum.IntEnum):
 
     def __str__(self) -> str:
         return f"TransMode.{self.name}"
+
+
+class TileOpFormat(enum.IntEnum):
+    """A tensor's memory format: ND (row-major) or NZ (PyPTO's fractal layout for its cube unit).
+    Tensors here are always ND."""
+
+    TILEOP_ND = 0
+    TILEOP_NZ = 1
+
+    def __str__(self) -> str:
+        return f"TileOpFormat.{self.name}"

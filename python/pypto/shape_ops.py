@@ -377,6 +377,15 @@ def _materialize(src: Tensor) -> Tensor:
 
 
 @_documented
+def clone(x) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise UserTypeError(f"pypto.clone: the operand must be a pypto.Tensor, found {type(x).__name__}")
+    out = local_tensor(list(x.shape), x.dtype)
+    assemble(x, [0] * len(x.shape), out)
+    return out
+
+
+@_documented
 def expand_clone(x, shape) -> Tensor:
     shape = list(shape)
     rank, xr = len(shape), len(x.shape)

@@ -173,6 +173,40 @@ class Tensor:
 
         shape_ops.move(self, other)
 
+    def assemble(self, input, offsets) -> None:  # noqa: A002 - PyPTO's name
+        """PyPTO's ``Tensor.assemble``: writes ``input`` into this tensor at ``offsets``
+        (``pypto.assemble(input, offsets, self)``)."""
+        from pypto import shape_ops
+
+        shape_ops.assemble(input, offsets, self)
+
+    def fill_(self, other) -> "Tensor":
+        """PyPTO's ``Tensor.fill_``: sets every element to the number ``other``; returns this tensor."""
+        from pypto import shape_ops
+
+        shape_ops.setitem(self, slice(None), other)
+        return self
+
+    def copy(self, name: str = "") -> "Tensor":
+        """PyPTO's ``Tensor.copy``: a new tensor of this shape and dtype (not its data; see ``clone``)."""
+        from pypto.frontend.tensor import tensor
+
+        return tensor(list(self.shape), self.dtype, name)
+
+    def id(self) -> int:
+        """An id unique within the traced function (the Tensor Graph value); -1 for an annotation."""
+        return self._id
+
+    def format(self):
+        """The memory format: always ``pypto.TileOpFormat.TILEOP_ND`` (row-major) here."""
+        from pypto.enums import TileOpFormat
+
+        return TileOpFormat.TILEOP_ND
+
+    def is_empty(self) -> bool:
+        """Whether a dim is 0 (never, for a tensor of a function: zero-size tensors are refused)."""
+        return any(isinstance(d, int) and d == 0 for d in (self.shape or ()))
+
     def reshape(self, *shape):
         from pypto import shape_ops
 
@@ -227,7 +261,9 @@ class tensor(Tensor):  # noqa: N801 - PyPTO's name
 
 def _method(name: str, doc: str):
     def m(self, *args, **kwargs):
-        return getattr(_ops(), name)(self, *args, **kwargs)
+        import pypto
+
+        return getattr(pypto, name)(self, *args, **kwargs)
 
     m.__name__ = name
     m.__qualname__ = f"Tensor.{name}"

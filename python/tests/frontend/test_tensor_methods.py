@@ -1,0 +1,87 @@
+"""PyPTO's Tensor methods: the op methods (x.matmul, x.view, x.softmax, ...), clone, assemble,
+fill_, copy and the queries id, format, is_empty."""
+
+import pytest
+import torch
+
+import pypto
+
+R = pypto.frontend.dynamic("R")
+
+
+@pytest.mark.parametrize("rows", [8, 11])  # divides the tile, or does not
+@pytest.mark.parametrize("dt, tdt", [(pypto.DT_FP32, torch.float32), (pypto.DT_BF16, torch.bfloat16)])
+def test_op_methods_are_the_functions(rows, dt, tdt):
+    @pypto.frontend.jit
+    def f(x: pypto.Tensor((R, 16), dt), w: pypto.Tensor((16, 12), dt), idx: pypto.Tensor((R, 3), pypto.DT_INT64)):
+        pypto.set_vec_tile_shapes(4, 16)
+        pypto.set_cube_tile_shapes([8, 8], [8, 16], [8, 16])
+        mm = x.matmul(w, pypto.DT_FP32, b_trans=False)
+        sm = x.softmax(-1)
+        v = x.view([4, 8], [1, 4])
+        g = x.gather(1, idx)
+        sc = x.scatter(1, idx, 0.0)
+        ex = x[0:1, :].expand_clone([3, 16])
+        return mm, sm, v, g, sc, ex
+
+    g = torch.Generator().manual_seed(rows)
+    x, w = torch.randn(rows, 16, generator=g).to(tdt), torch.randn(16, 12, generator=g).to(tdt)
+    idx = torch.randint(0, 16, (rows, 3), generator=g)
+    mm, sm, v, ga, sc, ex = f(x, w, idx)
+    tol = dict(rtol=2e-2, atol=2e-2) if tdt == torch.bfloat16 else dict(rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(mm, x.float() @ w.float(), **tol)
+    torch.testing.assert_close(sm.float(), torch.softmax(x.float(), -1), **tol)
+    assert torch.equal(v, x[1:5, 4:12])
+    assert torch.equal(ga, torch.gather(x, 1, idx))
+    assert torch.equal(sc, torch.scatter(x, 1, idx, 0.0))
+    assert torch.equal(ex, x[0:1].expand(3, 16))
+
+
+def test_clone_copies_the_data_at_that_point():
+    @pypto.frontend.jit
+    def f(x: pypto.Tensor((R, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        t = x * 2.0
+        before = t.clone()
+        part = pypto.clone(t[1:3, :])        # of a view too
+        t[0:2, :] = x[0:2, :] * 0.0           # written after the clones
+        return before, part, t
+
+    x = torch.randn(6, 8)
+    before, part, t = f(x)
+    torch.testing.assert_close(before, x * 2)
+    torch.testing.assert_close(part, x[1:3] * 2)
+    ref = x * 2
+    ref[0:2] = 0
+    torch.testing.assert_close(t, ref)
+
+
+def test_assemble_fill_and_copy_methods():
+    @pypto.frontend.jit
+    def f(x: pypto.Tensor((4, 6), pypto.DT_FP32), out: pypto.Tensor((8, 6), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 4)
+        out.fill_(-1.0)
+        out.assemble(x + 1.0, [3, 0])
+        blank = x.copy("blank")          # same shape and dtype, its own (zeroed) memory
+        assert blank.shape == (4, 6) and blank.dtype == pypto.DT_FP32 and blank.id() != x.id()
+        assert x.format() == pypto.TileOpFormat.TILEOP_ND and not x.is_empty() and x.dim() == 2
+        return blank
+
+    x = torch.randn(4, 6)
+    out = torch.zeros(8, 6)
+    blank = f(x, out)
+    ref = torch.full((8, 6), -1.0)
+    ref[3:7] = x + 1
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(blank, torch.zeros(4, 6))
+    assert pypto.Tensor((2, 2), pypto.DT_FP32).id() == -1
+
+
+def test_clone_of_a_number_is_refused():
+    @pypto.frontend.jit
+    def f(x: pypto.Tensor((4, 4), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 4)
+        return pypto.clone(1.0)
+
+    with pytest.raises(TypeError, match=r"pypto.clone: the operand must be a pypto.Tensor, found float"):
+        f(torch.randn(4, 4))
