@@ -49,7 +49,7 @@ from pypto.ops import (
     round, softmax, sum, var, where,
 )
 from pypto.frontend.symbolic import SymExpr, ceildiv, max, min  # noqa: A004 - PyPTO's names
-from pypto.frontend.tensor import DYNAMIC, tensor
+from pypto.frontend.tensor import DYN, DYNAMIC, STATIC, StatusType, tensor
 from pypto.shape_ops import (
     arange, assemble, clone, concat, expand_clone, full, gather, ones, permute, reshape, scatter, squeeze, transpose, unsqueeze,
     view, zeros,
@@ -61,6 +61,9 @@ from pypto.enums import ReLuType, TileOpFormat, TransMode
 from pypto.taskgraph import TaskGraph, get_task_window, set_task_window, visualize_task_graph
 from pypto.memory import clear_output_cache, get_output_cache_limit, output_cache_info, set_output_cache_limit
 from pypto.frontend.config import OptionWarning
+
+SymbolicScalar = SymExpr  # PyPTO's name for a symbolic integer
+symbolic_scalar = SymExpr
 
 # The plain elementwise ops of the op table (add, exp, ...), made from their rows.
 globals().update(_TABLE_FUNCTIONS)
@@ -74,7 +77,8 @@ __all__ = [
     "get_vec_tile_shapes", "set_pass_options", "SymExpr", "ceildiv", "min", "max",
     "amax", "amin", "cast", "clamp", "clip", "gelu", "layer_norm", "mean", "prod", "rms_norm", "softmax", "sum", "var",
     "where", "arange", "assemble", "concat", "expand_clone", "full",
-    "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "tensor",
+    "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "DYN", "STATIC", "StatusType",
+    "SymbolicScalar", "symbolic_scalar", "tensor",
     "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
     "PyptoError", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",

@@ -13,7 +13,7 @@ from pypto._dtypes import DataType, dtype_name
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend import config
 from pypto.frontend.symbolic import SymExpr
-from pypto.frontend.tensor import DYNAMIC, Tensor
+from pypto.frontend.tensor import DYNAMIC, STATIC, Tensor
 
 
 def _shape_text(shape) -> str:
@@ -191,6 +191,8 @@ class Binder:
         dims: list = []
         for i, size in enumerate(shape):
             want = spec[i] if i < len(spec) else size
+            if want is STATIC:
+                want = size  # the call's size, compiled per size
             if isinstance(want, int):
                 if want != size:
                     raise UserError(f"{self.name}(): parameter '{p.name}' expects shape {p.shape_text}, "
@@ -231,7 +233,8 @@ class _Signature:
                 self.params.append((p.name, ann, True))
                 dims = None
                 if ann.shape is not None:
-                    dims = [None if d is DYNAMIC else str(d) if isinstance(d, SymExpr) else d for d in ann.shape]
+                    dims = [None if d is DYNAMIC else d if d is STATIC else str(d) if isinstance(d, SymExpr) else d
+                            for d in ann.shape]
                 binder_params.append(Param(p.name, "tensor", ann.dtype, dims,
                                            _ann_text(ann.shape) if ann.shape is not None else ""))
             else:  # no annotation, int, float, a dataclass type, ...: a constant unless given an array

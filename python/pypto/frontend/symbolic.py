@@ -41,12 +41,62 @@ def wrap(e: "_C.Expr") -> IntLike:
 
 
 class SymExpr:
-    """A symbolic integer (or condition) known only when the kernel runs."""
+    """A symbolic integer (or condition) known only when the kernel runs; PyPTO's
+    ``SymbolicScalar``. ``SymbolicScalar(10)`` is the constant 10, ``SymbolicScalar("x")`` the
+    symbol x (``SymbolicScalar("x", 10)`` with the concrete value 10), ``SymbolicScalar(s)`` a copy
+    of ``s`` and ``SymbolicScalar()`` a new symbol."""
 
-    __slots__ = ("_e",)
+    __slots__ = ("_e", "_value")
+    _anonymous = 0
 
-    def __init__(self, e: "_C.Expr"):
-        self._e = e
+    def __init__(self, arg0: Any = None, arg1: int | None = None):
+        self._value = None
+        if isinstance(arg0, _C.Expr):
+            self._e = arg0
+        elif isinstance(arg0, SymExpr):
+            self._e, self._value = arg0._e, arg0._value
+        elif isinstance(arg0, int) and not isinstance(arg0, bool):
+            self._e = _C.Expr(arg0)
+        elif isinstance(arg0, str):
+            if not arg0.isidentifier():
+                raise UserError(f"pypto.SymbolicScalar: a name must be an identifier, found {arg0!r}")
+            if arg1 is not None and (isinstance(arg1, bool) or not isinstance(arg1, int)):
+                raise UserTypeError(f"pypto.SymbolicScalar: the value of '{arg0}' must be an int, found {arg1!r}")
+            self._e, self._value = _C.Expr.var(arg0), arg1
+        elif arg0 is None:
+            SymExpr._anonymous += 1
+            self._e = _C.Expr.var(f"sym{SymExpr._anonymous}")
+        else:
+            raise UserTypeError(f"pypto.SymbolicScalar: expected an int, a name or a SymbolicScalar, found "
+                                f"{type(arg0).__name__} {arg0!r}")
+
+    def concrete(self) -> int:
+        """The value, when it is known (a constant, or a symbol created with one)."""
+        c = self._e.as_const()
+        if c is not None:
+            return int(c)
+        if self._value is not None:
+            return self._value
+        raise UserError(f"Not concrete value: the symbolic scalar '{self}' is known only when the kernel runs")
+
+    def is_concrete(self) -> bool:
+        return self._e.as_const() is not None or self._value is not None
+
+    def is_immediate(self) -> bool:
+        """A constant."""
+        return self._e.as_const() is not None
+
+    def is_symbol(self) -> bool:
+        """A single name."""
+        return self._e.is_var()
+
+    def is_expression(self) -> bool:
+        """Names and constants combined by operators."""
+        return not self._e.is_var() and self._e.as_const() is None
+
+    def as_variable(self) -> None:
+        """PyPTO marks an expression as an intermediate variable; expressions here are always
+        evaluated once per use in the generated code, so this changes nothing."""
 
     @staticmethod
     def var(name: str) -> "SymExpr":
@@ -108,7 +158,7 @@ class SymExpr:
         return str(self._e)
 
     def __repr__(self) -> str:
-        return f"pypto.SymExpr({self})"
+        return f"pypto.SymbolicScalar({self})"
 
 
 def ceildiv(a: IntLike, b: IntLike) -> IntLike:

@@ -3,20 +3,31 @@ that tracing hands to the user's function."""
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Sequence
 
 from pypto._dtypes import DataType
 from pypto.errors import UserError, UserTypeError
 
 
-class _Dynamic:
-    """Marks a dim of an annotation as dynamic (its size is an argument of the kernel)."""
+class StatusType(enum.Enum):
+    """PyPTO's marks for the dims of an annotation: ``DYNAMIC`` (also spelled ``DYN``) makes the dim
+    an argument of the kernel, compiled once for all sizes; ``STATIC`` takes its size from the call,
+    compiled per size (as a plain ``...``)."""
+
+    DYNAMIC = "DYNAMIC"
+    DYN = "DYNAMIC"  # an alias: StatusType.DYN is StatusType.DYNAMIC
+    STATIC = "STATIC"
 
     def __repr__(self):
-        return "pypto.DYNAMIC"
+        return f"pypto.{self.name}"
+
+    __str__ = __repr__
 
 
-DYNAMIC = _Dynamic()
+DYNAMIC = StatusType.DYNAMIC
+DYN = StatusType.DYN
+STATIC = StatusType.STATIC
 
 
 def _ops():
@@ -47,19 +58,22 @@ class Tensor:
             elif not isinstance(shape, (tuple, list)):
                 raise UserTypeError(f"pypto.Tensor: shape must be a tuple or list, found {type(shape).__name__}")
         if shape is not None:
-            shape = tuple(shape)
+            # -1 is PyPTO's spelling of a dynamic dim in a shape list
+            shape = tuple(DYNAMIC if (isinstance(d, int) and not isinstance(d, bool) and d == -1) else d
+                          for d in shape)
             for i, d in enumerate(shape):
                 if d is Ellipsis:
                     if i != len(shape) - 1:
                         raise UserError("pypto.Tensor: '...' may only stand last in a shape (for the remaining dims)")
                     continue
-                if d is DYNAMIC or isinstance(d, SymExpr):
+                if d is DYNAMIC or d is STATIC or isinstance(d, SymExpr):
                     continue
                 if isinstance(d, bool) or not isinstance(d, int):
-                    raise UserTypeError(f"pypto.Tensor: shape dims must be int, pypto.DYNAMIC or a "
-                                        f"pypto.frontend.dynamic(...) dim, found {d!r}")
+                    raise UserTypeError(f"pypto.Tensor: shape dims must be int, pypto.DYNAMIC, pypto.STATIC, -1 or a "
+                                        f"pypto.SymbolicScalar, found {d!r}")
                 if d <= 0:
-                    raise UserError(f"pypto.Tensor: shape dims must be positive, found {tuple(shape)}")
+                    raise UserError(f"pypto.Tensor: shape dims must be positive (or -1 for a dynamic dim), "
+                                    f"found {tuple(shape)}")
             if len(shape) == 0:
                 shape = None  # Tensor([], dtype): the shape comes from the call
         if dtype is not None and not isinstance(dtype, DataType):
