@@ -55,7 +55,7 @@ from pypto.shape_ops import (
     view, zeros,
 )
 
-from pypto.frontend.control import cond, is_loop_begin, is_loop_end, loop
+from pypto.frontend.control import cond, is_loop_begin, is_loop_end, loop, loop_unroll
 from pypto.options import RunMode, options
 from pypto.enums import ReLuType, TileOpFormat, TransMode
 from pypto.taskgraph import TaskGraph, get_task_window, set_task_window, visualize_task_graph
@@ -79,7 +79,7 @@ __all__ = [
     "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "DYN", "STATIC", "StatusType",
     "SymbolicScalar", "symbolic_scalar", "tensor",
-    "gather", "scatter", "loop", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
+    "gather", "scatter", "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
     "PyptoError", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "TracingError", "PtoSyntaxError",

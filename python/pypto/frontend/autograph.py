@@ -40,7 +40,8 @@ def _is_pypto_loop_call(node: ast.AST) -> bool:
     if not isinstance(node, ast.Call):
         return False
     f = node.func
-    return (isinstance(f, ast.Attribute) and f.attr == "loop") or (isinstance(f, ast.Name) and f.id == "loop")
+    loops = ("loop", "loop_unroll")
+    return (isinstance(f, ast.Attribute) and f.attr in loops) or (isinstance(f, ast.Name) and f.id in loops)
 
 
 def _assigned_names(stmts: list[ast.stmt]) -> list[str]:

@@ -125,19 +125,60 @@ def test_while_on_symbolic_value_is_refused_with_line():
         f(torch.randn(3, 8))
 
 
-def test_tensor_assigned_differently_in_branches_is_refused():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_tensor_assigned_differently_in_branches_is_merged(dtype):
+    dt = {torch.float32: pypto.DT_FP32, torch.float16: pypto.DT_FP16}[dtype]
+
     @pypto.jit
-    def f(x: pypto.Tensor((3, 8), pypto.DT_FP32), out: pypto.Tensor((3, 8), pypto.DT_FP32)):
-        pypto.set_vec_tile_shapes(1, 8)
-        for i in pypto.loop(3):
+    def f(x: pypto.Tensor((5, 13), dt), out: pypto.Tensor((5, 13), dt)):
+        pypto.set_vec_tile_shapes(1, 8)  # 13 columns: a full tile and a tail
+        for i in pypto.loop(5):
             if i == 0:
                 y = x[i:i + 1, :] * 2
+            elif i < 3:
+                y = pypto.exp(x[i:i + 1, :])
             else:
                 y = x[i:i + 1, :] * 3
-            out[i:i + 1, :] = y
+            out[i:i + 1, :] = y + 1
 
-    with pytest.raises(NotImplementedError, match=r"'y' is assigned in a branch of the symbolic 'if' at .*test_control.py:\d+"):
-        f(torch.randn(3, 8), torch.zeros(3, 8))
+    x, out = torch.randn(5, 13, dtype=dtype), torch.zeros(5, 13, dtype=dtype)
+    f(x, out)
+    ref = torch.cat([x[:1] * 2, torch.exp(x[1:3]), x[3:] * 3]) + 1
+    torch.testing.assert_close(out, ref)
+
+
+def test_tensor_merged_over_a_dynamic_dim_and_kept_when_one_branch_leaves_it():
+    @pypto.jit
+    def f(x: pypto.Tensor([pypto.DYNAMIC, 16], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 16], pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 16)
+        rows = x.shape[0]
+        for i in pypto.loop(2):
+            y = x + 0.5
+            if pypto.cond(i == 1):        # PyPTO's spelling of the condition
+                y = y * x
+            if i == 1:
+                out[:rows, :] = y
+
+    for rows in (3, 20):
+        x, out = torch.randn(rows, 16), torch.zeros(rows, 16)
+        f(x, out)
+        torch.testing.assert_close(out, (x + 0.5) * x)
+
+
+def test_tensors_of_different_shapes_in_the_branches_are_refused_on_use():
+    @pypto.jit
+    def f(x: pypto.Tensor((4, 8), pypto.DT_FP32), out: pypto.Tensor((4, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 8)
+        for i in pypto.loop(2):
+            if i == 0:
+                y = x[0:1, :]
+            else:
+                y = x[0:2, :]
+            out[0:1, :] = y[0:1, :]
+
+    with pytest.raises(NotImplementedError, match=r"'y' is assigned in a branch of the symbolic 'if' at .*test_control.py:\d+ "
+                                                  r"and differs between the branches.*only tensors of one shape"):
+        f(torch.randn(4, 8), torch.zeros(4, 8))
 
 
 def test_helpers_are_inlined():
@@ -219,3 +260,71 @@ def test_elif_on_a_python_value_with_a_name_assigned_in_one_branch(kind):
     x = torch.randn(4, 8)
     ref = {"a": x + 1, "b": x * 2 - 1, "c": x * 0}[kind]
     torch.testing.assert_close(f(x), ref)
+
+
+def test_if_pypto_cond_form_with_elif_and_else():
+    @pypto.jit
+    def f(x: pypto.Tensor((4, 8), pypto.DT_FP32), out: pypto.Tensor((4, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 8)
+        for i in pypto.loop(4, parallel=True, submit_before_loop=True, unroll_list=[2, 4]):
+            if pypto.cond(pypto.is_loop_begin(i)):
+                out[i:i + 1, :] = x[i:i + 1, :] + 10
+            elif pypto.cond(pypto.is_loop_end(i)):
+                out[i:i + 1, :] = x[i:i + 1, :] - 10
+            elif pypto.cond(1):
+                out[i:i + 1, :] = x[i:i + 1, :] * 2
+            else:
+                out[i:i + 1, :] = x[i:i + 1, :] * 0
+
+    x, out = torch.randn(4, 8), torch.zeros(4, 8)
+    f(x, out)
+    torch.testing.assert_close(out, torch.cat([x[:1] + 10, x[1:3] * 2, x[3:] - 10]))
+    assert pypto.cond(True) is True and pypto.cond(0) == 0
+
+
+def test_loop_hint_arguments_are_checked():
+    with pytest.raises(ValueError, match=r"pypto.loop: unroll_list must be a non-empty list of positive ints, found \[0\]"):
+        pypto.loop(4, unroll_list=[0])
+    with pytest.raises(TypeError, match=r"pypto.loop: parallel must be a bool, found 'yes'"):
+        pypto.loop(4, parallel="yes")
+    with pytest.raises(TypeError, match=r"pypto.cond: then_fn and else_fn must be callables, found int and NoneType"):
+        pypto.cond(True, 3)
+
+
+@pytest.mark.parametrize("rows", [1, 6, 7, 12, 13])
+@pytest.mark.parametrize("unroll", [[4, 2], [3], [1]])
+def test_loop_unroll_covers_every_index_once(rows, unroll):
+    N = pypto.frontend.dynamic("N")
+
+    @pypto.jit
+    def f(x: pypto.Tensor([N, 8], pypto.DT_FP32), out: pypto.Tensor([N, 8], pypto.DT_FP32), factors: list):
+        pypto.set_vec_tile_shapes(1, 8)
+        for i, n in pypto.loop_unroll(0, x.shape[0], 1, name="rows", idx_name="r", unroll_list=factors):
+            for k in range(n):  # the body handles n consecutive rows
+                out[i + k:i + k + 1, :] = out[i + k:i + k + 1, :] + x[i + k:i + k + 1, :] * n
+
+    x, out = torch.randn(rows, 8), torch.zeros(rows, 8)
+    f(x, out, unroll)
+    # each row is written exactly once, by the loop of the largest factor that reaches it
+    factors = sorted(set(unroll) | {1}, reverse=True)
+    ref, begin = torch.zeros(rows, 8), 0
+    for n in factors:
+        end = rows - (rows - begin) % n
+        ref[begin:end] = x[begin:end] * n
+        begin = end
+    torch.testing.assert_close(out, ref)
+
+
+def test_loop_unroll_with_a_step_and_one_argument():
+    @pypto.jit
+    def f(x: pypto.Tensor((10, 8), pypto.DT_FP32), out: pypto.Tensor((10, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(2, 8)
+        for i, n in pypto.loop_unroll(0, 10, 2, unroll_list=[2]):
+            out[i:i + 2 * n, :] = x[i:i + 2 * n, :] + n
+        return None
+
+    x, out = torch.randn(10, 8), torch.zeros(10, 8)
+    f(x, out)
+    torch.testing.assert_close(out, torch.cat([x[:8] + 2, x[8:] + 1]))
+    with pytest.raises(TypeError, match=r"pypto.loop_unroll: takes 1 to 3 positional arguments"):
+        next(iter(pypto.loop_unroll()))
