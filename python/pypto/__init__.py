@@ -56,7 +56,13 @@ from pypto.shape_ops import (
 )
 
 from pypto.frontend.control import cond, is_loop_begin, is_loop_end, loop, loop_unroll
-from pypto.options import RunMode, options
+from pypto.options import (
+    RunMode, get_codegen_options, get_debug_options, get_global_config, get_host_options, get_options_tree,
+    get_pass_options, get_runtime_options, get_verify_options, options, reset_options, set_codegen_options,
+    set_debug_options, set_global_config, set_host_options, set_options, set_print_options, set_runtime_options,
+    set_verify_options,
+)
+from pypto import experimental
 from pypto.enums import ReLuType, TileOpFormat, TransMode
 from pypto.taskgraph import TaskGraph, get_task_window, set_task_window, visualize_task_graph
 from pypto.memory import clear_output_cache, get_output_cache_limit, output_cache_info, set_output_cache_limit
@@ -79,7 +85,7 @@ __all__ = [
     "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "DYN", "STATIC", "StatusType",
     "SymbolicScalar", "symbolic_scalar", "tensor",
-    "gather", "scatter", "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
+    "gather", "scatter", "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "experimental", "get_pass_options", "set_host_options", "get_host_options", "set_codegen_options", "get_codegen_options", "set_verify_options", "get_verify_options", "set_debug_options", "get_debug_options", "set_runtime_options", "get_runtime_options", "set_options", "reset_options", "set_print_options", "set_global_config", "get_global_config", "get_options_tree", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
     "PyptoError", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "TracingError", "PtoSyntaxError",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pypto.errors import UserError, UserTypeError
 from pypto.frontend import config
 from pypto.frontend.config import RunMode  # noqa: F401 - re-exported as pypto.RunMode
 
@@ -46,3 +47,165 @@ class options:  # noqa: N801 - PyPTO's name
         attached["pass_options"] = {**attached.get("pass_options", {}), **self._pass}
         fn.__pypto_options__ = attached
         return fn
+
+
+def _set_section(section: str, fn: str, opts: dict[str, Any]) -> None:
+    """Checks, stores and applies the options of one section (PyPTO's ``set_<section>_options``)."""
+    from pypto.frontend import option_table
+
+    for key in opts:
+        option_table.check_key(section, key, f"pypto.{fn}")
+    acting: dict[str, Any] = {}
+    for key, value in opts.items():
+        if value is None:
+            continue
+        if section == "verify" and key == "enable_pass_verify":
+            if not isinstance(value, bool):
+                raise UserTypeError(f"pypto.{fn}: enable_pass_verify must be a bool, found {value!r}")
+            acting["verify"] = value
+        elif section == "debug" and key in ("compile_debug_mode", "dump_pass_graph"):
+            acting[f"debug.{key}"] = value
+        elif section == "runtime" and key == "run_mode":
+            config.record_run_mode(f"{section}_options", value)
+        else:
+            config.record_ignored(f"{section}_options", key, value)
+        option_table.store(section, key, value)
+    if acting:
+        config._global_pass_options.update(config.normalize_pass_options(acting))
+        config.bump_version()
+
+
+def _get_section(section: str) -> dict[str, Any]:
+    from pypto.frontend import option_table
+
+    return option_table.section(section)
+
+
+def get_pass_options() -> dict[str, Any]:
+    """The pass options in force: PyPTO's keys with their values, and pypto's own that were set."""
+    return _get_section("pass")
+
+
+def set_host_options(**opts: Any) -> None:
+    """PyPTO's host options (``compile_stage``, ``compile_monitor_enable``, ``compile_timeout``, ...):
+    stored and returned by ``get_host_options``; they steer NPU compilation and change nothing here."""
+    _set_section("host", "set_host_options", opts)
+
+
+def get_host_options() -> dict[str, Any]:
+    return _get_section("host")
+
+
+def set_codegen_options(**opts: Any) -> None:
+    """PyPTO's codegen options (``support_dynamic_aligned``, ``soc_version``, ...): stored."""
+    _set_section("codegen", "set_codegen_options", opts)
+
+
+def get_codegen_options() -> dict[str, Any]:
+    return _get_section("codegen")
+
+
+def set_verify_options(**opts: Any) -> None:
+    """PyPTO's verify options: ``enable_pass_verify`` runs the IR verifier after every pass of
+    functions compiled afterwards; the others are stored."""
+    _set_section("verify", "set_verify_options", opts)
+
+
+def get_verify_options() -> dict[str, Any]:
+    return _get_section("verify")
+
+
+def set_debug_options(**opts: Any) -> None:
+    """PyPTO's debug options: ``compile_debug_mode=1`` writes every pass's graph of each function
+    compiled afterwards to ``./output/<function>_<pid>_<time>/pass_graphs/``, ``dump_pass_graph=[...]``
+    the named passes' graphs; ``runtime_debug_mode`` is stored."""
+    _set_section("debug", "set_debug_options", opts)
+
+
+def get_debug_options() -> dict[str, Any]:
+    return _get_section("debug")
+
+
+def set_runtime_options(**opts: Any) -> None:
+    """PyPTO's runtime options (``run_mode``, ``stitch_function_max_num``, ...): checked and stored."""
+    _set_section("runtime", "set_runtime_options", opts)
+
+
+def get_runtime_options() -> dict[str, Any]:
+    return _get_section("runtime")
+
+
+def set_operation_options(**opts: Any) -> None:
+    """PyPTO's operation options (``combine_axis``): stored."""
+    _set_section("operation", "set_operation_options", opts)
+
+
+def get_operation_options() -> dict[str, Any]:
+    return _get_section("operation")
+
+
+def set_options(codegen_options=None, host_options=None, pass_options=None, runtime_options=None,
+                verify_options=None, debug_options=None, operation_options=None, vec_tile_shapes=None,
+                cube_tile_shapes=None, conv_tile_shapes=None, matrix_size=None) -> None:
+    """Several sections at once, as PyPTO's ``set_options``."""
+    sections = {"codegen": codegen_options, "host": host_options, "runtime": runtime_options,
+                "verify": verify_options, "debug": debug_options, "operation": operation_options}
+    for name, opts in sections.items():
+        if opts is not None:
+            if not isinstance(opts, dict):
+                raise UserTypeError(f"pypto.set_options: {name}_options must be a dict, found "
+                                           f"{type(opts).__name__}")
+            _set_section(name, "set_options", opts)
+    if pass_options is not None:
+        config.set_pass_options(**pass_options)
+    if vec_tile_shapes is not None:
+        config.set_vec_tile_shapes(*vec_tile_shapes)
+    if cube_tile_shapes is not None:
+        config.set_cube_tile_shapes(*cube_tile_shapes)
+    if conv_tile_shapes is not None:
+        config.record_ignored("set_options", "conv_tile_shapes", conv_tile_shapes)
+    if matrix_size is not None:
+        config.set_matrix_size(matrix_size)
+
+
+def reset_options() -> None:
+    """Every option back to its default (pass options, the other sections, global configuration);
+    options without effect here warn again when set again."""
+    from pypto.frontend import option_table
+
+    option_table.reset()
+    config._global_pass_options.clear()
+    config._warned.clear()  # an option set again after a reset warns again
+    config.bump_version()
+
+
+def set_print_options(*, edgeitems: int = 3, precision: int = 4, threshold: int = 1000, linewidth: int = 80) -> None:
+    """PyPTO's tensor print options: stored as the global ``tensor_print.*`` configuration."""
+    from pypto.frontend import option_table
+
+    for key, value in (("edgeitems", edgeitems), ("precision", precision), ("threshold", threshold),
+                       ("linewidth", linewidth)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise UserError(f"pypto.set_print_options: {key} must be a non-negative int, found {value!r}")
+        option_table.set_global(f"tensor_print.{key}", value)
+
+
+def set_global_config(key: str, value: Any) -> None:
+    """Sets one global configuration entry (``"tensor_print.precision"``, ``"platform.enable_cost_model"``,
+    ...); unknown keys raise."""
+    from pypto.frontend import option_table
+
+    option_table.set_global(key, value)
+
+
+def get_global_config(key: str) -> Any:
+    from pypto.frontend import option_table
+
+    return option_table.get_global(key)
+
+
+def get_options_tree() -> str:
+    """Every option with its value, as an indented tree of sections."""
+    from pypto.frontend import option_table
+
+    return option_table.tree()

@@ -225,8 +225,22 @@ def recorded_options() -> dict[str, Any]:
 
 def normalize_pass_options(opts: dict[str, Any]) -> dict[str, Any]:
     """Validates the pass options pypto uses; others are recorded (one warning each)."""
+    from pypto.frontend import option_table
+
     out: dict[str, Any] = {}
     for key, value in opts.items():
+        if key == "debug.compile_debug_mode":
+            if isinstance(value, bool) or not isinstance(value, int) or value not in (0, 1, 2):
+                raise UserError(f"debug option 'compile_debug_mode' must be 0, 1 or 2, found {value!r}")
+            out[key] = value
+            continue
+        if key == "debug.dump_pass_graph":
+            if isinstance(value, str) or not isinstance(value, (list, tuple)) or \
+                    not all(isinstance(v, str) for v in value):
+                raise UserTypeError(f"debug option 'dump_pass_graph' must be a list of pass names, found {value!r}")
+            out[key] = tuple(value)
+            continue
+        option_table.check_key("pass", key, "pass_options")
         if key not in _PASS_OPTION_KEYS:
             record_ignored("pass_options", key, value)
             continue
@@ -251,9 +265,14 @@ def normalize_pass_options(opts: dict[str, Any]) -> dict[str, Any]:
 
 
 def set_pass_options(**opts: Any) -> None:
-    """Sets pass options for functions compiled afterwards (``verify``,
-    ``fusion``, ``disable_passes``, ``sram_budget_kb``)."""
+    """Sets pass options for functions compiled afterwards: pypto's ``verify``, ``fusion``,
+    ``disable_passes``, ``sram_budget_kb``, and PyPTO's keys (stored, returned by
+    ``pypto.get_pass_options()``, warned about once: they steer NPU graph partitioning)."""
+    from pypto.frontend import option_table
+
     _global_pass_options.update(normalize_pass_options(opts))
+    for key, value in opts.items():
+        option_table.store("pass", key, value)
     bump_version()
 
 

@@ -38,6 +38,10 @@ class JitFunction:
             if k == "run_mode":
                 config.record_run_mode("jit", v)  # every run mode runs on the CPU backend
                 continue
+            if k not in ("new_ir", "create_new_logical_tensor"):
+                raise UserTypeError(f"pypto.jit: unknown option '{k}' (options: pass_options, runtime_options, "
+                                    f"codegen_options, host_options, debug_options, verify_options, "
+                                    f"operation_options, run_mode, new_ir, create_new_logical_tensor)")
             config.record_ignored("jit", k, v)
         self._pass_options = config.normalize_pass_options(apply_option_sections(merged, sections))
         self._options = options
@@ -118,6 +122,8 @@ class JitFunction:
         compiled._tuple_return = tuple_return
         compiled._copy_params = {param_ids.index(v) for v in ctx.reshaped_params if v in param_ids}
         compiled._trace_seconds = time.perf_counter() - t0
+        if opts.get("debug.compile_debug_mode") == 1 or opts.get("debug.dump_pass_graph"):
+            _dump_pass_graphs(self._sig.name, compiled, opts)
         return compiled
 
     def _check_returns(self, results: list[Tensor], ctx) -> None:
@@ -167,17 +173,55 @@ class JitFunction:
         return tuple(key)
 
 
-def _swimlane_path(name: str) -> str:
-    """Where a call in PyPTO's SIM run mode writes its swimlane: a Chrome trace-event file of the
-    run, at ``./output/<function>_<pid>_<time>/CostModelSimulationOutput/merged_swimlane.json``
-    (PyPTO's layout for its cost model's simulated swimlane)."""
+def _output_folder(name: str, sub: str) -> str:
+    """A new ``./output/<function>_<pid>_<time>/<sub>`` folder: PyPTO's layout for what a
+    compilation or a run writes."""
     import datetime
     import os
 
     stamp = datetime.datetime.now().strftime("%Y%m%d_%H%M%S_%f")
-    folder = os.path.join("output", f"{name}_{os.getpid()}_{stamp}", "CostModelSimulationOutput")
+    folder = os.path.join("output", f"{name}_{os.getpid()}_{stamp}", sub)
     os.makedirs(folder, exist_ok=True)
-    return os.path.join(folder, "merged_swimlane.json")
+    return folder
+
+
+def _swimlane_path(name: str) -> str:
+    """Where a call in PyPTO's SIM run mode writes its swimlane: a Chrome trace-event file of the
+    run, at ``./output/<function>_<pid>_<time>/CostModelSimulationOutput/merged_swimlane.json``
+    (PyPTO's layout for its cost model's simulated swimlane)."""
+    import os
+
+    return os.path.join(_output_folder(name, "CostModelSimulationOutput"), "merged_swimlane.json")
+
+
+def _dump_pass_graphs(name: str, compiled: Compiled, opts: dict) -> None:
+    """PyPTO's debug options ``compile_debug_mode=1`` (every pass) and ``dump_pass_graph=[names]``:
+    each pass's record (its time, whether it changed the graph, and the graph after it) is written
+    to ``./output/<function>_<pid>_<time>/pass_graphs/<NN>_<pass>.txt``, with the stages before and
+    after the passes (``tensor_graph.txt``, ``program.pto``, ``kernels.cpp``). A name that is no
+    pass is warned about."""
+    import os
+    import re
+    import warnings
+
+    wanted = set(opts.get("debug.dump_pass_graph") or ())
+    every = opts.get("debug.compile_debug_mode") == 1
+    known = set(_C.pass_names())
+    unknown = sorted(wanted - known)
+    if unknown:
+        warnings.warn(f"pypto: debug option 'dump_pass_graph' names no pass: {', '.join(unknown)} "
+                      f"(passes: {', '.join(_C.pass_names())})", config.OptionWarning, stacklevel=4)
+    folder = _output_folder(name, "pass_graphs")
+    parts = re.split(r"^-- pass ", compiled.dump("passes"), flags=re.M)
+    for i, part in enumerate(p for p in parts if p.strip()):
+        pass_name = part.split(" ", 1)[0].strip()
+        if every or pass_name in wanted:
+            with open(os.path.join(folder, f"{i:02d}_{pass_name}.txt"), "w") as f:
+                f.write("-- pass " + part)
+    for file, text in (("tensor_graph.txt", compiled.dump("tensor")), ("program.pto", compiled.pto()),
+                       ("kernels.cpp", compiled.source())):
+        with open(os.path.join(folder, file), "w") as f:
+            f.write(text)
 
 
 def jit(fn: Callable | None = None, *, pass_options: dict | None = None, **options: Any):

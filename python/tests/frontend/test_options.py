@@ -18,16 +18,17 @@ def _kernel(**jit_kwargs):
 
 
 def test_jit_accepts_every_option_section_and_warns_once():
+    pypto.reset_options()  # options set by other tests warn again
     with pytest.warns(pypto.OptionWarning, match="runtime_options.stitch_function_max_num"):
         f = _kernel(runtime_options={"stitch_function_max_num": 128, "run_mode": pypto.RunMode.NPU},
-                    pass_options={"pg_upper_bound": 8, "fusion": True}, codegen_options={"x": 1},
-                    host_options={"y": 2}, debug_options={"compile_debug_mode": 1},
+                    pass_options={"pg_lower_bound": 8, "fusion": True}, codegen_options={"soc_version": "x"},
+                    host_options={"compile_timeout": 2}, debug_options={"runtime_debug_mode": 1},
                     verify_options={"enable_pass_verify": True})
     x = torch.randn(8, 16)
     torch.testing.assert_close(f(x), torch.softmax(x, -1), atol=1e-5, rtol=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the same options again: no second warning
-        _kernel(runtime_options={"stitch_function_max_num": 64}, pass_options={"pg_upper_bound": 4})
+        _kernel(runtime_options={"stitch_function_max_num": 64}, pass_options={"pg_lower_bound": 4})
 
 
 def test_run_modes_both_run_on_cpu(tmp_path, monkeypatch):
@@ -101,6 +102,13 @@ def test_options_as_context_manager_and_decorator():
     torch.testing.assert_close(h(x), torch.softmax(x, -1), atol=1e-5, rtol=0)
 
 
-def test_set_pass_options_records_unknown_keys():
-    with pytest.warns(pypto.OptionWarning, match="pass_options.vec_nbuffer_setting"):
-        pypto.set_pass_options(vec_nbuffer_setting={-1: 2})
+def test_set_pass_options_records_pyptos_keys_and_refuses_unknown_ones():
+    try:
+        with pytest.warns(pypto.OptionWarning, match="pass_options.vec_nbuffer_setting"):
+            pypto.set_pass_options(vec_nbuffer_setting={-1: 2})
+        assert pypto.get_pass_options()["vec_nbuffer_setting"] == {-1: 2}
+        with pytest.raises(ValueError, match=r"pass_options: unknown pass option 'vec_nbufer_setting' \(known: .*"
+                                             r"vec_nbuffer_setting"):
+            pypto.set_pass_options(vec_nbufer_setting={-1: 2})
+    finally:
+        pypto.reset_options()

@@ -1,0 +1,100 @@
+"""PyPTO's option functions: every setter stores what its getter returns, unknown keys raise,
+the options that mean something on a CPU act."""
+
+import os
+import warnings
+
+import pytest
+import torch
+
+import pypto
+
+
+@pytest.fixture(autouse=True)
+def _defaults():
+    pypto.reset_options()
+    yield
+    pypto.reset_options()
+
+
+def _kernel(**jit_kwargs):
+    @pypto.jit(**jit_kwargs)
+    def f(x: pypto.Tensor((8, 16), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 8)
+        return pypto.exp(x) * 2
+
+    return f
+
+
+@pytest.mark.parametrize("section, key, value", [
+    ("host", "compile_timeout", 30), ("codegen", "soc_version", "cpu"), ("verify", "pass_verify_save_tensor", True),
+    ("debug", "runtime_debug_mode", 1), ("runtime", "stitch_function_max_num", 64),
+])
+def test_each_setter_stores_what_its_getter_returns(section, key, value):
+    setter, getter = getattr(pypto, f"set_{section}_options"), getattr(pypto, f"get_{section}_options")
+    before = getter()
+    assert key in before and before[key] != value
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pypto.OptionWarning)
+        setter(**{key: value})
+    after = getter()
+    assert after[key] == value and {k: v for k, v in after.items() if k != key} == \
+        {k: v for k, v in before.items() if k != key}
+    assert f"{key}: {value!r}" in pypto.get_options_tree()
+    pypto.reset_options()
+    assert getter() == before
+
+
+@pytest.mark.parametrize("section", ["host", "codegen", "verify", "debug", "runtime"])
+def test_unknown_keys_raise_naming_the_key_and_the_known_ones(section):
+    setter = getattr(pypto, f"set_{section}_options")
+    with pytest.raises(ValueError, match=rf"pypto.set_{section}_options: unknown {section} option 'no_such_key' "
+                                         rf"\(known: "):
+        setter(no_such_key=1)
+    with pytest.raises(ValueError, match=rf"pypto.jit {section}_options: unknown {section} option 'no_such_key'"):
+        _kernel(**{f"{section}_options": {"no_such_key": 1}})
+
+
+def test_unknown_jit_option_and_global_keys_raise():
+    with pytest.raises(TypeError, match=r"pypto.jit: unknown option 'pass_option'"):
+        _kernel(pass_option={"fusion": False})
+    with pytest.raises(ValueError, match=r"pypto.set_global_config: unknown global option 'tensor_print.digits'"):
+        pypto.set_global_config("tensor_print.digits", 3)
+    pypto.set_print_options(precision=6)
+    assert pypto.get_global_config("tensor_print.precision") == 6
+    with pytest.raises(ValueError, match=r"set_print_options: precision must be a non-negative int, found -1"):
+        pypto.set_print_options(precision=-1)
+
+
+def test_enable_pass_verify_and_set_options_act():
+    x = torch.randn(8, 16)
+    pypto.set_verify_options(enable_pass_verify=True)
+    assert pypto.get_verify_options()["enable_pass_verify"] is True
+    torch.testing.assert_close(_kernel()(x), torch.exp(x) * 2)
+    pypto.set_options(pass_options={"fusion": False}, operation_options={"combine_axis": False})
+    assert _kernel().compile(x).stats()["incore_functions"] == 2
+    assert pypto.experimental.get_operation_options() == {"combine_axis": False}
+    pypto.reset_options()
+    assert _kernel().compile(x).stats()["incore_functions"] == 1
+
+
+def test_debug_options_write_the_pass_graphs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    x = torch.randn(8, 16)
+    pypto.set_debug_options(compile_debug_mode=1)
+    torch.testing.assert_close(_kernel()(x), torch.exp(x) * 2)
+    (run,) = (tmp_path / "output").iterdir()
+    files = sorted(p.name for p in (run / "pass_graphs").iterdir())
+    passes = [f for f in files if f[:2].isdigit()]
+    assert len(passes) == len(pypto._C.pass_names()) and "tensor_graph.txt" in files and "program.pto" in files
+    assert "tile_graph @f" in (run / "pass_graphs" / passes[2]).read_text()  # expand_tiles' graph
+    pypto.reset_options()
+
+    with pytest.warns(pypto.OptionWarning, match=r"'dump_pass_graph' names no pass: NoSuchPass"):
+        f = _kernel(debug_options={"dump_pass_graph": ["expand_tiles", "NoSuchPass"]})
+        f(x)
+    runs = sorted((tmp_path / "output").iterdir(), key=os.path.getmtime)
+    dumped = [p.name for p in (runs[-1] / "pass_graphs").iterdir() if p.name[:2].isdigit()]
+    assert dumped == ["02_expand_tiles.txt"]
+    with pytest.raises(ValueError, match=r"debug option 'compile_debug_mode' must be 0, 1 or 2, found 7"):
+        pypto.set_debug_options(compile_debug_mode=7)
