@@ -173,7 +173,10 @@ def reset_options() -> None:
     options without effect here warn again when set again."""
     from pypto.frontend import option_table
 
+    from pypto import pass_config
+
     option_table.reset()
+    pass_config.reset()
     config._global_pass_options.clear()
     config._warned.clear()  # an option set again after a reset warns again
     config.bump_version()

@@ -122,7 +122,8 @@ class JitFunction:
         compiled._tuple_return = tuple_return
         compiled._copy_params = {param_ids.index(v) for v in ctx.reshaped_params if v in param_ids}
         compiled._trace_seconds = time.perf_counter() - t0
-        if opts.get("debug.compile_debug_mode") == 1 or opts.get("debug.dump_pass_graph"):
+        if opts.get("debug.compile_debug_mode") == 1 or opts.get("debug.dump_pass_graph") or \
+                opts.get("debug.dump_graph_default") or opts.get("debug.dump_graph_passes"):
             _dump_pass_graphs(self._sig.name, compiled, opts)
         return compiled
 
@@ -205,12 +206,13 @@ def _dump_pass_graphs(name: str, compiled: Compiled, opts: dict) -> None:
     import warnings
 
     wanted = set(opts.get("debug.dump_pass_graph") or ())
-    every = opts.get("debug.compile_debug_mode") == 1
+    every = opts.get("debug.compile_debug_mode") == 1 or bool(opts.get("debug.dump_graph_default"))
     known = set(_C.pass_names())
     unknown = sorted(wanted - known)
     if unknown:
         warnings.warn(f"pypto: debug option 'dump_pass_graph' names no pass: {', '.join(unknown)} "
                       f"(passes: {', '.join(_C.pass_names())})", config.OptionWarning, stacklevel=4)
+    wanted |= set(opts.get("debug.dump_graph_passes") or ())  # pypto.set_pass_config(..., KEY_DUMP_GRAPH, True)
     folder = _output_folder(name, "pass_graphs")
     parts = re.split(r"^-- pass ", compiled.dump("passes"), flags=re.M)
     for i, part in enumerate(p for p in parts if p.strip()):

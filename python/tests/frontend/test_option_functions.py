@@ -98,3 +98,45 @@ def test_debug_options_write_the_pass_graphs(tmp_path, monkeypatch):
     assert dumped == ["02_expand_tiles.txt"]
     with pytest.raises(ValueError, match=r"debug option 'compile_debug_mode' must be 0, 1 or 2, found 7"):
         pypto.set_debug_options(compile_debug_mode=7)
+
+
+def test_pass_config_dump_graph_acts_and_is_returned(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    key = pypto.PassConfigKey.KEY_DUMP_GRAPH
+    assert pypto.get_pass_config("PVC2_OOO", "fuse_loops", key, False) is False
+    pypto.set_pass_config("PVC2_OOO", "fuse_loops", key, True)
+    assert pypto.get_pass_config("PVC2_OOO", "fuse_loops", key, False) is True
+    assert pypto.get_pass_configs("PVC2_OOO", "fuse_loops").dumpGraph is True
+    _kernel()(torch.randn(8, 16))
+    (run,) = (tmp_path / "output").iterdir()
+    assert [p.name for p in (run / "pass_graphs").iterdir() if p.name[:2].isdigit()] == ["05_fuse_loops.txt"]
+    with pytest.warns(pypto.OptionWarning, match=r"'ExpandFunction' is not a pass of pypto"):
+        pypto.set_pass_config("PVC2_OOO", "ExpandFunction", key, True)
+    assert pypto.get_pass_default_config(key, False) is False
+    pypto.set_pass_default_config(key, True)
+    assert pypto.get_pass_config("PVC2_OOO", "expand_tiles", key, False) is True
+    with pytest.raises(ValueError, match=r"key must be a member of pypto.PassConfigKey, found 'dump'"):
+        pypto.set_pass_config("PVC2_OOO", "fuse_loops", "dump", True)
+    with pytest.raises(TypeError, match=r"pypto.set_pass_default_config: value must be a bool, found int 1"):
+        pypto.set_pass_default_config(key, 1)
+
+
+def test_logging_functions(caplog):
+    assert pypto.get_log_level() == pypto.LogLevel.WARN and int(pypto.LogLevel.EVENT) == 5
+    with caplog.at_level("DEBUG", logger="pypto"):
+        pypto.set_log_level(pypto.LogLevel.INFO)
+        pypto.log_debug("hidden")
+        pypto.log_info("shown info")
+        pypto.log_event("an event")
+    assert [r.getMessage() for r in caplog.records] == ["shown info", "an event"]
+    pypto.set_log_level(pypto.LogLevel.WARN)
+    pypto.check(True, "fine")
+    with pytest.raises(ValueError, match="^bad value$"):
+        pypto.check(False, "bad value")
+    with pytest.raises(pypto.InternalError, match="broken"):
+        pypto.internal_check(False, "broken")
+    with pytest.raises(TypeError, match="wrong type"):
+        pypto.raise_error("TypeError", "wrong type")
+    with pytest.raises(ValueError, match=r"pypto.set_log_level: level must be a pypto.LogLevel, found 9"):
+        pypto.set_log_level(9)
+    assert pypto.logging.LogLevel is pypto.LogLevel
