@@ -12,7 +12,7 @@ from typing import Any, Callable
 from pypto import _C, memory
 from pypto._dtypes import dtype_name
 from pypto.errors import UserError, UserTypeError
-from pypto.frontend import config
+from pypto.frontend import config, function_block
 from pypto.frontend.compiled import Compiled, _FastEntry, _run
 from pypto.frontend.option_sections import _OPTION_SECTIONS, apply_option_sections
 from pypto.frontend.signature import _ann_text, _Bound, _shape_matches, _shape_text, _Signature, dynamic
@@ -122,6 +122,7 @@ class JitFunction:
         compiled._tuple_return = tuple_return
         compiled._copy_params = {param_ids.index(v) for v in ctx.reshaped_params if v in param_ids}
         compiled._trace_seconds = time.perf_counter() - t0
+        function_block.set_last_compiled(compiled)
         if opts.get("debug.compile_debug_mode") == 1 or opts.get("debug.dump_pass_graph") or \
                 opts.get("debug.dump_graph_default") or opts.get("debug.dump_graph_passes"):
             _dump_pass_graphs(self._sig.name, compiled, opts)

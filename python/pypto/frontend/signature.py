@@ -127,6 +127,9 @@ class Binder:
         checks = []
         for p in self.params:
             x = bound.arguments[p.name]
+            data = getattr(x, "_data", None)
+            if data is not None:  # a pypto.Tensor made by pypto.from_torch: its torch tensor
+                x = data
             if p.kind == "scalar":
                 if isinstance(x, bool) or not hasattr(x, "__index__"):
                     raise UserTypeError(f"{self.name}(): scalar '{p.name}' must be an int, found {type(x).__name__}")

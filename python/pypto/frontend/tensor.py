@@ -45,7 +45,7 @@ class Tensor:
     to a value of the C++ Tensor Graph; ops on them add graph nodes.
     """
 
-    __slots__ = ("_shape", "_dtype", "name", "_ctx", "_id")
+    __slots__ = ("_shape", "_dtype", "name", "_ctx", "_id", "_data")
 
     def __init__(self, shape: Sequence | None = None, dtype: DataType | None = None, name: str = ""):
         from pypto.frontend.symbolic import SymExpr
@@ -83,6 +83,7 @@ class Tensor:
         self.name = name
         self._ctx = None
         self._id = -1
+        self._data = None
 
     def __class_getitem__(cls, item):
         """``pypto.Tensor[[M, N], dtype]`` and ``pypto.Tensor[...]`` annotations."""
@@ -102,6 +103,7 @@ class Tensor:
         t.name = name
         t._ctx = ctx
         t._id = value_id
+        t._data = None
         return t
 
     @property
@@ -251,7 +253,15 @@ class Tensor:
         raise UserTypeError("a pypto.Tensor has no truth value while tracing (its data is not known yet)")
 
 
-class tensor(Tensor):  # noqa: N801 - PyPTO's name
+class _TensorAlias(type):
+    """``isinstance(t, pypto.tensor)`` holds for every pypto Tensor, as in PyPTO, where both names
+    are one class."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor)
+
+
+class tensor(Tensor, metaclass=_TensorAlias):  # noqa: N801 - PyPTO's name
     """``pypto.tensor(shape, dtype, name="")``: inside a jitted function, a new local tensor of that
     shape and dtype (its elements start at zero), to be written (``t[...] = ...``, ``t.move(...)``,
     ``pypto.assemble``) and read or returned; elsewhere, and without a shape and dtype, the same
