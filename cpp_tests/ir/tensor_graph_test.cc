@@ -68,6 +68,25 @@ TEST(TensorGraphBuilderTest, BroadcastsSymbolicDims) {
   EXPECT_EQ(b.finish().dyn_dims, std::vector<std::string>{"M"});
 }
 
+TEST(TensorGraphBuilderTest, DynamicDimAgainstAStaticSizeIsAssumedEqualAndRecordedForEachCall) {
+  TensorGraphBuilder b("f");
+  b.add_dyn_dim("y_0");
+  int x = b.add_param("x", {Expr(8), Expr(16)}, DataType::FP32);
+  int y = b.add_param("y", {Expr::var("y_0"), Expr(16)}, DataType::FP32);
+  int id = b.add_binary(TensorOpKind::Mul, x, y, kTile, SourceLoc{"model.py", 7});
+  EXPECT_EQ(Shape(b, id), "[8, 16]");  // the static size
+  ASSERT_EQ(b.dim_checks().size(), 1u);
+  const DimCheck& c = b.dim_checks()[0];
+  EXPECT_EQ(c.a.str(), "8");
+  EXPECT_EQ(c.b.str(), "y_0");
+  EXPECT_NE(c.what.find("pypto.mul at model.py:7"), std::string::npos) << c.what;
+  EXPECT_NE(c.what.find("[8, 16] and [y_0, 16] must agree in dim 0"), std::string::npos) << c.what;
+  // A static 1 still broadcasts, with nothing to check.
+  int one = b.add_param("one", {Expr(1), Expr(16)}, DataType::FP32);
+  EXPECT_EQ(Shape(b, b.add_binary(TensorOpKind::Add, one, y, kTile, TestLoc())), "[y_0, 16]");
+  EXPECT_EQ(b.dim_checks().size(), 1u);
+}
+
 TEST(TensorGraphBuilderTest, NonBroadcastableShapesNameOpLocationAndBothShapes) {
   TensorGraphBuilder b("f");
   int x = b.add_param("x", {Expr(64), Expr(100)}, DataType::FP32);
@@ -80,13 +99,14 @@ TEST(TensorGraphBuilderTest, NonBroadcastableShapesNameOpLocationAndBothShapes) 
   EXPECT_NE(msg.find("[64, 50]"), std::string::npos) << msg;
 }
 
-TEST(TensorGraphBuilderTest, DistinctSymbolicDimsDoNotBroadcast) {
+TEST(TensorGraphBuilderTest, DistinctSymbolicDimsAreCheckedEqualAtEachCall) {
   TensorGraphBuilder b("f");
   int x = b.add_param("x", {Expr::var("M"), Expr(8)}, DataType::FP32);
   int y = b.add_param("y", {Expr::var("N"), Expr(8)}, DataType::FP32);
-  std::string msg = MessageOf<UserError>([&] { b.add_binary(TensorOpKind::Sub, x, y, {8, 8}, TestLoc()); });
-  EXPECT_NE(msg.find("pypto.sub"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("M versus N"), std::string::npos) << msg;
+  EXPECT_EQ(Shape(b, b.add_binary(TensorOpKind::Sub, x, y, {8, 8}, TestLoc())), "[M, 8]");
+  ASSERT_EQ(b.dim_checks().size(), 1u);
+  EXPECT_NE(b.dim_checks()[0].what.find("pypto.sub"), std::string::npos);
+  EXPECT_NE(b.dim_checks()[0].what.find("(M versus N)"), std::string::npos) << b.dim_checks()[0].what;
 }
 
 TEST(TensorGraphBuilderTest, TileRankMismatchIsAUserError) {

@@ -265,6 +265,11 @@ void bind_ir(py::module_& m) {
       .def("set_outputs", &TensorGraphBuilder::set_outputs)
       .def("shape", [](const TensorGraphBuilder& b, int id) { return from_shape(b.value(id).shape); })
       .def("dtype", [](const TensorGraphBuilder& b, int id) { return b.value(id).dtype; })
+      .def("dim_checks", [](const TensorGraphBuilder& b) {
+        py::list out;
+        for (const DimCheck& c : b.dim_checks()) out.append(py::make_tuple(c.a, c.b, c.what));
+        return out;
+      })
       .def("finish", &TensorGraphBuilder::finish);
 }
 

@@ -168,8 +168,13 @@ int TensorGraphBuilder::add_elementwise(TensorOpKind kind, const std::vector<Ope
         std::string shapes;
         for (const Operand& x : operands)
           if (x.is_tensor()) shapes += (shapes.empty() ? "" : " and ") + shape_str(g_.values[x.value].shape);
-        throw UserError(where(info.name, loc) + fmt::format("shapes {} do not broadcast: dim {} is {} versus {}",
-                                                            shapes, i, da.str(), db.str()));
+        if (ca && cb)
+          throw UserError(where(info.name, loc) + fmt::format("shapes {} do not broadcast: dim {} is {} versus {}",
+                                                              shapes, i, da.str(), db.str()));
+        // A dynamic dim against another size: they must be equal, which each call checks.
+        merged[i] = cb ? db : da;  // the static size, else the first operand's dim
+        dim_checks_.push_back({da, db, where(info.name, loc) + fmt::format("shapes {} must agree in dim {} ({} versus {})",
+                                                                           shapes, i, da.str(), db.str())});
       }
     }
     out = merged;

@@ -112,8 +112,17 @@ std::vector<int> region_path(const std::vector<Region>& regions, int region);
 /// Builds a TensorGraph op by op; every factory checks the op's local
 /// invariants and raises a user error naming the op, the source location and
 /// the expected versus found value.
+/// Two dims an op needs equal that tracing cannot compare (a dynamic dim against another
+/// size): each call checks them with its dim values.
+struct DimCheck {
+  Expr a, b;
+  std::string what;  ///< the op, its source location and the shapes
+};
+
 class TensorGraphBuilder {
  public:
+  /// The dim equalities the traced ops assumed, for each call to check.
+  const std::vector<DimCheck>& dim_checks() const { return dim_checks_; }
   explicit TensorGraphBuilder(std::string name);
 
   /// Adds a parameter; returns its value id.
@@ -183,6 +192,7 @@ class TensorGraphBuilder {
   int push_region(Region r);
   TensorGraph g_;
   std::vector<int> open_;  ///< open regions, innermost last
+  std::vector<DimCheck> dim_checks_;
 };
 
 /// Formats a shape as "[64, 1024]".

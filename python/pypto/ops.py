@@ -56,19 +56,27 @@ def _tile(ctx) -> list[int]:
     return list(ctx.vec_tile) if ctx.vec_tile is not None else []
 
 
+def _result(ctx, vid: int, operands) -> Tensor:
+    """The traced result of an elementwise op: 0-d when every tensor operand is."""
+    ids = [x._id for x in operands if isinstance(x, Tensor)]
+    if ids and all(i in ctx.zero_d for i in ids):
+        ctx.zero_d.add(vid)
+    return Tensor._traced(ctx, vid)
+
+
 def _elementwise(op: str, *operands) -> Tensor:
     ctx = _ctx(op)
     names = ("first", "second", "third")
     encoded = [_operand(op, x, ctx, names[i]) for i, x in enumerate(operands)]
     file, line = user_location()
-    return Tensor._traced(ctx, ctx.builder.add_elementwise(op, encoded, _tile(ctx), file, line))
+    return _result(ctx, ctx.builder.add_elementwise(op, encoded, _tile(ctx), file, line), operands)
 
 
 def _unary(op: str, x) -> Tensor:
     ctx = _ctx(op)
     ix = _tensor(op, x, ctx, "the")
     file, line = user_location()
-    return Tensor._traced(ctx, ctx.builder.add_unary(op, ix, _tile(ctx), file, line))
+    return _result(ctx, ctx.builder.add_unary(op, ix, _tile(ctx), file, line), [x])
 
 
 def _dims(op: str, x: Tensor, dim) -> list[int]:
@@ -100,6 +108,16 @@ def _reduce(op: str, x, dim, keepdim) -> Tensor:
         dims = [dim]  # range checked (with the source line) by the builder
     else:
         dims = _dims(op, x, dim)
+    rank = len(x.shape)
+    if not keepdim and rank and len(set(d % rank for d in dims if -rank <= d < rank)) == rank:
+        # Every dim reduced: a 0-d result, held as shape [1] (PyPTO returns a 0-d tensor).
+        vid = ctx.builder.add_reduce(op, ix, dims, True, _tile(ctx), file, line)
+        if rank > 1:
+            from pypto import shape_ops
+
+            vid = shape_ops.reshape(Tensor._traced(ctx, vid), [1])._id
+        ctx.zero_d.add(vid)
+        return Tensor._traced(ctx, vid)
     return Tensor._traced(ctx, ctx.builder.add_reduce(op, ix, dims, keepdim, _tile(ctx), file, line))
 
 
@@ -224,7 +242,7 @@ def cast(x, dtype: DataType) -> Tensor:
     if not isinstance(dtype, DataType):
         raise UserTypeError(f"pypto.cast: dtype must be a pypto dtype such as pypto.DT_FP32, found {dtype!r}")
     file, line = user_location()
-    return Tensor._traced(ctx, ctx.builder.add_cast(ix, dtype, _tile(ctx), file, line))
+    return _result(ctx, ctx.builder.add_cast(ix, dtype, _tile(ctx), file, line), [x])
 
 
 # ---------------------------------------------------------------- reductions

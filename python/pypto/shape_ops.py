@@ -147,12 +147,18 @@ def setitem(x: Tensor, key, value) -> None:
     slice without a stop (``out[b:, ...] = t``) takes its length from ``t``: ``t`` is written at
     offset ``b``."""
     fill = list(value.shape) if isinstance(value, Tensor) else None
-    if fill is not None and len(fill) != _result_rank(key, len(x.shape)):
-        fill = None
+    if fill is not None and (len(fill) != _result_rank(key, len(x.shape)) or _whole(key)):
+        fill = None  # x[:] = t (every dim a bare ':') writes all of x: t must have x's shape
     target = getitem(x, key, fill)
     if not isinstance(value, Tensor):
         value = full(list(target.shape), value, target.dtype)
     assemble(value, None, target)
+
+
+def _whole(key) -> bool:
+    """A key of bare ':' slices only (``x[:]``, ``x[:, :]``): all of the tensor, as PyPTO's move."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return all(isinstance(k, slice) and k.start is None and k.stop is None and k.step is None for k in keys)
 
 
 def _result_rank(key, rank: int) -> int:
@@ -365,14 +371,21 @@ def _materialize(src: Tensor) -> Tensor:
     """A new tensor holding a copy of ``src`` (e.g. a view), tiled by the
     active vec tile fitted to its rank."""
     ctx = _ctx("assemble")
+    from pypto.frontend.symbolic import wrap
+
+    shape = [d if isinstance(d, int) else wrap(d) for d in ctx.builder.shape(src._id)]  # a 0-d value is [1]
     saved = ctx.vec_tile
-    if saved is not None and len(saved) != len(src.shape):
-        ctx.vec_tile = tuple(_fit_tile(list(saved), len(src.shape)))
+    if saved is not None and len(saved) != len(shape):
+        ctx.vec_tile = tuple(_fit_tile(list(saved), len(shape)))
+    zero_d = src._id in ctx.zero_d
+    ctx.zero_d.discard(src._id)  # copied as the shape [1] that holds it
     try:
-        out = full(list(src.shape), 0, src.dtype)
-        assemble(src, [0] * len(src.shape), out)
+        out = full(shape, 0, src.dtype)
+        assemble(src, [0] * len(shape), out)
     finally:
         ctx.vec_tile = saved
+        if zero_d:
+            ctx.zero_d.update((src._id, out._id))
     return out
 
 

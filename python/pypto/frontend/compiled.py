@@ -24,6 +24,8 @@ class Compiled:
         self._last_tasks: int | None = None
         self._out_dtypes: list = []
         self._tuple_return = False
+        self._zero_d: set[int] = set()
+        self._dim_checks: list = []  # (a, b, what): dims the traced ops need equal
         self._copy_params: set[int] = set()
         # Parameters some task writes (pypto.assemble into them): (index, what to call it in errors).
         names = [name for name, _, _, _ in bound.tensors]
@@ -50,6 +52,22 @@ class Compiled:
         s["cache"] = self._cache
         s["tasks"] = self._program.count_tasks(self._example_dyn)
         return s
+
+    def _check_dims(self, bound: _Bound) -> None:
+        """Raises when this call's dynamic dims break an equality the traced ops assumed (a
+        dynamic dim combined with another size)."""
+        if not self._dim_checks:
+            return
+        env = {name: v for name, (v, _) in bound.dyn.items()}
+        for a, b, what in self._dim_checks:
+            va, vb = a.eval(env), b.eval(env)
+            if va != vb:
+                from pypto.frontend import config
+
+                sizes = ", ".join(f"{n} = {v}" for n, v in sorted(env.items()) if n in str(a) or n in str(b))
+                file, line = config.user_location()
+                called = f" (called at {file}:{line})" if file else ""
+                raise UserError(f"{what}, but this call has {sizes}: {va} versus {vb}{called}")
 
     def __call__(self, *args, **kwargs):
         return _run(self, self._check(self._sig.bind(args, kwargs)))
@@ -158,6 +176,7 @@ class _FastEntry:
 
 
 def _run(compiled: Compiled, bound: _Bound, trace_path: str = ""):
+    compiled._check_dims(bound)
     keep, specs, outs, dyn = _prepare(compiled, bound)
     compiled._last_tasks = compiled._program.run(specs, dyn, trace_path)
     del keep
@@ -168,6 +187,8 @@ def _results(compiled: Compiled, outs: list):
     """What a call returns: None, the single output, or the tuple of outputs."""
     if not outs:
         return None
+    for i in compiled._zero_d:  # a 0-d result, computed as shape [1]
+        outs[i] = outs[i].reshape(())
     if len(outs) == 1 and not compiled._tuple_return:
         return outs[0]
     return tuple(outs)

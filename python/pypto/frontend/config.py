@@ -24,6 +24,8 @@ class TraceContext:
         self.cube_tile = _global_cube_tile
         self.split_k = _global_split_k
         self.loops: list = []
+        # Values that are 0-d for the user (a reduction over every dim): held as shape [1].
+        self.zero_d: set[int] = set()
 
 
 _local = threading.local()

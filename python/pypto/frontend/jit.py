@@ -108,6 +108,7 @@ class JitFunction:
         # A returned parameter or view is copied into a new tensor.
         from pypto import shape_ops
 
+        zero_d = {i for i, r in enumerate(results) if r._id in ctx.zero_d}
         prev = config.push_trace(ctx)
         try:
             results = [shape_ops._materialize(r) if (r._id in param_ids or b.is_view(r._id)) else r for r in results]
@@ -120,6 +121,8 @@ class JitFunction:
         compiled = Compiled(self._sig, program, key, program.stats()["cache"], bound)
         compiled._out_dtypes = [b.dtype(r._id) for r in results]
         compiled._tuple_return = tuple_return
+        compiled._zero_d = zero_d
+        compiled._dim_checks = b.dim_checks()
         compiled._copy_params = {param_ids.index(v) for v in ctx.reshaped_params if v in param_ids}
         compiled._trace_seconds = time.perf_counter() - t0
         function_block.set_last_compiled(compiled)
@@ -157,6 +160,7 @@ class JitFunction:
                 return entry.run(args)
         bound = self._sig.bind(args, kwargs)
         compiled = self._get(bound)
+        compiled._check_dims(bound)  # before a repeated call may skip it
         if fast_key is not None and not compiled._copy_params:
             with self._lock:
                 self._fast[fast_key] = _FastEntry(compiled, bound)

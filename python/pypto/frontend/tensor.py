@@ -116,6 +116,8 @@ class Tensor:
         if self._ctx is not None:
             from pypto.frontend.symbolic import wrap
 
+            if self._id in self._ctx.zero_d:
+                return ()
             return tuple(d if isinstance(d, int) else wrap(d) for d in self._ctx.builder.shape(self._id))
         return self._shape
 
