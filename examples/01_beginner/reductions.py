@@ -19,7 +19,7 @@ def reduce_all(x: pypto.Tensor((B, M, N), pypto.DT_FP32)):
         pypto.amin(x, [0, 2], True),         # list of dims: (1, M, 1)
         pypto.prod(x, 0),                    # (M, N)
         pypto.mean(x, [1, 2]),               # (B,)
-        pypto.var(x, -1, True),              # Bessel-corrected, as torch.var: (B, M, 1)
+        pypto.var(x, -1, keepdim=True),      # Bessel-corrected, as torch.var: (B, M, 1)
         x.sum(1, keepdim=True),              # the method forms
     )
 

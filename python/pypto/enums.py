@@ -1,5 +1,6 @@
 """PyPTO's enums that pypto's ops take or return: ``ReLuType`` and ``TransMode`` (matmul's
-``extend_params``) and ``TileOpFormat`` (``Tensor.format()``)."""
+``extend_params``), ``TileOpFormat`` (``Tensor.format()``), ``CastMode`` and ``SaturationMode``
+(``cast``) and ``PrecisionType`` (the math ops' ``precision_type``)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,48 @@ class TileOpFormat(enum.IntEnum):
 
     def __str__(self) -> str:
         return f"TileOpFormat.{self.name}"
+
+
+class CastMode(enum.IntEnum):
+    """How ``pypto.cast`` rounds (``mode=``): as the conversion's default (CAST_NONE), to nearest
+    with ties to even (RINT), to nearest with ties away from zero (ROUND), down (FLOOR), up (CEIL),
+    toward zero (TRUNC), or to odd (ODD: PyPTO's fp32 to fp16 mode)."""
+
+    CAST_NONE = 0
+    CAST_RINT = 1
+    CAST_ROUND = 2
+    CAST_FLOOR = 3
+    CAST_CEIL = 4
+    CAST_TRUNC = 5
+    CAST_ODD = 6
+
+    def __str__(self) -> str:
+        return f"CastMode.{self.name}"
+
+    __repr__ = __str__
+
+
+class SaturationMode(enum.IntEnum):
+    """What ``pypto.cast`` does with a float out of an integer dtype's range (``satmode=``): OFF
+    keeps the low bits (as C and torch on x86), ON clamps to the range (NaN becomes 0)."""
+
+    OFF = 0
+    ON = 1
+
+    def __str__(self) -> str:
+        return f"SaturationMode.{self.name}"
+
+    __repr__ = __str__
+
+
+class PrecisionType(enum.IntEnum):
+    """PyPTO's precision choice for math ops (``precision_type=``): its device has a fast
+    instruction and a more precise sequence. pypto's vector math is the precise one for both."""
+
+    INTRINSIC = 0
+    HIGH_PRECISION = 1
+
+    def __str__(self) -> str:
+        return f"PrecisionType.{self.name}"
+
+    __repr__ = __str__

@@ -11,6 +11,7 @@ import numbers
 
 from pypto import _op_table
 from pypto._dtypes import DataType
+from pypto.enums import CastMode, SaturationMode
 from pypto.errors import NotSupportedError, TracingError, UserError, UserTypeError
 from pypto.frontend.config import current_trace, user_location
 from pypto.frontend.control import Diverged
@@ -131,9 +132,21 @@ def _documented(f):
     return f
 
 
-def _make_unary(name: str, doc: str):
-    def f(x) -> Tensor:
-        return _unary(name, x)
+def _check_precision(name: str, precision_type) -> None:
+    from pypto.enums import PrecisionType
+
+    if precision_type is not None and not isinstance(precision_type, PrecisionType):
+        raise UserTypeError(f"pypto.{name}: precision_type must be a pypto.PrecisionType, found {precision_type!r}")
+
+
+def _make_unary(name: str, doc: str, precision: bool):
+    if precision:
+        def f(x, precision_type=None) -> Tensor:
+            _check_precision(name, precision_type)  # PyPTO's choice; the vector math here is the precise one
+            return _unary(name, x)
+    else:
+        def f(x) -> Tensor:
+            return _unary(name, x)
 
     f.__name__ = name
     f.__qualname__ = name
@@ -141,9 +154,14 @@ def _make_unary(name: str, doc: str):
     return f
 
 
-def _make_binary(name: str, doc: str):
-    def f(a, b) -> Tensor:
-        return _elementwise(name, a, b)
+def _make_binary(name: str, doc: str, precision: bool):
+    if precision:
+        def f(a, b, precision_type=None) -> Tensor:
+            _check_precision(name, precision_type)
+            return _elementwise(name, a, b)
+    else:
+        def f(a, b) -> Tensor:
+            return _elementwise(name, a, b)
 
     f.__name__ = name
     f.__qualname__ = name
@@ -152,13 +170,15 @@ def _make_binary(name: str, doc: str):
 
 
 def _table_functions() -> dict:
-    """The functions of the table's plain elementwise rows (signature ``(x)`` or ``(a, b)``)."""
+    """The functions of the table's plain elementwise rows (signature ``(x)`` or ``(a, b)``, with PyPTO's
+    ``precision_type`` where the row has it)."""
     made = {}
     for r in _op_table.tensor_ops():
-        if r["class"] == "unary" and r["signature"] == "(x)":
-            made[r["name"]] = _make_unary(r["name"], r["doc"])
-        elif r["class"] == "binary" and r["signature"] == "(a, b)":
-            made[r["name"]] = _make_binary(r["name"], r["doc"])
+        precision = r["signature"].endswith(", precision_type=None)")
+        if r["class"] == "unary" and r["signature"] in ("(x)", "(x, precision_type=None)"):
+            made[r["name"]] = _make_unary(r["name"], r["doc"], precision)
+        elif r["class"] == "binary" and r["signature"] in ("(a, b)", "(a, b, precision_type=None)"):
+            made[r["name"]] = _make_binary(r["name"], r["doc"], precision)
     return made
 
 
@@ -236,13 +256,60 @@ def round(x, decimals=0) -> Tensor:  # noqa: A001 - PyPTO's name
 
 
 @_documented
-def cast(x, dtype: DataType) -> Tensor:
+def cast(x, dtype: DataType, mode=CastMode.CAST_NONE, satmode=SaturationMode.OFF) -> Tensor:
+    from pypto import _dtypes
+
     ctx = _ctx("cast")
-    ix = _tensor("cast", x, ctx, "the")
+    _tensor("cast", x, ctx, "the")
     if not isinstance(dtype, DataType):
         raise UserTypeError(f"pypto.cast: dtype must be a pypto dtype such as pypto.DT_FP32, found {dtype!r}")
+    if not isinstance(mode, CastMode):
+        raise UserTypeError(f"pypto.cast: mode must be a pypto.CastMode, found {mode!r}")
+    if not isinstance(satmode, SaturationMode):
+        raise UserTypeError(f"pypto.cast: satmode must be a pypto.SaturationMode, found {satmode!r}")
+    floats = (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16, _dtypes.DT_DOUBLE)
+    src_float, dst_float = x.dtype in floats, dtype in floats
+    if mode not in (CastMode.CAST_NONE,):
+        if src_float and (not dst_float or dtype == x.dtype):
+            x = _round_by_mode(x, mode)  # then the conversion is exact (or wraps/saturates)
+        elif not (mode == CastMode.CAST_RINT and (dst_float or not src_float)):
+            raise NotSupportedError(f"pypto.cast: mode {mode} from {x.dtype.name} to {dtype.name} is not supported "
+                                    "yet (rounding modes apply to float to integer and float to the same float)")
+    if satmode == SaturationMode.ON and src_float and not dst_float and dtype != _dtypes.DT_BOOL:
+        info = _np_iinfo(dtype)
+        x = where(_elementwise("ne", x, x), 0.0, clip(x, float(info.min), float(info.max)))
+    if x.dtype == dtype:
+        return x
     file, line = user_location()
-    return _result(ctx, ctx.builder.add_cast(ix, dtype, _tile(ctx), file, line), [x])
+    return _result(ctx, ctx.builder.add_cast(x._id, dtype, _tile(ctx), file, line), [x])
+
+
+def _np_iinfo(dtype):
+    import numpy as np
+
+    from pypto import _dtypes
+
+    return np.iinfo(_dtypes.to_numpy(dtype))
+
+
+def _round_by_mode(x, mode):
+    """``x`` rounded to an integral value as ``mode`` says (float in, same float out)."""
+    if mode == CastMode.CAST_RINT:
+        return _unary("round", x)  # ties to even
+    if mode == CastMode.CAST_FLOOR:
+        return _unary("floor", x)
+    if mode == CastMode.CAST_CEIL:
+        return _unary("ceil", x)
+    if mode == CastMode.CAST_TRUNC:
+        return _unary("trunc", x)
+    if mode == CastMode.CAST_ROUND:  # ties away from zero: x - trunc(x) is exact
+        t = _unary("trunc", x)
+        frac = sub(x, t)
+        up = cast(_elementwise("ge", frac, 0.5), x.dtype)
+        down = cast(_elementwise("le", frac, -0.5), x.dtype)
+        return sub(add(t, up), down)
+    raise NotSupportedError(f"pypto.cast: mode {mode} to an integer or the same float dtype is not supported "
+                            "(CAST_ODD is a float narrowing mode)")
 
 
 # ---------------------------------------------------------------- reductions
@@ -294,9 +361,12 @@ def mean(x, dim=None, keepdim=False) -> Tensor:
 
 
 @_documented
-def var(x, dim=None, keepdim=False, correction=1, unbiased=None) -> Tensor:
+def var(x, dim=None, correction=1, keepdim=False, unbiased=None) -> Tensor:
     _ctx("var")
     _require_float("var", x)
+    if isinstance(correction, builtins.bool) or not isinstance(correction, numbers.Real):
+        raise UserTypeError(f"pypto.var: correction must be a number, found {type(correction).__name__} "
+                            f"{correction!r} (PyPTO's order is var(x, dim, correction, keepdim))")
     if unbiased is not None:
         correction = 1 if unbiased else 0
     dims = _dims("var", x, dim)

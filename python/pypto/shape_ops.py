@@ -43,8 +43,13 @@ def _view(x: Tensor, shape, offsets, dim_map, steps, valid=None, op="view") -> T
 
 
 @_documented
-def view(x, shape, offsets, valid_shape=None) -> Tensor:
+def view(x, shape=None, offsets=None, valid_shape=None, *, dtype: DataType | None = None) -> Tensor:
     rank = len(x.shape)
+    if dtype is not None and dtype != x.dtype:
+        raise NotSupportedError(f"pypto.view: dtype={dtype.name} (reading {x.dtype.name} data as another dtype) is "
+                                "not supported yet")
+    shape = list(x.shape) if shape is None else shape
+    offsets = [0] * rank if offsets is None else offsets
     if len(shape) != rank or len(offsets) != rank:
         raise UserError(f"pypto.view: shape {list(shape)} and offsets {list(offsets)} must both have rank {rank}")
     if valid_shape is not None and len(valid_shape) != rank:
@@ -184,7 +189,21 @@ def move(dst: Tensor, src) -> None:
 
 
 @_documented
-def assemble(src, offsets, dst) -> None:
+def assemble(src, offsets, dst=None, parallel: bool = False) -> None:
+    if not isinstance(parallel, bool):
+        raise UserTypeError(f"pypto.assemble: parallel must be a bool, found {parallel!r}")
+    if isinstance(src, (list, tuple)):  # PyPTO's list form: assemble([(t, offsets), ...], out)
+        if dst is not None:
+            raise UserTypeError("pypto.assemble: the list form takes (inputs, out, parallel=False)")
+        dst = offsets
+        for i, item in enumerate(src):
+            if not (isinstance(item, (list, tuple)) and len(item) == 2):
+                raise UserTypeError(f"pypto.assemble: input {i} of the list form must be a (tensor, offsets) pair, "
+                                    f"found {item!r}")
+            assemble(item[0], item[1], dst)
+        return
+    if dst is None:
+        raise UserTypeError("pypto.assemble: missing the destination tensor (assemble(src, offsets, dst))")
     ctx = _ctx("assemble")
     if not isinstance(src, Tensor):
         raise UserTypeError(f"pypto.assemble: src must be a pypto.Tensor, found {type(src).__name__}")
@@ -203,7 +222,25 @@ def assemble(src, offsets, dst) -> None:
 
 
 @_documented
-def reshape(x, shape) -> Tensor:
+def reshape(x, shape, *, valid_shape=None, inplace: bool = False) -> Tensor:
+    if not isinstance(inplace, bool):
+        raise UserTypeError(f"pypto.reshape: inplace must be a bool, found {inplace!r}")
+    r = _reshape(x, shape)
+    # inplace (PyPTO: reuse the input's memory) changes nothing here: a reshape of a contiguous
+    # tensor is a view already, and of a view a copy in both modes.
+    return _with_valid(r, valid_shape, "reshape")
+
+
+def _with_valid(t: Tensor, valid_shape, op: str) -> Tensor:
+    """``t`` seen with the valid extents ``valid_shape`` (PyPTO's ``valid_shape=`` argument)."""
+    if valid_shape is None:
+        return t
+    if len(valid_shape) != len(t.shape):
+        raise UserError(f"pypto.{op}: valid_shape {list(valid_shape)} must have the rank {len(t.shape)} of the result")
+    return view(t, list(t.shape), [0] * len(t.shape), valid_shape=list(valid_shape))
+
+
+def _reshape(x, shape) -> Tensor:
     ctx = _ctx("reshape")
     ix = _tensor("reshape", x, ctx, "the")
     shape = list(shape)
@@ -331,12 +368,28 @@ def _fit_tile(tile: list[int], rank: int) -> list[int]:
 
 
 @_documented
-def zeros(shape, dtype: DataType = _dtypes.DT_FP32, valid_shape=None) -> Tensor:
+def zeros(*size, dtype: DataType | None = None, valid_shape=None) -> Tensor:
+    shape, dtype = _size_args("zeros", size, dtype)
     return full(shape, 0, dtype, valid_shape)
 
 
+def _size_args(op: str, size: tuple, dtype):
+    """PyPTO's ``zeros(*size, dtype=None)``: ``zeros(2, 3)`` or ``zeros([2, 3])``; the older
+    ``zeros(shape, dtype)`` form keeps working."""
+    if size and isinstance(size[-1], DataType):
+        if dtype is not None:
+            raise UserTypeError(f"pypto.{op}: dtype given twice")
+        size, dtype = size[:-1], size[-1]
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        size = tuple(size[0])
+    if not size:
+        raise UserError(f"pypto.{op}: expected the sizes of the dims, found none")
+    return list(size), _dtypes.DT_FP32 if dtype is None else dtype
+
+
 @_documented
-def ones(shape, dtype: DataType = _dtypes.DT_FP32, valid_shape=None) -> Tensor:
+def ones(*size, dtype: DataType | None = None, valid_shape=None) -> Tensor:
+    shape, dtype = _size_args("ones", size, dtype)
     return full(shape, 1, dtype, valid_shape)
 
 
@@ -399,7 +452,11 @@ def clone(x) -> Tensor:
 
 
 @_documented
-def expand_clone(x, shape) -> Tensor:
+def expand_clone(x, shape, *, valid_shape=None) -> Tensor:
+    return _with_valid(_expand_clone(x, shape), valid_shape, "expand_clone")
+
+
+def _expand_clone(x, shape) -> Tensor:
     shape = list(shape)
     rank, xr = len(shape), len(x.shape)
     if xr > rank:

@@ -11,7 +11,7 @@ def _var(shape, tile, dim, keepdim, correction, dtype=pypto.DT_FP32):
     @pypto.frontend.jit
     def var(x: pypto.Tensor(shape, dtype)):
         pypto.set_vec_tile_shapes(*tile)
-        return pypto.var(x, dim, keepdim, correction)
+        return pypto.var(x, dim, correction, keepdim)  # PyPTO's order
 
     return var
 
