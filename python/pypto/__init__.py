@@ -41,14 +41,14 @@ from pypto.errors import (
 from pypto import frontend
 from pypto.frontend.tensor import Tensor
 from pypto.frontend.config import (
-    get_cube_tile_shapes, get_vec_tile_shapes, set_cube_tile_shapes, set_matrix_size, set_pass_options, set_vec_tile_shapes,
+    CubeTile, get_cube_tile_shapes, get_vec_tile_shapes, set_cube_tile_shapes, set_matrix_size, set_pass_options, set_vec_tile_shapes,
 )
 from pypto.frontend.jit import Compiled, compile, jit
 from pypto.ops import (
     TABLE_FUNCTIONS as _TABLE_FUNCTIONS, amax, amin, cast, clamp, clip, gelu, layer_norm, matmul, mean, prod, rms_norm,
     round, softmax, sum, var, where,
 )
-from pypto.frontend.symbolic import SymExpr, ceildiv, max, min  # noqa: A004 - PyPTO's names
+from pypto.frontend.symbolic import SymExpr, SymInt, ceildiv, max, min, to_sym, to_syms  # noqa: A004 - PyPTO's names
 from pypto.frontend.tensor import DYN, DYNAMIC, STATIC, StatusType, tensor
 from pypto.shape_ops import (
     arange, assemble, clone, concat, expand_clone, full, gather, ones, permute, reshape, scatter, squeeze, transpose, unsqueeze,
@@ -94,7 +94,7 @@ __all__ = [
     "amax", "amin", "cast", "clamp", "clip", "gelu", "layer_norm", "mean", "prod", "rms_norm", "softmax", "sum", "var",
     "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "DYN", "STATIC", "StatusType",
-    "SymbolicScalar", "symbolic_scalar", "tensor",
+    "SymbolicScalar", "symbolic_scalar", "SymInt", "to_sym", "to_syms", "CubeTile", "tensor",
     "gather", "scatter", "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "experimental", "from_torch", "function", "get_current_function", "get_last_function", "LogLevel", "check", "get_log_level", "internal_check", "log_debug", "log_error", "log_event", "log_fatal", "log_info", "log_warn", "raise_error", "set_log_level", "PassConfigKey", "PassConfigs", "get_pass_config", "get_pass_configs", "get_pass_default_config", "set_pass_config", "set_pass_default_config", "get_pass_options", "set_host_options", "get_host_options", "set_codegen_options", "get_codegen_options", "set_verify_options", "get_verify_options", "set_debug_options", "get_debug_options", "set_runtime_options", "get_runtime_options", "set_options", "reset_options", "set_print_options", "set_global_config", "get_global_config", "get_options_tree", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "CastMode", "SaturationMode", "PrecisionType", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
     "PyptoError", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",

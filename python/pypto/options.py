@@ -161,7 +161,10 @@ def set_options(codegen_options=None, host_options=None, pass_options=None, runt
     if vec_tile_shapes is not None:
         config.set_vec_tile_shapes(*vec_tile_shapes)
     if cube_tile_shapes is not None:
-        config.set_cube_tile_shapes(*cube_tile_shapes)
+        if isinstance(cube_tile_shapes, config.CubeTile):
+            config.set_cube_tile_shapes(cube_tile_shapes)
+        else:
+            config.set_cube_tile_shapes(*cube_tile_shapes)
     if conv_tile_shapes is not None:
         config.record_ignored("set_options", "conv_tile_shapes", conv_tile_shapes)
     if matrix_size is not None:

@@ -115,6 +115,23 @@ def _cube_level(name: str, v) -> tuple[int, int]:
     return (int(v[0]), int(v[1]))
 
 
+class CubeTile:
+    """PyPTO's matmul tile description: ``CubeTile(m, k, n, enable_split_k=False)``, each of m, k, n
+    ``[L0, L1]`` (k may have a third entry, which PyPTO uses for its own buffers). Accepted by
+    ``set_cube_tile_shapes`` and ``set_options(cube_tile_shapes=...)``."""
+
+    def __init__(self, m, k, n, enable_split_k: bool = False):
+        for name, v, sizes in (("m", m, (2,)), ("k", k, (2, 3)), ("n", n, (2,))):
+            if not isinstance(v, (list, tuple)) or len(v) not in sizes:
+                raise UserError(f"pypto.CubeTile: {name} must be a list of {' or '.join(map(str, sizes))} ints, "
+                                f"found {v!r}")
+        self.m, self.k, self.n = list(m), list(k)[:2], list(n)
+        self.enable_split_k = enable_split_k
+
+    def __repr__(self) -> str:
+        return f"pypto.CubeTile(m={self.m}, k={self.k}, n={self.n}, enable_split_k={self.enable_split_k})"
+
+
 def set_cube_tile_shapes(m=None, k=None, n=None, enable_split_k: bool = False) -> None:
     """Sets the matmul tile shape: each of m, k, n is [L0, L1] (the L1 tile
     walks global memory, the L0 tile sizes the register micro-kernel).
@@ -122,6 +139,8 @@ def set_cube_tile_shapes(m=None, k=None, n=None, enable_split_k: bool = False) -
     memory) is kept for ``get_cube_tile_shapes``; the CPU backend computes each
     output tile's whole k range in one task, so it warns once and has no effect."""
     global _global_cube_tile, _global_split_k
+    if isinstance(m, CubeTile):
+        m, k, n, enable_split_k = m.m, m.k, m.n, m.enable_split_k
     if m is None or k is None or n is None:
         raise UserError("pypto.set_cube_tile_shapes: m, k and n are all required, each as [L0, L1]")
     if not isinstance(enable_split_k, bool):

@@ -101,13 +101,16 @@ for _m in ("bool", "int", "float", "index", "len", "iter", "call", "getitem", "s
     setattr(Diverged, f"__{_m}__", Diverged._fail)
 
 
-def cond(c: Any, then_fn: Callable | None = None, else_fn: Callable | None = None) -> Any:
+def cond(c: Any, then_fn: Callable | None = None, else_fn: Callable | None = None, *, file: str | None = None,
+         lineno: int | None = None) -> Any:
     """A conditional region. ``if pypto.cond(c):`` (PyPTO's form) marks the condition of an
     ``if`` statement and returns it: the jit converts the statement into a region. With
     callables, ``pypto.cond(c, then_fn, else_fn)`` runs ``then_fn()`` where ``c`` holds and
     ``else_fn()`` elsewhere (both traced when ``c`` is symbolic)."""
     from pypto.frontend.symbolic import to_expr
 
+    if (file is None) != (lineno is None):
+        raise UserError("pypto.cond: file and lineno must be given together (the source location to report)")
     if then_fn is None:
         if else_fn is not None:
             raise UserError("pypto.cond: else_fn is given without then_fn")

@@ -259,3 +259,22 @@ def min(a: IntLike, b: IntLike) -> IntLike:  # noqa: A001 - PyPTO's name
 def max(a: IntLike, b: IntLike) -> IntLike:  # noqa: A001 - PyPTO's name
     """The larger of two ints or symbolic scalars; see ``min``."""
     return _pick("pypto.max", a, b, False)
+
+
+SymInt = Union[int, SymExpr]  # PyPTO's name for "an int or a symbolic scalar"
+
+
+def to_sym(value: Any) -> SymExpr:
+    """PyPTO's ``to_sym``: an int or a symbolic scalar as a symbolic scalar."""
+    if isinstance(value, SymExpr):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UserTypeError(f"pypto.to_sym: expected an int or a SymbolicScalar, found {type(value).__name__} {value!r}")
+    return SymExpr(value)
+
+
+def to_syms(values: Any) -> list:
+    """PyPTO's ``to_syms``: each element of a list of ints and symbolic scalars as a symbolic scalar."""
+    if not isinstance(values, (list, tuple)):
+        raise UserTypeError(f"pypto.to_syms: expected a list, found {type(values).__name__}")
+    return [to_sym(v) for v in values]

@@ -225,10 +225,11 @@ class Tensor:
         """Whether a dim is 0 (never, for a tensor of a function: zero-size tensors are refused)."""
         return any(isinstance(d, int) and d == 0 for d in (self.shape or ()))
 
-    def reshape(self, *shape):
+    def reshape(self, *shape, valid_shape=None, inplace: bool = False):
         from pypto import shape_ops
 
-        return shape_ops.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (list, tuple)) else shape)
+        return shape_ops.reshape(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (list, tuple)) else shape,
+                                 valid_shape=valid_shape, inplace=inplace)
 
     def transpose(self, d0, d1):
         from pypto import shape_ops
