@@ -136,7 +136,7 @@ NOT_ON_CPU = "not meaningful on a CPU"
 ISSUE_21 = "missing: an op of the op families issue"
 ISSUE_21_ENUM = "missing: an enum of ops of the op families issue"
 SUB_BYTE = "missing: sub-byte storage dtypes (INT4, FP4, HiFloat4) are not supported yet"
-GOLDEN = "missing: golden-data verification of PyPTO's pass verifier"
+GOLDEN = "missing: printing or saving a tensor from inside a kernel while it runs"
 ELEMENT = "missing: typed scalar constants (Python numbers are the constants here)"
 INTERNAL = "missing: access to PyPTO's C++ tensor object"
 NOTES: dict[str, str] = {
@@ -162,7 +162,9 @@ NOTES: dict[str, str] = {
     "DT_FP4_E2M1X2": SUB_BYTE, "DT_HF4": SUB_BYTE, "DT_HF8": "missing: the HiFloat8 storage dtype",
     "DT_FP8": "missing: PyPTO's generic FP8 dtype (DT_FP8E4M3 and DT_FP8E5M2 are here)",
     "DT_BOTTOM": "missing: PyPTO's placeholder dtype",
-    "verify": GOLDEN, "set_verify_golden_data": GOLDEN, "pass_verify_print": GOLDEN, "pass_verify_save": GOLDEN,
+    "verify": "missing: PyPTO's verify(func, inputs, outputs, goldens) driver of its simulated check (golden data "
+              "is compared with pypto.set_verify_golden_data and enable_pass_verify)",
+    "pass_verify_print": GOLDEN, "pass_verify_save": GOLDEN,
     "Element": ELEMENT, "element": ELEMENT, "convert_to_element": ELEMENT,
     "Function": "missing: the class of PyPTO's recorded functions (pypto.function blocks and Compiled play its part)",
     "FeError": "missing: PyPTO's frontend error wrapper (errors here are pypto.PyptoError subclasses of the builtin "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pypto import memory
+from pypto import golden, memory
 from pypto.errors import UserError
 from pypto.frontend.signature import _Bound, _Signature
 
@@ -26,6 +26,7 @@ class Compiled:
         self._tuple_return = False
         self._zero_d: set[int] = set()
         self._dim_checks: list = []  # (a, b, what): dims the traced ops need equal
+        self._verify = False  # compiled with enable_pass_verify: golden data is compared after a call
         self._copy_params: set[int] = set()
         # Parameters some task writes (pypto.assemble into them): (index, what to call it in errors).
         names = [name for name, _, _, _ in bound.tensors]
@@ -180,7 +181,14 @@ def _run(compiled: Compiled, bound: _Bound, trace_path: str = ""):
     keep, specs, outs, dyn = _prepare(compiled, bound)
     compiled._last_tasks = compiled._program.run(specs, dyn, trace_path)
     del keep
-    return _results(compiled, outs)
+    result = _results(compiled, outs)
+    if golden.pending() and compiled._verify:
+        from pypto.frontend.option_table import section
+
+        params = [(f"parameter '{n}'", a) for n, a, _, _ in bound.tensors]
+        tol = section("verify")["pass_verify_error_tol"]
+        golden.check(compiled._sig.name, params, outs, (float(tol[0]), float(tol[1])))
+    return result
 
 
 def _results(compiled: Compiled, outs: list):

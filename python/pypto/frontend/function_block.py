@@ -55,6 +55,7 @@ class function:  # noqa: N801 - PyPTO's name
         self._ctx = None
         self._program = None
         self._compiled = None
+        self._opts: dict = {}
         self._sig = None
         self._key = None
 
@@ -102,6 +103,7 @@ class function:  # noqa: N801 - PyPTO's name
             return False
         opts = config.global_pass_options()
         opts.update(config.context_pass_options())
+        self._opts = opts
         graph = self._ctx.builder.finish()
         self._program = _C.compile(graph, config.make_pass_options(opts))
         self._ctx = None
@@ -135,6 +137,7 @@ class function:  # noqa: N801 - PyPTO's name
                             f"declare ({', '.join(f'{p} {dims}' for p, dims, _ in self._params)})")
         if self._compiled is None:
             self._compiled = Compiled(self._sig, self._program, (self._key,), self._program.stats()["cache"], bound)
+            self._compiled._verify = bool(self._opts.get("verify"))
         return _run(self._compiled, bound)
 
     def dump(self, stage: str | None = None) -> str:

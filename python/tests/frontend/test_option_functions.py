@@ -140,3 +140,28 @@ def test_logging_functions(caplog):
     with pytest.raises(ValueError, match=r"pypto.set_log_level: level must be a pypto.LogLevel, found 9"):
         pypto.set_log_level(9)
     assert pypto.logging.LogLevel is pypto.LogLevel
+
+
+def test_golden_data_is_compared_after_the_next_call():
+    @pypto.jit(verify_options={"enable_pass_verify": True})
+    def f(x: pypto.Tensor((4, 8), pypto.DT_FP32), out: pypto.Tensor((4, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        out[:] = pypto.exp(x)
+
+    x, out = torch.randn(4, 8), torch.zeros(4, 8)
+    f(x, out)  # compiled and cached: the next calls may take the repeated-call path
+    pypto.set_verify_golden_data(goldens=[None, torch.exp(x)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pypto.VerifyWarning)
+        f(x, out)  # matches: no warning
+    wrong = torch.exp(x)
+    wrong[1, 2] += 1.0
+    pypto.set_verify_golden_data([x, out], [None, wrong])
+    with pytest.warns(pypto.VerifyWarning, match=r"f: verify: parameter 'out' differs from its golden in 1 of 32 "
+                                                 r"elements \(max abs error 1; atol 0.001, rtol 0.001\)"):
+        f(x, out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pypto.VerifyWarning)
+        f(x, out)  # goldens are used once
+    with pytest.raises(TypeError, match=r"goldens\[0\] must be None, a torch tensor"):
+        pypto.set_verify_golden_data(goldens=["x"])
