@@ -7,17 +7,23 @@ from __future__ import annotations
 import enum
 
 
-class ReLuType(enum.IntEnum):
+class _Named(enum.IntEnum):
+    """Prints as PyPTO's enums do: ``CastMode.CAST_RINT``."""
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+    __repr__ = __str__
+
+
+class ReLuType(_Named):
     """Whether matmul's epilogue applies ReLU (``extend_params={"relu_type": ...}``)."""
 
     NO_RELU = 0
     RELU = 1
 
-    def __str__(self) -> str:
-        return f"ReLuType.{self.name}"
 
-
-class TransMode(enum.IntEnum):
+class TransMode(_Named):
     """TF32 rounding of fp32 matmul inputs (``extend_params={"trans_mode": ...}``): none, to nearest with
     ties to even, or to nearest with ties away from zero."""
 
@@ -25,22 +31,16 @@ class TransMode(enum.IntEnum):
     CAST_RINT = 1
     CAST_ROUND = 2
 
-    def __str__(self) -> str:
-        return f"TransMode.{self.name}"
 
-
-class TileOpFormat(enum.IntEnum):
+class TileOpFormat(_Named):
     """A tensor's memory format: ND (row-major) or NZ (PyPTO's fractal layout for its cube unit).
     Tensors here are always ND."""
 
     TILEOP_ND = 0
     TILEOP_NZ = 1
 
-    def __str__(self) -> str:
-        return f"TileOpFormat.{self.name}"
 
-
-class CastMode(enum.IntEnum):
+class CastMode(_Named):
     """How ``pypto.cast`` rounds (``mode=``): as the conversion's default (CAST_NONE), to nearest
     with ties to even (RINT), to nearest with ties away from zero (ROUND), down (FLOOR), up (CEIL),
     toward zero (TRUNC), or to odd (ODD: PyPTO's fp32 to fp16 mode)."""
@@ -53,33 +53,19 @@ class CastMode(enum.IntEnum):
     CAST_TRUNC = 5
     CAST_ODD = 6
 
-    def __str__(self) -> str:
-        return f"CastMode.{self.name}"
 
-    __repr__ = __str__
-
-
-class SaturationMode(enum.IntEnum):
+class SaturationMode(_Named):
     """What ``pypto.cast`` does with a float out of an integer dtype's range (``satmode=``): OFF
     keeps the low bits (as C and torch on x86), ON clamps to the range (NaN becomes 0)."""
 
     OFF = 0
     ON = 1
 
-    def __str__(self) -> str:
-        return f"SaturationMode.{self.name}"
 
-    __repr__ = __str__
-
-
-class PrecisionType(enum.IntEnum):
+class PrecisionType(_Named):
     """PyPTO's precision choice for math ops (``precision_type=``): its device has a fast
     instruction and a more precise sequence. pypto's vector math is the precise one for both."""
 
     INTRINSIC = 0
     HIGH_PRECISION = 1
 
-    def __str__(self) -> str:
-        return f"PrecisionType.{self.name}"
-
-    __repr__ = __str__

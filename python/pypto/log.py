@@ -55,28 +55,17 @@ def _log(level: LogLevel, message: str) -> None:
         logger.log(_TO_STD[level], message)
 
 
-def log_debug(message: str) -> None:
-    _log(LogLevel.DEBUG, message)
+def _logger(level: LogLevel):
+    def log(message: str) -> None:
+        _log(level, message)
+
+    log.__name__ = log.__qualname__ = f"log_{level.name.lower()}"
+    log.__doc__ = f"Logs ``message`` at level {level.name}."
+    return log
 
 
-def log_info(message: str) -> None:
-    _log(LogLevel.INFO, message)
-
-
-def log_warn(message: str) -> None:
-    _log(LogLevel.WARN, message)
-
-
-def log_error(message: str) -> None:
-    _log(LogLevel.ERROR, message)
-
-
-def log_fatal(message: str) -> None:
-    _log(LogLevel.FATAL, message)
-
-
-def log_event(message: str) -> None:
-    _log(LogLevel.EVENT, message)
+log_debug, log_info, log_warn, log_error, log_fatal, log_event = (
+    _logger(lv) for lv in (LogLevel.DEBUG, LogLevel.INFO, LogLevel.WARN, LogLevel.ERROR, LogLevel.FATAL, LogLevel.EVENT))
 
 
 _ERRORS = {"ValueError": UserError, "TypeError": UserTypeError, "InternalError": InternalError,

@@ -86,62 +86,38 @@ def get_pass_options() -> dict[str, Any]:
     return _get_section("pass")
 
 
-def set_host_options(**opts: Any) -> None:
-    """PyPTO's host options (``compile_stage``, ``compile_monitor_enable``, ``compile_timeout``, ...):
-    stored and returned by ``get_host_options``; they steer NPU compilation and change nothing here."""
-    _set_section("host", "set_host_options", opts)
+def _section_functions(section: str, doc: str):
+    """PyPTO's ``set_<section>_options(**opts)`` and ``get_<section>_options()``."""
+    def setter(**opts: Any) -> None:
+        _set_section(section, f"set_{section}_options", opts)
+
+    def getter() -> dict[str, Any]:
+        return _get_section(section)
+
+    setter.__name__ = setter.__qualname__ = f"set_{section}_options"
+    getter.__name__ = getter.__qualname__ = f"get_{section}_options"
+    setter.__doc__ = doc
+    getter.__doc__ = f"The {section} options: what set_{section}_options stored, PyPTO's defaults for the rest."
+    return setter, getter
 
 
-def get_host_options() -> dict[str, Any]:
-    return _get_section("host")
-
-
-def set_codegen_options(**opts: Any) -> None:
-    """PyPTO's codegen options (``support_dynamic_aligned``, ``soc_version``, ...): stored."""
-    _set_section("codegen", "set_codegen_options", opts)
-
-
-def get_codegen_options() -> dict[str, Any]:
-    return _get_section("codegen")
-
-
-def set_verify_options(**opts: Any) -> None:
-    """PyPTO's verify options: ``enable_pass_verify`` runs the IR verifier after every pass of
-    functions compiled afterwards; the others are stored."""
-    _set_section("verify", "set_verify_options", opts)
-
-
-def get_verify_options() -> dict[str, Any]:
-    return _get_section("verify")
-
-
-def set_debug_options(**opts: Any) -> None:
-    """PyPTO's debug options: ``compile_debug_mode=1`` writes every pass's graph of each function
-    compiled afterwards to ``./output/<function>_<pid>_<time>/pass_graphs/``, ``dump_pass_graph=[...]``
-    the named passes' graphs; ``runtime_debug_mode`` is stored."""
-    _set_section("debug", "set_debug_options", opts)
-
-
-def get_debug_options() -> dict[str, Any]:
-    return _get_section("debug")
-
-
-def set_runtime_options(**opts: Any) -> None:
-    """PyPTO's runtime options (``run_mode``, ``stitch_function_max_num``, ...): checked and stored."""
-    _set_section("runtime", "set_runtime_options", opts)
-
-
-def get_runtime_options() -> dict[str, Any]:
-    return _get_section("runtime")
-
-
-def set_operation_options(**opts: Any) -> None:
-    """PyPTO's operation options (``combine_axis``): stored."""
-    _set_section("operation", "set_operation_options", opts)
-
-
-def get_operation_options() -> dict[str, Any]:
-    return _get_section("operation")
+set_host_options, get_host_options = _section_functions(
+    "host", "PyPTO's host options (``compile_stage``, ``compile_monitor_enable``, ``compile_timeout``, ...): stored "
+            "and returned by ``get_host_options``; they steer NPU compilation and change nothing here.")
+set_codegen_options, get_codegen_options = _section_functions(
+    "codegen", "PyPTO's codegen options (``support_dynamic_aligned``, ``soc_version``, ...): stored.")
+set_verify_options, get_verify_options = _section_functions(
+    "verify", "PyPTO's verify options: ``enable_pass_verify`` runs the IR verifier after every pass of functions "
+              "compiled afterwards and compares golden data (``pypto.set_verify_golden_data``); the others are "
+              "stored (``pass_verify_error_tol`` is the golden comparison's atol and rtol).")
+set_debug_options, get_debug_options = _section_functions(
+    "debug", "PyPTO's debug options: ``compile_debug_mode=1`` writes every pass's graph of each function compiled "
+             "afterwards to ``./output/<function>_<pid>_<time>/pass_graphs/``, ``dump_pass_graph=[...]`` the named "
+             "passes' graphs; ``runtime_debug_mode`` is stored.")
+set_runtime_options, get_runtime_options = _section_functions(
+    "runtime", "PyPTO's runtime options (``run_mode``, ``stitch_function_max_num``, ...): checked and stored.")
+set_operation_options, get_operation_options = _section_functions(
+    "operation", "PyPTO's operation options (``combine_axis``): stored.")
 
 
 def set_options(codegen_options=None, host_options=None, pass_options=None, runtime_options=None,
