@@ -123,8 +123,11 @@ TensorGraph GatherScatterGraph() {
   int src = b.add_param("src", {Expr(8), Expr(4)}, DataType::FP32);
   int g = b.add_gather(x, 1, idx, {4, 4}, TestLoc(2));
   int o = b.add_full({Expr(8), Expr(16)}, Operand::scalar(0, true), DataType::FP32, {}, {4, 16}, TestLoc(3));
-  b.add_scatter(o, 1, idx, src, {4, 4}, TestLoc(4));
-  b.set_outputs({g, o});
+  b.add_scatter(o, 1, idx, src, ScatterReduce::None, {4, 4}, TestLoc(4));
+  int acc = b.add_full({Expr(8), Expr(16)}, Operand::scalar(1, true), DataType::FP32, {}, {4, 16}, TestLoc(5));
+  b.add_scatter(acc, 1, idx, src, ScatterReduce::Add, {4, 4}, TestLoc(6));
+  b.add_scatter(acc, 1, idx, src, ScatterReduce::Multiply, {4, 4}, TestLoc(7));
+  b.set_outputs({g, o, acc});
   return b.finish();
 }
 
@@ -860,6 +863,22 @@ TEST(PtoParserTest, MutationFuzzOnlyParsesOrRaisesPtoSyntaxError) {
   EXPECT_GT(parsed, 100);   // some mutations keep the text valid (e.g. in comments)
   EXPECT_GT(rejected, 1000);
   std::printf("fuzz: %d parsed, %d rejected in %.2f s\n", parsed, rejected, seconds);
+}
+
+TEST(PtoParserTest, ScatterReduceIsPrintedAndParsed) {
+  const std::string text = Pto(GatherScatterGraph());
+  EXPECT_NE(text.find(" reduce=add"), std::string::npos) << text;
+  EXPECT_NE(text.find(" reduce=mul"), std::string::npos) << text;
+  const ExecutionGraph g = parse_pto(text);
+  int reduced = 0;
+  for (const auto& f : g.functions)
+    for (const Instr* in : testing::InstrsOf(f.body))
+      if (in->op == Opcode::TSCATTER && in->reduce != ScatterReduce::None) ++reduced;
+  EXPECT_EQ(reduced, 2);
+  const size_t at = text.find(" reduce=add");
+  std::string bad = text;
+  bad.replace(at, 11, " reduce=$max");
+  ExpectSyntaxError(bad, "reduce= takes add or mul, found 'max'", "unknown reduction");
 }
 
 }  // namespace

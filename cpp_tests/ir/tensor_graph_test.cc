@@ -87,6 +87,16 @@ TEST(TensorGraphBuilderTest, DynamicDimAgainstAStaticSizeIsAssumedEqualAndRecord
   EXPECT_EQ(b.dim_checks().size(), 1u);
 }
 
+TEST(TensorGraphBuilderTest, DimsThatDependOnALoopIndexAreNotAssumedEqual) {
+  TensorGraphBuilder b("f");
+  b.add_dyn_dim("M");
+  int x = b.add_param("x", {Expr::var("M"), Expr(8)}, DataType::FP32);
+  int y = b.add_param("y", {Expr::var("M") - Expr::var("i"), Expr(8)}, DataType::FP32);  // i: no dynamic dim
+  std::string msg = MessageOf<UserError>([&] { b.add_binary(TensorOpKind::Sub, x, y, {8, 8}, TestLoc()); });
+  EXPECT_NE(msg.find("do not broadcast: dim 0 is M versus (M - i)"), std::string::npos) << msg;
+  EXPECT_TRUE(b.dim_checks().empty());
+}
+
 TEST(TensorGraphBuilderTest, NonBroadcastableShapesNameOpLocationAndBothShapes) {
   TensorGraphBuilder b("f");
   int x = b.add_param("x", {Expr(64), Expr(100)}, DataType::FP32);
@@ -101,6 +111,8 @@ TEST(TensorGraphBuilderTest, NonBroadcastableShapesNameOpLocationAndBothShapes) 
 
 TEST(TensorGraphBuilderTest, DistinctSymbolicDimsAreCheckedEqualAtEachCall) {
   TensorGraphBuilder b("f");
+  b.add_dyn_dim("M");
+  b.add_dyn_dim("N");
   int x = b.add_param("x", {Expr::var("M"), Expr(8)}, DataType::FP32);
   int y = b.add_param("y", {Expr::var("N"), Expr(8)}, DataType::FP32);
   EXPECT_EQ(Shape(b, b.add_binary(TensorOpKind::Sub, x, y, {8, 8}, TestLoc())), "[M, 8]");

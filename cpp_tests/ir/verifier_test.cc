@@ -456,7 +456,7 @@ TEST(VerifierTest, TensorScatterMustWriteItsTarget) {
   int i = b.add_param("i", {Expr(4), Expr(2)}, DataType::INT64);
   int s = b.add_param("s", {Expr(4), Expr(2)}, DataType::FP32);
   int o = b.add_full({Expr(4), Expr(4)}, Operand::scalar(0, true), DataType::FP32, {}, {4, 4}, testing::TestLoc());
-  b.add_scatter(o, 1, i, s, {4, 2}, testing::TestLoc());
+  b.add_scatter(o, 1, i, s, ScatterReduce::Add, {4, 2}, testing::TestLoc());
   b.set_outputs({o});
   TensorGraph g = b.finish();
   (void)x;

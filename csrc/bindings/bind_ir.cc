@@ -249,8 +249,10 @@ void bind_ir(py::module_& m) {
            [](TensorGraphBuilder& b, int x, int dim, int index, const std::vector<int64_t>& tile,
               const std::string& file, int line) { return b.add_gather(x, dim, index, tile, loc(file, line)); })
       .def("add_scatter",
-           [](TensorGraphBuilder& b, int target, int dim, int index, int src, const std::vector<int64_t>& tile,
-              const std::string& file, int line) { return b.add_scatter(target, dim, index, src, tile, loc(file, line)); })
+           [](TensorGraphBuilder& b, int target, int dim, int index, int src, const std::string& reduce,
+              const std::vector<int64_t>& tile, const std::string& file, int line) {
+             return b.add_scatter(target, dim, index, src, scatter_reduce_by_name(reduce), tile, loc(file, line));
+           })
       .def("begin_loop",
            [](TensorGraphBuilder& b, const std::string& var, const Dim& start, const Dim& stop, const Dim& step,
               const std::string& file, int line) {

@@ -704,10 +704,11 @@ class KernelEmitter {
       case OpForm::Scatter: {
         const TileDecl& t = tile(in.srcs[0]);
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
-        o += fmt::format("{}  if (int32_t bad = pto::tscatter({}, {}, valid, {}, {}_shape, {}, {}, {}, {}[{}], \"@{}: {}\")) "
-                         "return bad; }}\n",
-                         pad, address(in), mem_stride_.at(in.memref), t.shape.size(), tn(t), tn(t), tn(tile(in.srcs[1])),
-                         in.axis, mem_extent_.at(in.memref), in.axis, f_.name, access_text(in, f_.tiles, memrefs_));
+        o += fmt::format("{}  if (int32_t bad = pto::tscatter<{}>({}, {}, valid, {}, {}_shape, {}, {}, {}, {}[{}], "
+                         "\"@{}: {}\")) return bad; }}\n",
+                         pad, static_cast<int>(in.reduce), address(in), mem_stride_.at(in.memref), t.shape.size(), tn(t),
+                         tn(t), tn(tile(in.srcs[1])), in.axis, mem_extent_.at(in.memref), in.axis, f_.name,
+                         access_text(in, f_.tiles, memrefs_));
         return;
       }
       case OpForm::Matmul:

@@ -165,3 +165,23 @@ const char* result_type_name(ResultType r) {
 }
 
 }  // namespace pypto
+
+namespace pypto {
+
+ScatterReduce scatter_reduce_by_name(const std::string& name) {
+  if (name.empty() || name == "none") return ScatterReduce::None;
+  if (name == "add") return ScatterReduce::Add;
+  if (name == "multiply") return ScatterReduce::Multiply;
+  throw UserError(fmt::format("pypto.scatter: reduce must be None, 'add' or 'multiply', found '{}'", name));
+}
+
+const char* scatter_reduce_name(ScatterReduce r) {
+  switch (r) {
+    case ScatterReduce::Add: return "add";
+    case ScatterReduce::Multiply: return "mul";
+    case ScatterReduce::None: break;
+  }
+  return "";
+}
+
+}  // namespace pypto

@@ -80,6 +80,13 @@ enum class TensorOpKind {
 /// Broad classes of ops, which decide how an op is tiled.
 enum class OpClass { Unary, Binary, Where, Cast, Reduce, View, Assemble, Create, Matmul, Gather, Scatter, Attention };
 
+/// How scatter combines a value with the one already at its position (PyPTO's `reduce=`).
+enum class ScatterReduce { None = 0, Add = 1, Multiply = 2 };
+/// "add" / "multiply" (the .pto spelling of Multiply is "mul"); UserError for another name.
+ScatterReduce scatter_reduce_by_name(const std::string& name);
+/// The .pto spelling: "add", "mul" ("" for None).
+const char* scatter_reduce_name(ScatterReduce r);
+
 /// How an op decides its result dtype.
 enum class ResultType {
   Same,   ///< the (promoted) operand type

@@ -886,11 +886,18 @@ class Parser {
 
   /// ` axis=N`, ` to=dtype`, ` valid [...]`, ` l0 [m, k, n]` in any order, each at most once.
   void attributes(Line& L, Instr& in, bool allow_to) {
-    bool axis = false, to = false, valid = false, l0 = false;
+    bool axis = false, to = false, valid = false, l0 = false, reduce = false;
     for (;;) {
       L.skip_ws();
       size_t at = L.pos();
-      if (L.starts_with("axis=")) {
+      if (in.op == Opcode::TSCATTER && L.starts_with("reduce=")) {
+        if (reduce) L.fail(at, "reduce= given twice");
+        reduce = true;
+        L.advance(7);
+        const std::string word = L.ident();
+        if (word != "add" && word != "mul") L.fail(at + 7, fmt::format("reduce= takes add or mul, found '{}'", word));
+        in.reduce = scatter_reduce_by_name(word == "mul" ? "multiply" : word);
+      } else if (L.starts_with("axis=")) {
         if (axis) L.fail(at, "axis= given twice");
         axis = true;
         L.advance(5);

@@ -64,6 +64,7 @@ struct Instr {
   /// TMATMUL*: the L0 cube tile (m, k, n) that blocks the product inside the tile; empty: the whole
   /// tile is one block. Printed as ` l0 [m, k, n]`.
   std::vector<int64_t> l0;
+  ScatterReduce reduce = ScatterReduce::None;  ///< TSCATTER: how a value meets the one it lands on
 };
 
 /// Tile sources an instruction reads (its opcode's arity less a constant operand).

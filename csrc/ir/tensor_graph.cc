@@ -168,7 +168,7 @@ int TensorGraphBuilder::add_elementwise(TensorOpKind kind, const std::vector<Ope
         std::string shapes;
         for (const Operand& x : operands)
           if (x.is_tensor()) shapes += (shapes.empty() ? "" : " and ") + shape_str(g_.values[x.value].shape);
-        if (ca && cb)
+        if ((ca && cb) || !checkable_per_call(da) || !checkable_per_call(db))
           throw UserError(where(info.name, loc) + fmt::format("shapes {} do not broadcast: dim {} is {} versus {}",
                                                               shapes, i, da.str(), db.str()));
         // A dynamic dim against another size: they must be equal, which each call checks.
@@ -386,6 +386,14 @@ int TensorGraphBuilder::add_assemble(int src, int target, const std::vector<int6
                                                          shape_str(s.shape), shape_str(t.shape)));
   for (size_t d = 0; d < s.shape.size(); ++d) {
     auto a = s.shape[d].as_const(), b = t.shape[d].as_const();
+    if (!(a && b) && !s.shape[d].equals(t.shape[d]) && checkable_per_call(s.shape[d]) && checkable_per_call(t.shape[d])) {
+      // Sizes given by dynamic dims: each call checks that they agree.
+      dim_checks_.push_back({s.shape[d], t.shape[d],
+                             where("assemble", loc) + fmt::format("source of shape {} and destination region {} must agree "
+                                                                  "in dim {} ({} versus {})", shape_str(s.shape),
+                                                                  shape_str(t.shape), d, s.shape[d].str(), t.shape[d].str())});
+      continue;
+    }
     if ((a && b && *a != *b) || (!(a && b) && !s.shape[d].equals(t.shape[d])))
       throw UserError(where("assemble", loc) + fmt::format("source of shape {} does not match the destination region {}",
                                                            shape_str(s.shape), shape_str(t.shape)));
@@ -529,8 +537,8 @@ int TensorGraphBuilder::add_gather(int x, int dim, int index, const std::vector<
   return id;
 }
 
-int TensorGraphBuilder::add_scatter(int target, int dim, int index, int src, const std::vector<int64_t>& tile,
-                                    const SourceLoc& loc) {
+int TensorGraphBuilder::add_scatter(int target, int dim, int index, int src, ScatterReduce reduce,
+                                    const std::vector<int64_t>& tile, const SourceLoc& loc) {
   check_value(target, "scatter", loc);
   check_value(index, "scatter", loc);
   check_value(src, "scatter", loc);
@@ -543,14 +551,21 @@ int TensorGraphBuilder::add_scatter(int target, int dim, int index, int src, con
                                                         shape_str(i.shape)));
   for (size_t d = 0; d < sv.shape.size(); ++d) {
     auto a = sv.shape[d].as_const(), b = i.shape[d].as_const();
-    if ((a && b && *a != *b) || (!(a && b) && !sv.shape[d].equals(i.shape[d])))
+    if ((a && b && *a != *b) ||
+        (!(a && b) && !sv.shape[d].equals(i.shape[d]) && !(checkable_per_call(sv.shape[d]) && checkable_per_call(i.shape[d]))))
       throw UserError(where("scatter", loc) + fmt::format("src of shape {} must have the shape of index {}",
                                                           shape_str(sv.shape), shape_str(i.shape)));
+    if (!(a && b) && !sv.shape[d].equals(i.shape[d]))  // a dynamic dim: each call checks
+      dim_checks_.push_back({sv.shape[d], i.shape[d],
+                             where("scatter", loc) + fmt::format("src of shape {} and index of shape {} must agree in dim {} "
+                                                                 "({} versus {})", shape_str(sv.shape), shape_str(i.shape),
+                                                                 d, sv.shape[d].str(), i.shape[d].str())});
   }
   const std::vector<int64_t> fitted = fit_tile("scatter", tile, i.shape.size(), loc);
   TensorOp op{TensorOpKind::Scatter, {index, src, target}, target, dim, false, fitted, loc};
   op.operands = {Operand::tensor(index), Operand::tensor(src), Operand::tensor(target)};
   op.compute = compute_dtype(t.dtype);
+  op.reduce = reduce;
   op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return target;
@@ -589,6 +604,22 @@ void TensorGraphBuilder::begin_loop(const std::string& var, const Expr& start, c
 void TensorGraphBuilder::end_loop() {
   if (open_.empty() || g_.regions[open_.back()].kind != Region::Kind::Loop) throw InternalError("end_loop without a loop");
   open_.pop_back();
+}
+
+bool TensorGraphBuilder::checkable_per_call(const Expr& e) const {
+  // Only constants and the function's dynamic dims: a call knows their values before it runs.
+  struct Unknown {};
+  try {
+    e.eval([&](const std::string& name) -> int64_t {
+      if (std::find(g_.dyn_dims.begin(), g_.dyn_dims.end(), name) == g_.dyn_dims.end()) throw Unknown{};
+      return 1;
+    });
+  } catch (const Unknown&) {
+    return false;
+  } catch (const std::exception&) {
+    return true;  // e.g. a division by the placeholder value: the names are all dims
+  }
+  return true;
 }
 
 void TensorGraphBuilder::begin_if(const Expr& cond, const SourceLoc&) {

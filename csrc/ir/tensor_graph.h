@@ -77,6 +77,7 @@ struct TensorOp {
                                   ///< Attention: query rows, head dim, key block (the score tile is m x n)
   std::vector<int64_t> cube_tile_l0;
   double scale = 1.0;             ///< Attention: the factor applied to q @ kt
+  ScatterReduce reduce = ScatterReduce::None;  ///< Scatter: replace, add or multiply
   std::string tile_note;          ///< why a Tensor-level pass changed tile_shape (shown on the op's tile nest)
 };
 
@@ -162,7 +163,8 @@ class TensorGraphBuilder {
   /// out = x gathered along `dim` at `index` (an integer tensor of x's rank).
   int add_gather(int x, int dim, int index, const std::vector<int64_t>& tile, const SourceLoc& loc);
   /// Writes `src` into `target` along `dim` at `index`; returns `target`.
-  int add_scatter(int target, int dim, int index, int src, const std::vector<int64_t>& tile, const SourceLoc& loc);
+  int add_scatter(int target, int dim, int index, int src, ScatterReduce reduce, const std::vector<int64_t>& tile,
+                  const SourceLoc& loc);
   /// Opens a loop region: ops added until end_loop run once per index value.
   void begin_loop(const std::string& var, const Expr& start, const Expr& stop, const Expr& step, const SourceLoc& loc);
   void end_loop();
@@ -193,6 +195,8 @@ class TensorGraphBuilder {
   TensorGraph g_;
   std::vector<int> open_;  ///< open regions, innermost last
   std::vector<DimCheck> dim_checks_;
+  /// True when `e` uses only constants and the function's dynamic dims (no loop index).
+  bool checkable_per_call(const Expr& e) const;
 };
 
 /// Formats a shape as "[64, 1024]".

@@ -512,14 +512,16 @@ def gather(x, dim: int, index) -> Tensor:
 
 
 @_documented
-def scatter(x, dim: int, index, src) -> Tensor:
+def scatter(x, dim: int, index, src, *, reduce: str | None = None) -> Tensor:
     ctx = _ctx("scatter")
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise UserTypeError(f"pypto.scatter: dim must be an int, found {dim!r}")
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise UserError(f"pypto.scatter: reduce must be None, 'add' or 'multiply', found {reduce!r}")
     if not isinstance(src, Tensor):
         src = full(list(index.shape), src, x.dtype)
     out = _materialize(x)
     file, line = user_location()
     ctx.builder.add_scatter(out._id, dim, _tensor("scatter", index, ctx, "index"), _tensor("scatter", src, ctx, "src"),
-                            _tile(ctx), file, line)
+                            reduce or "", _tile(ctx), file, line)
     return out

@@ -58,12 +58,17 @@ inline int32_t tgather(T* __restrict dst, int rank, const int64_t* tshape, const
                           [&](int64_t i, int64_t at) { dst[i] = cvt<T>(src[at]); });
 }
 
-/// TSCATTER: dst[box position of i, with idx[i] on `axis`] = val[i].
-template <typename T, typename S, typename I>
+/// TSCATTER: dst[box position of i, with idx[i] on `axis`] = val[i] (REDUCE 0), or the value there
+/// plus (1) or times (2) val[i], computed in the tile's type. Elements are visited in order, so
+/// duplicate indices accumulate deterministically.
+template <int REDUCE, typename T, typename S, typename I>
 inline int32_t tscatter(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
                         const I* __restrict idx, const T* __restrict val, int axis, int64_t extent, const char* where) {
-  return for_each_indexed(rank, tshape, valid, stride, idx, axis, extent, where,
-                          [&](int64_t i, int64_t at) { dst[at] = cvt<S>(val[i]); });
+  return for_each_indexed(rank, tshape, valid, stride, idx, axis, extent, where, [&](int64_t i, int64_t at) {
+    if constexpr (REDUCE == 1) dst[at] = cvt<S>(static_cast<T>(cvt<T>(dst[at]) + val[i]));
+    else if constexpr (REDUCE == 2) dst[at] = cvt<S>(static_cast<T>(cvt<T>(dst[at]) * val[i]));
+    else dst[at] = cvt<S>(val[i]);
+  });
 }
 
 /// TEXPAND: broadcasts `src` (shape `sshape`, size-1 dims stretch) to `dshape`.

@@ -18,6 +18,7 @@ std::vector<Stmt> Expander::indexed(const TensorOp& op, int idx) {
   Instr in{gather ? Opcode::TGATHER : Opcode::TSCATTER};
   in.memref = data;
   in.axis = op.dim;
+  in.reduce = op.reduce;
   in.valid = s.valid;
   for (size_t d = 0; d < s.shape.size(); ++d) in.offsets.push_back(static_cast<int>(d) == op.dim ? Expr(0) : s.offset[d]);
   if (gather) {

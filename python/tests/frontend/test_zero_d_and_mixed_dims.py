@@ -92,3 +92,19 @@ def test_two_different_dynamic_dims_are_checked_equal():
     with pytest.raises(ValueError, match=r"shapes \[a_0, 8\] and \[b_0, 8\] must agree in dim 0 \(a_0 versus b_0\), "
                                          r"but this call has a_0 = 3, b_0 = 4: 3 versus 4"):
         f(torch.randn(3, 8), torch.randn(4, 8))
+
+
+def test_writing_into_a_region_of_other_dynamic_dims_is_checked_per_call():
+    @pypto.jit
+    def f(x: pypto.Tensor([pypto.DYNAMIC, pypto.DYNAMIC], pypto.DT_FP32),
+          y: pypto.Tensor([pypto.DYNAMIC, pypto.DYNAMIC], pypto.DT_FP16)):
+        pypto.set_vec_tile_shapes(8, 16)
+        y[:] = pypto.cast(x, pypto.DT_FP16)
+
+    x, y = torch.randn(5, 20), torch.zeros(5, 20, dtype=torch.float16)
+    f(x, y)
+    torch.testing.assert_close(y, x.half())
+    with pytest.raises(ValueError, match=r"pypto.assemble at .*: source of shape \[x_0, x_1\] and destination region "
+                                         r"\[y_0, y_1\] must agree in dim 1 \(x_1 versus y_1\), but this call has "
+                                         r"x_1 = 20, y_1 = 21: 20 versus 21"):
+        f(x, torch.zeros(5, 21, dtype=torch.float16))
