@@ -63,6 +63,7 @@ from pypto.options import (
     set_verify_options,
 )
 from pypto import experimental
+from pypto.element import Element, element
 from pypto.golden import VerifyWarning, set_verify_golden_data
 from pypto.frontend.function_block import from_torch, function, get_current_function, get_last_function
 from pypto.log import (
@@ -96,7 +97,7 @@ __all__ = [
     "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "DYN", "STATIC", "StatusType",
     "SymbolicScalar", "symbolic_scalar", "SymInt", "to_sym", "to_syms", "CubeTile", "tensor",
-    "gather", "scatter", "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "experimental", "VerifyWarning", "set_verify_golden_data", "from_torch", "function", "get_current_function", "get_last_function", "LogLevel", "check", "get_log_level", "internal_check", "log_debug", "log_error", "log_event", "log_fatal", "log_info", "log_warn", "raise_error", "set_log_level", "PassConfigKey", "PassConfigs", "get_pass_config", "get_pass_configs", "get_pass_default_config", "set_pass_config", "set_pass_default_config", "get_pass_options", "set_host_options", "get_host_options", "set_codegen_options", "get_codegen_options", "set_verify_options", "get_verify_options", "set_debug_options", "get_debug_options", "set_runtime_options", "get_runtime_options", "set_options", "reset_options", "set_print_options", "set_global_config", "get_global_config", "get_options_tree", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "CastMode", "SaturationMode", "PrecisionType", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
+    "gather", "scatter", "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "experimental", "Element", "element", "VerifyWarning", "set_verify_golden_data", "from_torch", "function", "get_current_function", "get_last_function", "LogLevel", "check", "get_log_level", "internal_check", "log_debug", "log_error", "log_event", "log_fatal", "log_info", "log_warn", "raise_error", "set_log_level", "PassConfigKey", "PassConfigs", "get_pass_config", "get_pass_configs", "get_pass_default_config", "set_pass_config", "set_pass_default_config", "get_pass_options", "set_host_options", "get_host_options", "set_codegen_options", "get_codegen_options", "set_verify_options", "get_verify_options", "set_debug_options", "get_debug_options", "set_runtime_options", "get_runtime_options", "set_options", "reset_options", "set_print_options", "set_global_config", "get_global_config", "get_options_tree", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "CastMode", "SaturationMode", "PrecisionType", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
     "PyptoError", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "TracingError", "PtoSyntaxError",

@@ -137,7 +137,6 @@ ISSUE_21 = "missing: an op of the op families issue"
 ISSUE_21_ENUM = "missing: an enum of ops of the op families issue"
 SUB_BYTE = "missing: sub-byte storage dtypes (INT4, FP4, HiFloat4) are not supported yet"
 GOLDEN = "missing: printing or saving a tensor from inside a kernel while it runs"
-ELEMENT = "missing: typed scalar constants (Python numbers are the constants here)"
 INTERNAL = "missing: access to PyPTO's C++ tensor object"
 NOTES: dict[str, str] = {
     # device, runtime and toolchain facilities of the NPU
@@ -165,7 +164,7 @@ NOTES: dict[str, str] = {
     "verify": "missing: PyPTO's verify(func, inputs, outputs, goldens) driver of its simulated check (golden data "
               "is compared with pypto.set_verify_golden_data and enable_pass_verify)",
     "pass_verify_print": GOLDEN, "pass_verify_save": GOLDEN,
-    "Element": ELEMENT, "element": ELEMENT, "convert_to_element": ELEMENT,
+    "convert_to_element": "missing: PyPTO's helper that makes an Element from a number (pypto.Element does)",
     "Function": "missing: the class of PyPTO's recorded functions (pypto.function blocks and Compiled play its part)",
     "FeError": "missing: PyPTO's frontend error wrapper (errors here are pypto.PyptoError subclasses of the builtin "
                "exceptions)",

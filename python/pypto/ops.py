@@ -11,6 +11,7 @@ import numbers
 
 from pypto import _op_table
 from pypto._dtypes import DataType
+from pypto.element import Element
 from pypto.enums import CastMode, SaturationMode
 from pypto.errors import NotSupportedError, TracingError, UserError, UserTypeError
 from pypto.frontend.config import current_trace, user_location
@@ -40,6 +41,8 @@ def _tensor(op: str, x, ctx, pos: str) -> int:
 
 def _operand(op: str, x, ctx, pos: str) -> tuple:
     """The builder's encoding of a tensor or constant operand."""
+    if isinstance(x, Element):
+        x = x.value
     if isinstance(x, (Tensor, Diverged)):
         return ("t", _tensor(op, x, ctx, pos))
     if isinstance(x, SymExpr):
@@ -191,6 +194,7 @@ add, sub, mul, div, pow, exp, tanh, rsqrt = (  # noqa: A001 - pow is PyPTO's nam
 
 @_documented
 def where(cond, a, b) -> Tensor:
+    a, b = (v.value if isinstance(v, Element) else v for v in (a, b))
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         # Two constants: materialise one of them by broadcasting against the condition.
         if not isinstance(cond, Tensor):

@@ -120,3 +120,16 @@ def test_precision_type_and_view_dtype():
     with pytest.raises(NotImplementedError, match=r"pypto.view: dtype=DT_INT32 \(reading DT_FP32 data as another "
                                                   r"dtype\) is not supported yet"):
         _jit(lambda x: pypto.view(x, [4, 8], [0, 0], dtype=pypto.DT_INT32), (4, 8))(x)
+
+
+def test_element_constants():
+    e = pypto.element(pypto.DT_FP32, 2)
+    assert e.value == 2.0 and isinstance(e.value, float) and e.dtype == pypto.DT_FP32
+    assert pypto.Element(pypto.DT_INT32, 3.7).value == 3 and repr(e) == "pypto.Element(DT_FP32, 2.0)"
+    x = torch.randn(4, 8)
+    got = _jit(lambda x: pypto.where(x > pypto.Element(pypto.DT_FP32, 0.0), pypto.mul(x, e),
+                                     pypto.Element(pypto.DT_FP32, -1.0)) + pypto.full([4, 8], e, pypto.DT_FP32),
+               (4, 8))(x)
+    torch.testing.assert_close(got, torch.where(x > 0, x * 2, -1.0) + 2)
+    with pytest.raises(TypeError, match=r"pypto.Element: the value must be a Python number, found str"):
+        pypto.Element(pypto.DT_FP32, "1")
