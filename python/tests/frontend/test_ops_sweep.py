@@ -260,7 +260,7 @@ def test_reductions(dtype, shape, dim, keepdim):
     @pypto.jit
     def f(x: pypto.Tensor(shape, PT[dtype])):
         pypto.set_vec_tile_shapes(*tile_for(shape))
-        return tuple(getattr(pypto, n)(x, dim, keepdim) for n in names)
+        return tuple(getattr(pypto, n)(x, dim, keepdim=keepdim) for n in names)
 
     x = rand(shape, dtype, lo=0.5, hi=1.5) if dtype.is_floating_point else rand(shape, dtype)
     if not dtype.is_floating_point:
