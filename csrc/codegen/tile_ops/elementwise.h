@@ -37,6 +37,74 @@ struct OpPow {
     }
   }
 };
+// Division-like ops as torch computes them. Integers: the quotient rounds as named, a divisor of 0
+// gives 0 and a divisor of -1 never overflows (the result wraps as negation does).
+struct OpFloorDiv {
+  template <typename T>
+  static T f(T a, T b) {
+    if constexpr (std::is_integral<T>::value) {
+      if (b == T(0)) return T(0);
+      if constexpr (std::is_signed<T>::value) {
+        if (b == T(-1)) return T(T(0) - a);
+        const T q = a / b;
+        return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
+      } else {
+        return a / b;
+      }
+    } else {
+      if (b == T(0)) return a / b;
+      const T mod = std::fmod(a, b);
+      T div = (a - mod) / b;
+      if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+      if (div == T(0)) return std::copysign(T(0), a / b);
+      T fl = std::floor(div);
+      if (div - fl > T(0.5)) fl += T(1);
+      return fl;
+    }
+  }
+};
+struct OpCeilDiv {
+  template <typename T>
+  static T f(T a, T b) {
+    if constexpr (std::is_integral<T>::value) {
+      if (b == T(0)) return T(0);
+      if constexpr (std::is_signed<T>::value) {
+        if (b == T(-1)) return T(T(0) - a);
+        const T q = a / b;
+        return (a % b != 0 && ((a < 0) == (b < 0))) ? T(q + 1) : q;
+      } else {
+        return T(a / b + (a % b != 0));
+      }
+    } else {
+      return std::ceil(a / b);
+    }
+  }
+};
+struct OpFmod {
+  template <typename T>
+  static T f(T a, T b) {
+    if constexpr (std::is_integral<T>::value) {
+      if (b == T(0)) return T(0);
+      if constexpr (std::is_signed<T>::value) {
+        if (b == T(-1)) return T(0);
+      }
+      return a % b;
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+struct OpRem {
+  template <typename T>
+  static T f(T a, T b) {
+    const T r = OpFmod::f(a, b);
+    if constexpr (std::is_unsigned<T>::value) {
+      return r;
+    } else {
+      return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? T(r + b) : r;
+    }
+  }
+};
 struct OpGt { template <typename T> static bool f(T a, T b) { return a > b; } };
 struct OpGe { template <typename T> static bool f(T a, T b) { return a >= b; } };
 struct OpLt { template <typename T> static bool f(T a, T b) { return a < b; } };
