@@ -421,6 +421,23 @@ const std::string kBase =
 
 TEST(PtoParserTest, TheBaseOfTheErrorCasesIsValid) { ExpectRoundTrip(kBase); }
 
+// view(x, dtype=) becomes a reshape memref of another element type (a bitcast of the same bytes).
+TEST(PtoParserTest, AReshapeMayReadItsBaseAsAnotherType) {
+  std::string text = kBase;
+  text.replace(text.find("  FOR %g0"), 0, "  %v = reshape %x : !pto.memref<gm,16x16,f16>\n");
+  ExecutionGraph g = parse_pto(text);
+  bool found = false;
+  for (const MemRef& m : g.memrefs) {
+    if (m.name != "v") continue;
+    found = true;
+    EXPECT_EQ(m.dtype, DataType::FP16);
+    ASSERT_TRUE(m.view.has_value());
+    EXPECT_TRUE(m.view->reshape);
+    EXPECT_EQ(g.memrefs[m.view->base].dtype, DataType::FP32);
+  }
+  EXPECT_TRUE(found);
+}
+
 // The comment form of the module line, function kinds, buffer bytes, fused lists and parallel notes
 // (deprecated, docs/pto.md) reads as the same program.
 const std::string kBaseCommentForm =
@@ -587,7 +604,8 @@ TEST(PtoParserTest, MalformedInputsReportLineAndColumn) {
        "unknown memref %q"},
       {"view dim out of range", "  FOR %g0", "  %v = view %x[0, 0] dims $[0, 2] steps [1, 1] : !pto.memref<gm,8x8,f32>\n  FOR %g0",
        "base dim 2 is not a dim of %x"},
-      {"view dtype", "  FOR %g0", "  %v = reshape %x : $!pto.memref<gm,128,f16>\n  FOR %g0", "its base %x is f32"},
+      {"view dtype", "  FOR %g0", "  %v = view %x[0, 0] dims [0, 1] steps [1, 1] : $!pto.memref<gm,8x8,f16>\n  FOR %g0",
+       "its base %x is f32"},
       {"control character", tadds, "%t1 = tadds %t0, 1 $\x01: !pto.tile<8x8xf32>", "expected ':' and the result type, found '\\x01'"},
       {"statement outside a function", "\norchestration func", "\n$tload\norchestration func",
        "expected 'module', 'func', 'incore func', 'orchestration func' or a comment"},

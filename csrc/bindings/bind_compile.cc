@@ -126,7 +126,7 @@ std::vector<pypto_tensor> make_tensors(const std::vector<TensorSpec>& specs) {
 
 void check_status(const CompiledProgram& p, int32_t rc) {
   if (rc == PYPTO_STATUS_RESHAPE)
-    throw UserError(fmt::format("'{}': pypto.reshape of a tensor that is not contiguous in memory", p.ir.tensor.name));
+    throw UserError(fmt::format("'{}': pypto.reshape (or a view with another dtype) of a tensor that is not contiguous in memory", p.ir.tensor.name));
   if (rc == PYPTO_STATUS_REGION || rc == PYPTO_STATUS_ZERO)
     throw UserError(fmt::format("'{}': {}", p.ir.execution.name, p.error_message()));
   if (rc != 0) throw runtime::TaskError(fmt::format("orchestration of '{}' failed with status {}", p.ir.tensor.name, rc));

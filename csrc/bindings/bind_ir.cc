@@ -225,6 +225,10 @@ void bind_ir(py::module_& m) {
            [](TensorGraphBuilder& b, int base, const std::vector<Dim>& shape, const std::string& file, int line) {
              return b.add_reshape(base, to_shape(shape), loc(file, line));
            })
+      .def("add_bitcast",
+           [](TensorGraphBuilder& b, int base, DataType dt, const std::string& file, int line) {
+             return b.add_bitcast(base, dt, loc(file, line));
+           })
       .def("add_assemble",
            [](TensorGraphBuilder& b, int src, int target, const std::vector<int64_t>& tile, const std::string& file,
               int line) { return b.add_assemble(src, target, tile, loc(file, line)); })

@@ -132,11 +132,11 @@ class OrchestrationEmitter {
     o += fmt::format("{}const int64_t m{}_shape[] = {{{}}};\n", pad, id, cexprs(m.shape));
     if (v.reshape) {
       o += fmt::format("{}int m{}_ok = 1;\n", pad, id);
-      o += fmt::format("{}const pypto_tensor m{} = pto::make_reshape(m{}, {}, m{}_shape, &m{}_ok);  // %{}\n", pad, id,
-                       v.base, m.shape.size(), id, id, m.name);
+      o += fmt::format("{}const pypto_tensor m{} = pto::make_reshape(m{}, {}, m{}_shape, {}, &m{}_ok);  // %{}\n", pad, id,
+                       v.base, m.shape.size(), id, dtype_size(m.dtype), id, m.name);
       o += fmt::format("{}if (!m{}_ok) return PYPTO_STATUS_RESHAPE;\n", pad, id);
-      o += fmt::format("{}if (int32_t bad = pto::check_reshape(m{}, {}, m{}_shape, \"reshape %{} of %{}\")) return bad;\n",
-                       pad, v.base, m.shape.size(), id, m.name, g_.memrefs[v.base].name);
+      o += fmt::format("{}if (int32_t bad = pto::check_reshape(m{}, {}, m{}_shape, {}, \"reshape %{} of %{}\")) return bad;\n",
+                       pad, v.base, m.shape.size(), id, dtype_size(m.dtype), m.name, g_.memrefs[v.base].name);
       return;
     }
     std::vector<std::string> map, steps;

@@ -833,7 +833,7 @@ class Parser {
     size_t type_at = L.pos();
     MemrefType t = L.memref_type(false);
     if (t.local) L.fail(type_at, fmt::format("view %{} must be in gm, not local memory", name));
-    if (t.dtype != base_dt)
+    if (t.dtype != base_dt && !reshape)  // a reshape may read the bytes as another type (a bitcast)
       L.fail(type_at, fmt::format("view %{} is {}, its base %{} is {}", name, dtype_pto_name(t.dtype), base,
                                   dtype_pto_name(base_dt)));
     if (!reshape && t.shape.size() != v.map.size())

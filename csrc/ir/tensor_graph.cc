@@ -363,15 +363,47 @@ int TensorGraphBuilder::add_reshape(int base, const std::vector<Expr>& shape, co
   for (size_t d = 0; d < b.shape.size(); ++d)
     if (!b.valid[d].equals(b.shape[d]))
       throw NotSupportedError(where("reshape", loc) + "reshaping a tensor with a tail (valid shape) is not supported yet");
-  DataType dt = b.dtype;  // new_value may move the values vector
-  int id = new_value(shape, dt);
+  return add_reshape_alias(base, shape, b.dtype, loc);
+}
+
+int TensorGraphBuilder::add_reshape_alias(int base, const std::vector<Expr>& shape, DataType dtype, const SourceLoc& loc) {
+  int id = new_value(shape, dtype);  // may move the values vector
   g_.values[id].view = ViewMap{base, {}, {}, {}, true};
   TensorOp op{TensorOpKind::Reshape, {base}, id, -1, false, {}, loc};
   op.operands = {Operand::tensor(base)};
-  op.compute = compute_dtype(dt);
+  op.compute = compute_dtype(dtype);
   op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return id;
+}
+
+int TensorGraphBuilder::add_bitcast(int base, DataType dtype, const SourceLoc& loc) {
+  check_value(base, "view", loc);
+  const TensorValue& b = g_.values[base];
+  if (b.dtype == dtype) return base;
+  const int from = dtype_size(b.dtype), to = dtype_size(dtype);
+  const std::string what = fmt::format("reading {} data of shape {} as {}", dtype_name(b.dtype), shape_str(b.shape),
+                                       dtype_name(dtype));
+  if (b.shape.empty())
+    throw UserError(where("view", loc) + what + ": a 0-d tensor has no last dim to rescale");
+  for (size_t d = 0; d < b.shape.size(); ++d)
+    if (!b.valid[d].equals(b.shape[d]))
+      throw NotSupportedError(where("view", loc) + what + ": a tensor with a tail (valid shape) is not supported yet");
+  std::vector<Expr> shape = b.shape;
+  Expr& last = shape.back();
+  if (from >= to) {
+    last = last * Expr(from / to);
+  } else {
+    auto c = last.as_const();
+    if (!c)
+      throw NotSupportedError(where("view", loc) + what + fmt::format(": the last dim {} must be a constant multiple of {}",
+                                                                      last.str(), to / from));
+    if (*c % (to / from) != 0)
+      throw UserError(where("view", loc) + what + fmt::format(": the last dim {} must be a multiple of {} (the ratio of "
+                                                              "the element sizes)", *c, to / from));
+    last = Expr(*c / (to / from));
+  }
+  return add_reshape_alias(base, shape, dtype, loc);
 }
 
 int TensorGraphBuilder::add_assemble(int src, int target, const std::vector<int64_t>& tile, const SourceLoc& loc) {

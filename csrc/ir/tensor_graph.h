@@ -149,6 +149,9 @@ class TensorGraphBuilder {
                const std::vector<int64_t>& steps, const std::vector<Expr>& valid, const SourceLoc& loc);
   /// Adds a reshape of `base` to `shape` (same element count).
   int add_reshape(int base, const std::vector<Expr>& shape, const SourceLoc& loc);
+  /// Adds `base` read as `dtype` (a bitcast alias, PyPTO's view(x, dtype=)): the same bytes, the last
+  /// dim scaled by the ratio of the element sizes (as torch's Tensor.view(dtype)).
+  int add_bitcast(int base, DataType dtype, const SourceLoc& loc);
   /// Copies `src` into the view `target` (which must have src's shape).
   int add_assemble(int src, int target, const std::vector<int64_t>& tile, const SourceLoc& loc);
   /// A new tensor of `shape` filled with `value` in its `valid` part.
@@ -182,6 +185,8 @@ class TensorGraphBuilder {
   TensorGraph finish() const;
 
  private:
+  /// The reshape op making `shape` of `dtype` an alias of contiguous `base` (add_reshape, add_bitcast).
+  int add_reshape_alias(int base, const std::vector<Expr>& shape, DataType dtype, const SourceLoc& loc);
   int new_value(const std::vector<Expr>& shape, DataType dtype);
   void check_value(int id, const char* op, const SourceLoc& loc) const;
   /// The tile an op of rank `rank` uses: the leading `rank` entries of the vec tile shape `tile`, which must

@@ -45,16 +45,26 @@ def _view(x: Tensor, shape, offsets, dim_map, steps, valid=None, op="view") -> T
 @_documented
 def view(x, shape=None, offsets=None, valid_shape=None, *, dtype: DataType | None = None) -> Tensor:
     rank = len(x.shape)
-    if dtype is not None and dtype != x.dtype:
-        raise NotSupportedError(f"pypto.view: dtype={dtype.name} (reading {x.dtype.name} data as another dtype) is "
-                                "not supported yet")
+    if dtype is not None and not isinstance(dtype, DataType):
+        raise UserTypeError(f"pypto.view: dtype must be a pypto.DataType, found {type(dtype).__name__} {dtype!r}")
+    if dtype is not None and shape is None and offsets is None and valid_shape is None:
+        return _bitcast(x, dtype)
     shape = list(x.shape) if shape is None else shape
     offsets = [0] * rank if offsets is None else offsets
     if len(shape) != rank or len(offsets) != rank:
         raise UserError(f"pypto.view: shape {list(shape)} and offsets {list(offsets)} must both have rank {rank}")
     if valid_shape is not None and len(valid_shape) != rank:
         raise UserError(f"pypto.view: valid_shape {list(valid_shape)} must have rank {rank}")
-    return _view(x, shape, offsets, range(rank), [1] * rank, valid_shape)
+    out = _view(x, shape, offsets, range(rank), [1] * rank, valid_shape)
+    return out if dtype is None else _bitcast(out, dtype)
+
+
+def _bitcast(x: Tensor, dtype: DataType) -> Tensor:
+    """``x``'s bytes read as ``dtype`` (PyPTO's ``view(x, dtype=...)``, torch's ``Tensor.view(dtype)``)."""
+    ctx = _ctx("view")
+    ix = _tensor("view", x, ctx, "the")
+    file, line = user_location()
+    return Tensor._traced(ctx, ctx.builder.add_bitcast(ix, dtype, file, line))
 
 
 def getitem(x: Tensor, key, fill=None) -> Tensor:

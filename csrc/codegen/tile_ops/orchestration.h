@@ -214,19 +214,21 @@ template <int N>
 
 /// 0 when `shape` (no negative dim) has as many elements as `b`; otherwise writes why to
 /// region_error_text() and returns PYPTO_STATUS_REGION.
-inline int32_t check_reshape(const pypto_tensor& b, int32_t ndim, const int64_t* shape, const char* where) {
-  long long n = 1, m = 1;
+inline int32_t check_reshape(const pypto_tensor& b, int32_t ndim, const int64_t* shape, int32_t elem_size,
+                             const char* where) {
+  long long n = elem_size, m = b.elem_size;
   bool bad = false;
   for (int d = 0; d < ndim; ++d) bad = bad || shape[d] < 0 || __builtin_mul_overflow(n, static_cast<long long>(shape[d]), &n);
   for (int d = 0; d < b.ndim; ++d) m *= b.shape[d];
   if (!bad && n == m) return 0;
-  snprintf(region_error_text(), 512, "%s: the new shape has %lld elements, the tensor %lld", where, bad ? -1LL : n, m);
+  snprintf(region_error_text(), 512, "%s: the new shape has %lld bytes, the tensor %lld", where, bad ? -1LL : n, m);
   return PYPTO_STATUS_REGION;
 }
 
-/// `b` with another shape of the same element count; `ok` is cleared when
-/// `b` is not contiguous (the caller then reports an error).
-inline pypto_tensor make_reshape(const pypto_tensor& b, int32_t ndim, const int64_t* shape, int* ok) {
+/// `b` with another shape of the same size in bytes, its elements `elem_size` bytes each (a
+/// reshape keeps b's, a bitcast changes it); `ok` is cleared when `b` is not contiguous (the caller
+/// then reports an error).
+inline pypto_tensor make_reshape(const pypto_tensor& b, int32_t ndim, const int64_t* shape, int32_t elem_size, int* ok) {
   int64_t expect = 1;
   for (int d = b.ndim - 1; d >= 0; --d) {
     if (b.shape[d] != 1 && b.stride[d] != expect) *ok = 0;
@@ -234,7 +236,7 @@ inline pypto_tensor make_reshape(const pypto_tensor& b, int32_t ndim, const int6
   }
   pypto_tensor t;
   t.ndim = ndim;
-  t.elem_size = b.elem_size;
+  t.elem_size = elem_size;
   t.buffer = b.buffer;
   t.data = b.data;
   int64_t n = 1;

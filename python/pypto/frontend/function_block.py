@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 from pypto import _C, memory
+from pypto import _dtypes
 from pypto._dtypes import DataType, from_torch as _dtype_from_torch
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend import config
@@ -190,8 +191,15 @@ def from_torch(tensor: Any, name: str = "", *, dynamic_axis: list[int] | None = 
     if dt is None:
         raise UserTypeError(f"pypto.from_torch: dtype {tensor.dtype} is not supported")
     if dtype is not None and dtype != dt:
-        raise NotSupportedError(f"pypto.from_torch: reinterpreting {tensor.dtype} data as {dtype} is not supported "
-                                f"yet; convert the torch tensor first")
+        # PyPTO reads the memory as `dtype` with the tensor's shape: a bitcast, so the sizes must agree.
+        if not isinstance(dtype, DataType):
+            raise UserTypeError(f"pypto.from_torch: dtype must be a pypto.DataType, found {type(dtype).__name__}")
+        if _dtypes.bytes_of(dtype) != _dtypes.bytes_of(dt):
+            raise NotSupportedError(f"pypto.from_torch: reading {tensor.dtype} data ({_dtypes.bytes_of(dt)} bytes an "
+                                    f"element) as {dtype.name} ({_dtypes.bytes_of(dtype)} bytes) keeping the shape is "
+                                    "not supported; use pypto.view(x, dtype=...) inside the kernel")
+        tensor = tensor.view(_dtypes.to_torch(dtype))
+        dt = dtype
     shape = list(tensor.shape)
     for a in dynamic_axis or []:
         if isinstance(a, bool) or not isinstance(a, int) or not -len(shape) <= a < len(shape):

@@ -86,5 +86,16 @@ def test_get_last_function_after_a_jit_compile_and_from_torch_into_jit():
         pypto.from_torch(np.zeros(3))
     with pytest.raises(ValueError, match=r"dynamic_axis 2 is out of range for a tensor of rank 2"):
         pypto.from_torch(a, dynamic_axis=[2])
-    with pytest.raises(NotImplementedError, match=r"reinterpreting torch.float32 data as .* is not supported yet"):
-        pypto.from_torch(a, dtype=pypto.DT_INT32)
+    # dtype= reads the same memory as another dtype of the same size (a bitcast, no copy).
+    bits = pypto.from_torch(a, dtype=pypto.DT_INT32)
+    assert bits.dtype == pypto.DT_INT32 and bits.shape == (4, 8)
+
+    @pypto.jit
+    def g(x: pypto.Tensor((4, 8), pypto.DT_INT32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        return x + 1
+
+    assert torch.equal(g(bits), a.view(torch.int32) + 1)
+    with pytest.raises(NotImplementedError, match=r"reading torch.float32 data \(4 bytes an element\) as DT_INT8 "
+                                                  r"\(1 bytes\) keeping the shape is not supported"):
+        pypto.from_torch(a, dtype=pypto.DT_INT8)
