@@ -39,18 +39,25 @@ struct OpPow {
 };
 // Division-like ops as torch computes them. Integers: the quotient rounds as named, a divisor of 0
 // gives 0 and a divisor of -1 never overflows (the result wraps as negation does).
+/// a / b for integers, rounded down (Up false) or up: the truncated quotient moves by one when there
+/// is a remainder and the exact quotient lies on that side of it.
+template <bool Up, typename T>
+inline T int_div_rounded(T a, T b) {
+  if (b == T(0)) return T(0);
+  if constexpr (std::is_signed<T>::value) {
+    if (b == T(-1)) return T(T(0) - a);
+    const T q = a / b;
+    if (a % b == 0 || (((a < 0) == (b < 0)) != Up)) return q;
+    return Up ? T(q + 1) : T(q - 1);
+  } else {
+    return Up ? T(a / b + (a % b != 0)) : T(a / b);
+  }
+}
 struct OpFloorDiv {
   template <typename T>
   static T f(T a, T b) {
     if constexpr (std::is_integral<T>::value) {
-      if (b == T(0)) return T(0);
-      if constexpr (std::is_signed<T>::value) {
-        if (b == T(-1)) return T(T(0) - a);
-        const T q = a / b;
-        return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
-      } else {
-        return a / b;
-      }
+      return int_div_rounded<false>(a, b);
     } else {
       if (b == T(0)) return a / b;
       const T mod = std::fmod(a, b);
@@ -67,14 +74,7 @@ struct OpCeilDiv {
   template <typename T>
   static T f(T a, T b) {
     if constexpr (std::is_integral<T>::value) {
-      if (b == T(0)) return T(0);
-      if constexpr (std::is_signed<T>::value) {
-        if (b == T(-1)) return T(T(0) - a);
-        const T q = a / b;
-        return (a % b != 0 && ((a < 0) == (b < 0))) ? T(q + 1) : q;
-      } else {
-        return T(a / b + (a % b != 0));
-      }
+      return int_div_rounded<true>(a, b);
     } else {
       return std::ceil(a / b);
     }
