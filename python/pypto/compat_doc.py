@@ -146,7 +146,6 @@ NOTES: dict[str, str] = {
     "CachePolicy": f"{NOT_ON_CPU}: NPU cache hints",
     "set_cache_policy": f"{NOT_ON_CPU}: NPU cache hints",
     "get_cache_policy": f"{NOT_ON_CPU}: NPU cache hints",
-    "set_semantic_label": "missing: labels for NPU graph partitioning",
     "set_conv_tile_shapes": "missing: convolution (the op families issue)",
     "get_conv_tile_shapes": "missing: convolution (the op families issue)",
     "ConvTile": "missing: convolution (the op families issue)",
@@ -169,9 +168,7 @@ NOTES: dict[str, str] = {
     "FeError": "missing: PyPTO's frontend error wrapper (errors here are pypto.PyptoError subclasses of the builtin "
                "exceptions)",
     "CompStage": "missing: the enum of the host option compile_stage (stored as an int)",
-    "ConfigScope": "missing: PyPTO's option scope objects", "get_current_scope": "missing: PyPTO's option scope objects",
     "op_wrapper": "missing: PyPTO's decorator for its own op definitions",
-    "set_semantic_label": "missing: labels for NPU graph partitioning",
     # Tensor
     "base": INTERNAL, "from_base": INTERNAL, "from_logical_tensor": INTERNAL, "logical_tensor": INTERNAL,
     "set_logical_tensor": INTERNAL, "to_tensor": INTERNAL,

@@ -191,3 +191,76 @@ def get_options_tree() -> str:
     from pypto.frontend import option_table
 
     return option_table.tree()
+
+
+class ConfigScope:
+    """PyPTO's snapshot of the options in force (``pypto.get_current_scope()``): every section's
+    options as ``"<section>.<key>"``, the global configuration as ``"global.<key>"``, and the tile
+    shapes and matrix size set outside a kernel (the current kernel's, while tracing). Later option
+    changes do not alter a snapshot."""
+
+    def __init__(self, options: dict[str, Any] | None = None):
+        self._options = dict(options or {})
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{k}: {v}" for k, v in sorted(self._options.items(), key=lambda kv: kv[0]))
+
+    def get_options_prefix(self, key: str) -> Any:
+        """The value of one dotted key; a key not in the scope raises KeyError naming it."""
+        if key not in self._options:
+            raise KeyError(f"pypto.ConfigScope: option not found: {key!r}")
+        return self._options[key]
+
+    def get_options(self, prefix: str) -> dict[str, Any]:
+        """The options under ``prefix`` (a section name such as ``"pass"``), without the prefix."""
+        p = f"{prefix}."
+        return {k[len(p):]: v for k, v in self._options.items() if k.startswith(p)}
+
+    def get_pass_options(self): return self.get_options("pass")
+    def get_codegen_options(self): return self.get_options("codegen")
+    def get_host_options(self): return self.get_options("host")
+    def get_debug_options(self): return self.get_options("debug")
+    def get_verify_options(self): return self.get_options("verify")
+    def get_operation_options(self): return self.get_options("operation")
+    def get_runtime_options(self): return self.get_options("runtime")
+    def get_vec_tile_shapes(self): return self._options.get("vec_tile_shapes")
+    def get_cube_tile_shapes(self): return self._options.get("cube_tile_shapes")
+    def get_conv_tile_shapes(self): return self._options.get("conv_tile_shapes")
+    def get_matrix_size(self): return self._options.get("matrix_size")
+    def get_all(self) -> dict[str, Any]: return dict(self._options)
+    def has(self, key: str) -> bool: return key in self._options
+
+
+def get_current_scope() -> ConfigScope:
+    """A ConfigScope holding the options in force here."""
+    from pypto.frontend import option_table
+
+    snap: dict[str, Any] = {}
+    for sec in option_table.DEFAULTS:
+        for k, v in option_table.section(sec).items():
+            snap[f"{sec}.{k}"] = v
+    for k in option_table.GLOBAL_DEFAULTS:
+        snap[f"global.{k}"] = option_table.get_global(k)
+    vec = config.get_vec_tile_shapes()
+    if vec is not None:
+        snap["vec_tile_shapes"] = list(vec)
+    cube = config.get_cube_tile_shapes()
+    if cube is not None:
+        snap["cube_tile_shapes"] = cube
+    if config.matrix_size() is not None:
+        snap["matrix_size"] = config.matrix_size()
+    return ConfigScope(snap)
+
+
+def set_semantic_label(label: str) -> None:
+    """PyPTO's label for the ops traced after it (it groups them when PyPTO partitions a graph for the
+    NPU). Checked as PyPTO checks it, recorded, and warned about once: the CPU backend partitions by
+    its own fusion rules."""
+    import re
+
+    if not isinstance(label, str):
+        raise UserTypeError(f"pypto.set_semantic_label: label must be a str, found {type(label).__name__} {label!r}")
+    if re.fullmatch(r"func\d+_\d+", label):
+        raise UserError(f"pypto.set_semantic_label: label {label!r} has the form of a function order name "
+                        "('func<n>_<m>'); use another label")
+    config.record_ignored("operation", "semantic_label", label)

@@ -182,7 +182,17 @@ def set_matrix_size(size) -> None:
                                 f"{type(v).__name__} {v!r}")
         if isinstance(v, int) and v <= 0:
             raise UserError(f"pypto.set_matrix_size: {name} must be positive, found {v}")
+    global _matrix_size
+    _matrix_size = list(size)
     record_ignored("matmul", "matrix_size", list(size))
+
+
+_matrix_size: list | None = None
+
+
+def matrix_size() -> list | None:
+    """The sizes the last pypto.set_matrix_size recorded (None when never called)."""
+    return None if _matrix_size is None else list(_matrix_size)
 
 
 def default_cube_tile():

@@ -165,3 +165,48 @@ def test_golden_data_is_compared_after_the_next_call():
         f(x, out)  # goldens are used once
     with pytest.raises(TypeError, match=r"goldens\[0\] must be None, a torch tensor"):
         pypto.set_verify_golden_data(goldens=["x"])
+
+
+@pytest.mark.filterwarnings("ignore::pypto.OptionWarning")
+def test_current_scope_is_a_snapshot_of_the_options_in_force():
+    pypto.set_host_options(compile_timeout=45)
+    pypto.set_global_config("tensor_print.precision", 6)
+    scope = pypto.get_current_scope()
+    assert isinstance(scope, pypto.ConfigScope)
+    assert scope.get_host_options()["compile_timeout"] == 45
+    assert scope.get_options_prefix("host.compile_timeout") == 45
+    assert scope.get_options_prefix("global.tensor_print.precision") == 6
+    assert scope.has("debug.compile_debug_mode") and not scope.has("debug.nothing")
+    assert scope.get_all()["verify.enable_pass_verify"] == pypto.get_verify_options()["enable_pass_verify"]
+    with pytest.raises(KeyError, match=r"option not found: 'host.nothing'"):
+        scope.get_options_prefix("host.nothing")
+    pypto.set_host_options(compile_timeout=60)
+    assert scope.get_host_options()["compile_timeout"] == 45  # a snapshot
+    assert pypto.get_current_scope().get_host_options()["compile_timeout"] == 60
+    assert "host.compile_timeout: 60" in repr(pypto.get_current_scope())
+
+    seen = {}
+
+    @pypto.jit
+    def f(x: pypto.Tensor((8, 16), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        pypto.set_cube_tile_shapes([16, 16], [32, 32], [16, 16])
+        s = pypto.get_current_scope()
+        seen["vec"], seen["cube"] = s.get_vec_tile_shapes(), s.get_cube_tile_shapes()
+        return x + 1
+
+    torch.testing.assert_close(f(torch.ones(8, 16)), torch.full((8, 16), 2.0))
+    assert seen["vec"] == [4, 8]
+    assert seen["cube"] == ([16, 16], [32, 32], [16, 16], False)
+
+
+def test_semantic_labels_are_checked_and_warn_once_as_without_effect():
+    with pytest.warns(pypto.OptionWarning, match=r"'operation.semantic_label' has no effect on the CPU backend"):
+        pypto.set_semantic_label("attention")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pypto.set_semantic_label("ffn")  # once
+    with pytest.raises(ValueError, match=r"label 'func12_3' has the form of a function order name"):
+        pypto.set_semantic_label("func12_3")
+    with pytest.raises(TypeError, match=r"label must be a str, found int 3"):
+        pypto.set_semantic_label(3)
