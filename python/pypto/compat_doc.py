@@ -172,7 +172,6 @@ NOTES: dict[str, str] = {
     # Tensor
     "base": INTERNAL, "from_base": INTERNAL, "from_logical_tensor": INTERNAL, "logical_tensor": INTERNAL,
     "set_logical_tensor": INTERNAL, "to_tensor": INTERNAL,
-    "where": "missing: upstream's Tensor.where passes four arguments to pypto.where, which takes three",
     "parser": "missing: PyPTO's parser module (internal)",
 }
 OP_FAMILIES = set("""sin cos tan asin acos atan sinh cosh asinh acosh atanh log2 log10 log1p cbrt hypot copysign isnan
@@ -220,6 +219,14 @@ def _differences(theirs: list[str], obj) -> list[str] | None:
     return out
 
 
+# Names whose upstream source and API reference disagree; pypto follows the reference.
+FOLLOWS_REFERENCE: dict[tuple[str, str], str] = {
+    ("Tensor", "where"): "differs: as upstream's API reference, where(self, condition, y) (self where condition holds, "
+                         "else y); upstream's source declares (condition, x, y) and passes four arguments to the "
+                         "three-parameter pypto.where, so no call of it runs there",
+}
+
+
 def status(group: str, name: str, info: dict) -> tuple[str, str]:
     """(status, note): "same", "differs" or "missing", with what differs or why it is absent."""
     obj, present = _ours(group, name)
@@ -227,6 +234,8 @@ def status(group: str, name: str, info: dict) -> tuple[str, str]:
         if name in NOTES:
             return ("missing" if NOTES[name].startswith("missing") else "not on a CPU"), NOTES[name]
         return "missing", ISSUE_21 if name in OP_FAMILIES else "missing"
+    if (group, name) in FOLLOWS_REFERENCE:
+        return "differs", FOLLOWS_REFERENCE[(group, name)]
     theirs = info.get("params")
     if not theirs or not callable(obj):
         return "same", ""

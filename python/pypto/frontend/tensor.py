@@ -188,6 +188,11 @@ class Tensor:
 
         shape_ops.setitem(self, key, value)
 
+    def where(self, condition, y):
+        """PyPTO's ``Tensor.where`` (as its API reference): this tensor where ``condition`` holds, else
+        ``y`` (a tensor or a number), ``pypto.where(condition, self, y)``."""
+        return _ops().where(condition, self, y)
+
     def move(self, other) -> None:
         """PyPTO's ``Tensor.move``: this tensor takes ``other``'s data (same shape and dtype), as
         ``self[:] = other``; the data is copied into this tensor's memory."""

@@ -85,3 +85,16 @@ def test_clone_of_a_number_is_refused():
 
     with pytest.raises(TypeError, match=r"pypto.clone: the operand must be a pypto.Tensor, found float"):
         f(torch.randn(4, 4))
+
+
+@pytest.mark.parametrize("rows", [4, 13])
+def test_where_method_keeps_self_where_the_condition_holds(rows):
+    @pypto.frontend.jit
+    def f(x: pypto.Tensor((R, 10), pypto.DT_FP16), y: pypto.Tensor((R, 1), pypto.DT_FP16)):
+        pypto.set_vec_tile_shapes(4, 8)
+        return x.where(x > 0, y), x.where(x < 0.5, 2.0)
+
+    g = torch.Generator().manual_seed(rows)
+    x, y = torch.randn(rows, 10, generator=g).half(), torch.randn(rows, 1, generator=g).half()
+    a, b = f(x, y)
+    assert torch.equal(a, x.where(x > 0, y)) and torch.equal(b, x.where(x < 0.5, torch.tensor(2.0).half()))
