@@ -19,12 +19,12 @@ TEST(DType, EveryTypeHasDistinctNamesThatRoundTrip) {
     EXPECT_EQ(*dtype_by_pto_name(dtype_pto_name(d)), d);
     EXPECT_FALSE(dtype_cpp_type(d).empty());
   }
-  EXPECT_EQ(all_dtypes().size(), 16u);
+  EXPECT_EQ(all_dtypes().size(), 17u);  // every type but the placeholder BOTTOM
   EXPECT_FALSE(dtype_by_pto_name("f7").has_value());
 }
 
 TEST(DType, NarrowTypesComputeInAWiderOne) {
-  for (DataType d : {DataType::FP8E4M3, DataType::FP8E5M2, DataType::FP8E8M0}) {
+  for (DataType d : {DataType::FP8E4M3, DataType::FP8E5M2, DataType::FP8E8M0, DataType::HF8}) {
     EXPECT_EQ(dtype_size(d), 1);
     EXPECT_TRUE(dtype_is_float(d));
     EXPECT_EQ(compute_dtype(d), DataType::FP32);
@@ -34,6 +34,19 @@ TEST(DType, NarrowTypesComputeInAWiderOne) {
   EXPECT_EQ(compute_dtype(DataType::UINT64), DataType::INT64);
   EXPECT_TRUE(dtype_is_int(DataType::UINT64));
   EXPECT_EQ(dtype_size(DataType::UINT64), 8);
+}
+
+TEST(DType, ThePlaceholderTypeHasNoStorage) {
+  EXPECT_EQ(dtype_name(DataType::BOTTOM), "DT_BOTTOM");
+  try {
+    dtype_size(DataType::BOTTOM);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_STREQ(e.what(), "an element: DT_BOTTOM is PyPTO's placeholder for 'no dtype'; a tensor cannot have it");
+  }
+  EXPECT_THROW(dtype_cpp_type(DataType::BOTTOM), UserError);
+  EXPECT_THROW(check_storage_dtype(DataType::BOTTOM, "x"), UserError);
+  check_storage_dtype(DataType::HF8, "x");
 }
 
 TEST(DType, PromotionOfTheWideUnsignedTypes) {

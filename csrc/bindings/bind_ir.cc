@@ -122,7 +122,9 @@ void bind_ir(py::module_& m) {
       .value("DT_UINT64", DataType::UINT64)
       .value("DT_FP8E4M3", DataType::FP8E4M3)
       .value("DT_FP8E5M2", DataType::FP8E5M2)
-      .value("DT_FP8E8M0", DataType::FP8E8M0);
+      .value("DT_FP8E8M0", DataType::FP8E8M0)
+      .value("DT_HF8", DataType::HF8)
+      .value("DT_BOTTOM", DataType::BOTTOM);
   m.def("dtype_size", &dtype_size, "Bytes per element.");
   // The op table (ir/ops.def), row by row, for the Python op functions, the docs page and its tests.
   m.def(

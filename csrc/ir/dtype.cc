@@ -23,7 +23,9 @@ int dtype_size(DataType dt) {
     case DataType::UINT64: return 8;
     case DataType::FP8E4M3:
     case DataType::FP8E5M2:
-    case DataType::FP8E8M0: return 1;
+    case DataType::FP8E8M0:
+    case DataType::HF8: return 1;
+    case DataType::BOTTOM: check_storage_dtype(dt, "an element"); break;
   }
   throw InternalError("unknown DataType");
 }
@@ -46,6 +48,8 @@ std::string dtype_name(DataType dt) {
     case DataType::FP8E4M3: return "DT_FP8E4M3";
     case DataType::FP8E5M2: return "DT_FP8E5M2";
     case DataType::FP8E8M0: return "DT_FP8E8M0";
+    case DataType::HF8: return "DT_HF8";
+    case DataType::BOTTOM: return "DT_BOTTOM";
   }
   throw InternalError("unknown DataType");
 }
@@ -68,6 +72,8 @@ std::string dtype_pto_name(DataType dt) {
     case DataType::FP8E4M3: return "f8e4m3";
     case DataType::FP8E5M2: return "f8e5m2";
     case DataType::FP8E8M0: return "f8e8m0";
+    case DataType::HF8: return "hf8";
+    case DataType::BOTTOM: check_storage_dtype(dt, "a .pto type"); break;
   }
   throw InternalError("unknown DataType");
 }
@@ -90,6 +96,8 @@ std::string dtype_cpp_type(DataType dt) {
     case DataType::FP8E4M3: return "pto::f8e4m3";
     case DataType::FP8E5M2: return "pto::f8e5m2";
     case DataType::FP8E8M0: return "pto::f8e8m0";
+    case DataType::HF8: return "pto::hf8";
+    case DataType::BOTTOM: check_storage_dtype(dt, "generated code"); break;
   }
   throw InternalError("unknown DataType");
 }
@@ -97,7 +105,7 @@ std::string dtype_cpp_type(DataType dt) {
 const std::vector<DataType>& all_dtypes() {
   static const std::vector<DataType> all = [] {
     std::vector<DataType> v;
-    for (int i = 0; i <= static_cast<int>(DataType::FP8E8M0); ++i) v.push_back(static_cast<DataType>(i));
+    for (int i = 0; i < static_cast<int>(DataType::BOTTOM); ++i) v.push_back(static_cast<DataType>(i));
     return v;
   }();
   return all;
@@ -127,7 +135,8 @@ DataType compute_dtype(DataType dt) {
     case DataType::BF16:
     case DataType::FP8E4M3:
     case DataType::FP8E5M2:
-    case DataType::FP8E8M0: return DataType::FP32;
+    case DataType::FP8E8M0:
+    case DataType::HF8: return DataType::FP32;
     case DataType::DOUBLE: return DataType::DOUBLE;
     case DataType::INT64:
     case DataType::UINT32:
@@ -181,7 +190,13 @@ DataType promote_with_scalar(DataType t, bool scalar_is_float, bool scalar_is_bo
 
 bool dtype_is_float(DataType dt) {
   return dt == DataType::FP32 || dt == DataType::FP16 || dt == DataType::BF16 || dt == DataType::DOUBLE ||
-         dt == DataType::FP8E4M3 || dt == DataType::FP8E5M2 || dt == DataType::FP8E8M0;
+         dt == DataType::FP8E4M3 || dt == DataType::FP8E5M2 || dt == DataType::FP8E8M0 || dt == DataType::HF8;
+}
+
+void check_storage_dtype(DataType dt, std::string_view what) {
+  if (dt == DataType::BOTTOM) {
+    throw UserError(fmt::format("{}: DT_BOTTOM is PyPTO's placeholder for 'no dtype'; a tensor cannot have it", what));
+  }
 }
 
 }  // namespace pypto

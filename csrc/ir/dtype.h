@@ -12,17 +12,21 @@ namespace pypto {
 /// Element type; the order is part of the Python API (pypto.DataType values), so new types go
 /// at the end. The FP8 formats are storage types (tiles compute them in FP32): E4M3 without
 /// infinities (finite values saturate at +-448, as torch's float8_e4m3fn), E5M2 with them, and
-/// E8M0, an unsigned power of two (torch's float8_e8m0fnu).
+/// E8M0, an unsigned power of two (torch's float8_e8m0fnu). HF8 is HiFloat8, a tapered 8-bit
+/// float (a prefix-coded field sets how many bits the exponent takes) that torch has no type for:
+/// it travels in uint8 tensors. BOTTOM is PyPTO's placeholder for "no type"; no tensor has it.
 enum class DataType : uint8_t {
   FP32, FP16, BF16, DOUBLE, INT8, INT16, INT32, INT64, UINT8, BOOL,
-  UINT16, UINT32, UINT64, FP8E4M3, FP8E5M2, FP8E8M0
+  UINT16, UINT32, UINT64, FP8E4M3, FP8E5M2, FP8E8M0, HF8, BOTTOM
 };
 
-/// Every element type, in enum order.
+/// Every element type a tensor can have (all but BOTTOM), in enum order.
 const std::vector<DataType>& all_dtypes();
 /// The type whose .pto name (dtype_pto_name) is `name`, if any.
 std::optional<DataType> dtype_by_pto_name(std::string_view name);
 
+/// Raises UserError naming `what` when `dt` is BOTTOM, which no tensor can have.
+void check_storage_dtype(DataType dt, std::string_view what);
 /// Bytes per element.
 int dtype_size(DataType dt);
 /// Python-facing name, e.g. "DT_FP32".

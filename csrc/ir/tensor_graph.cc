@@ -63,6 +63,7 @@ const TensorValue& TensorGraph::value(int id) const {
 TensorGraphBuilder::TensorGraphBuilder(std::string name) { g_.name = std::move(name); }
 
 int TensorGraphBuilder::new_value(const std::vector<Expr>& shape, DataType dtype) {
+  check_storage_dtype(dtype, "a tensor");
   TensorValue v;
   v.id = static_cast<int>(g_.values.size());
   v.name = fmt::format("v{}", v.id);

@@ -24,6 +24,9 @@ from pypto._dtypes import (
     DT_FP8E4M3,
     DT_FP8E5M2,
     DT_FP8E8M0,
+    DT_HF8,
+    DT_FP8,
+    DT_BOTTOM,
     bytes_of,
 )
 from pypto.errors import (
@@ -57,13 +60,13 @@ from pypto.shape_ops import (
 
 from pypto.frontend.control import cond, is_loop_begin, is_loop_end, loop, loop_unroll
 from pypto.options import (
-    ConfigScope, RunMode, get_current_scope, set_semantic_label, get_codegen_options, get_debug_options, get_global_config, get_host_options, get_options_tree,
+    CompStage, ConfigScope, RunMode, get_current_scope, set_semantic_label, get_codegen_options, get_debug_options, get_global_config, get_host_options, get_options_tree,
     get_pass_options, get_runtime_options, get_verify_options, options, reset_options, set_codegen_options,
     set_debug_options, set_global_config, set_host_options, set_options, set_print_options, set_runtime_options,
     set_verify_options,
 )
 from pypto import experimental
-from pypto.element import Element, element
+from pypto.element import Element, convert_to_element, element
 from pypto.golden import VerifyWarning, set_verify_golden_data
 from pypto.frontend.function_block import from_torch, function, get_current_function, get_last_function
 from pypto.log import (
@@ -90,14 +93,15 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DataType", "DT_FP32", "DT_FP16", "DT_BF16", "DT_DOUBLE", "DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64",
-    "DT_UINT8", "DT_UINT16", "DT_UINT32", "DT_UINT64", "DT_FP8E4M3", "DT_FP8E5M2", "DT_FP8E8M0", "bytes_of",
+    "DT_UINT8", "DT_UINT16", "DT_UINT32", "DT_UINT64", "DT_FP8E4M3", "DT_FP8E5M2", "DT_FP8E8M0", "DT_HF8", "DT_FP8",
+    "DT_BOTTOM", "bytes_of",
     "DT_BOOL", "Tensor", "jit", "compile", "Compiled", "frontend", "set_vec_tile_shapes",
     "get_vec_tile_shapes", "set_pass_options", "SymExpr", "ceildiv", "min", "max",
     "amax", "amin", "cast", "clamp", "clip", "gelu", "layer_norm", "mean", "prod", "rms_norm", "softmax", "sum", "var",
     "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "DYN", "STATIC", "StatusType",
     "SymbolicScalar", "symbolic_scalar", "SymInt", "to_sym", "to_syms", "CubeTile", "tensor",
-    "gather", "scatter", "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "experimental", "Element", "element", "VerifyWarning", "set_verify_golden_data", "from_torch", "function", "get_current_function", "get_last_function", "LogLevel", "check", "get_log_level", "internal_check", "log_debug", "log_error", "log_event", "log_fatal", "log_info", "log_warn", "raise_error", "set_log_level", "PassConfigKey", "PassConfigs", "get_pass_config", "get_pass_configs", "get_pass_default_config", "set_pass_config", "set_pass_default_config", "get_pass_options", "set_host_options", "get_host_options", "set_codegen_options", "get_codegen_options", "set_verify_options", "get_verify_options", "set_debug_options", "get_debug_options", "set_runtime_options", "get_runtime_options", "set_options", "reset_options", "set_print_options", "set_global_config", "get_global_config", "get_options_tree", "ConfigScope", "get_current_scope", "set_semantic_label", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "CastMode", "SaturationMode", "PrecisionType", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
+    "gather", "scatter", "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "experimental", "Element", "element", "convert_to_element", "VerifyWarning", "set_verify_golden_data", "from_torch", "function", "get_current_function", "get_last_function", "LogLevel", "check", "get_log_level", "internal_check", "log_debug", "log_error", "log_event", "log_fatal", "log_info", "log_warn", "raise_error", "set_log_level", "PassConfigKey", "PassConfigs", "get_pass_config", "get_pass_configs", "get_pass_default_config", "set_pass_config", "set_pass_default_config", "get_pass_options", "set_host_options", "get_host_options", "set_codegen_options", "get_codegen_options", "set_verify_options", "get_verify_options", "set_debug_options", "get_debug_options", "set_runtime_options", "get_runtime_options", "set_options", "reset_options", "set_print_options", "set_global_config", "get_global_config", "get_options_tree", "CompStage", "ConfigScope", "get_current_scope", "set_semantic_label", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "CastMode", "SaturationMode", "PrecisionType", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
     "PyptoError", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "TracingError", "PtoSyntaxError",

@@ -23,6 +23,14 @@ DT_UINT64 = DataType.DT_UINT64
 DT_FP8E4M3 = DataType.DT_FP8E4M3
 DT_FP8E5M2 = DataType.DT_FP8E5M2
 DT_FP8E8M0 = DataType.DT_FP8E8M0
+DT_HF8 = DataType.DT_HF8
+# PyPTO's generic 8-bit float: its conversions are E4M3's, so here it is that type.
+DT_FP8 = DT_FP8E4M3
+DT_BOTTOM = DataType.DT_BOTTOM
+
+# Types torch and NumPy have no dtype for travel in arrays of a same-size carrier type
+# (as in PyPTO: HiFloat8 data is a uint8 tensor).
+_CARRIER = {DT_HF8: DT_UINT8}
 
 _NUMPY = {
     DT_FP32: np.dtype(np.float32),
@@ -69,11 +77,26 @@ def bytes_of(dt: DataType) -> int:
     """PyPTO's ``bytes_of``: the bytes one element of ``dt`` takes."""
     if not isinstance(dt, DataType):
         raise TypeError(f"pypto.bytes_of: dtype must be a pypto.DataType, found {type(dt).__name__}")
+    check_storage(dt, "pypto.bytes_of")
     return _C.dtype_size(dt)
 
 
+def check_storage(dt: DataType, what: str) -> None:
+    """Raises ValueError naming `what` for DT_BOTTOM, PyPTO's placeholder no tensor can have."""
+    if dt == DT_BOTTOM:
+        from pypto.errors import UserError
+
+        raise UserError(f"{what}: DT_BOTTOM is PyPTO's placeholder for 'no dtype'; a tensor cannot have it")
+
+
+def carrier(dt: DataType) -> DataType:
+    """The type whose arrays carry `dt`'s data: `dt` itself unless torch and NumPy lack it."""
+    return _CARRIER.get(dt, dt)
+
+
 def to_numpy(dt: DataType) -> np.dtype:
-    """The NumPy dtype of a pypto dtype (bf16 has none)."""
+    """The NumPy dtype of a pypto dtype (bf16 has none); a carried type gives its carrier's."""
+    dt = carrier(dt)
     if dt not in _NUMPY:
         raise TypeError(f"{dtype_name(dt)} has no NumPy dtype; use torch tensors for it")
     return _NUMPY[dt]
@@ -85,10 +108,10 @@ def from_numpy(dt: np.dtype) -> DataType | None:
 
 
 def to_torch(dt: DataType):
-    """The torch dtype of a pypto dtype."""
+    """The torch dtype of a pypto dtype; a carried type gives its carrier's."""
     import torch
 
-    return getattr(torch, _TORCH_NAMES[dt])
+    return getattr(torch, _TORCH_NAMES[carrier(dt)])
 
 
 def from_torch(dt) -> DataType | None:

@@ -20,8 +20,19 @@ struct f8e8m0 {
   uint8_t bits;
 };
 
+/// HiFloat8 storage: after the sign, a prefix code (11, 10, 01, 001, 0001, 0000) gives the
+/// exponent 4, 3, 2, 1 or 0 bits (sign-magnitude, the top magnitude bit implied), and the rest
+/// is mantissa: 1 bit for |e| in 8..15, 2 for 4..7, 3 for 0..3. Code 0000 is the denormal mode,
+/// 2^(m-23) for m in 1..7. 0x00 is zero, 0x80 NaN, 0x6f/0xef the infinities (the slot of
+/// +-1.5 * 2^15), so the largest finite value is 2^15.
+struct hf8 {
+  uint8_t bits;
+};
+
 template <typename T>
 struct is_f8 : std::false_type {};
+template <>
+struct is_f8<hf8> : std::true_type {};
 template <>
 struct is_f8<f8e4m3> : std::true_type {};
 template <>
@@ -83,8 +94,79 @@ inline float f8_to_float(f8e5m2 v) { return f8_decode<5, 2, true>(v.bits); }
 inline float f8_to_float(f8e8m0 v) {
   return v.bits == 0xff ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, int(v.bits) - 127);
 }
+inline float f8_to_float(hf8 v) {
+  const uint8_t b = v.bits, low = b & 0x7f;
+  const float sign = (b & 0x80) ? -1.0f : 1.0f;
+  if (low == 0) return b ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+  if (low == 0x6f) return sign * std::numeric_limits<float>::infinity();
+  if ((low >> 3) == 0) return sign * std::ldexp(1.0f, (low & 7) - 23);  // denormal mode
+  int ebits, mbits;  // widths of the exponent and mantissa fields after the prefix code
+  if (low >> 5 == 3) ebits = 4, mbits = 1;
+  else if (low >> 5 == 2) ebits = 3, mbits = 2;
+  else if (low >> 5 == 1) ebits = 2, mbits = 3;
+  else if (low >> 4 == 1) ebits = 1, mbits = 3;
+  else ebits = 0, mbits = 3;
+  const int mant = low & ((1 << mbits) - 1);
+  int e = 0;
+  if (ebits > 0) {
+    const int field = (low >> mbits) & ((1 << ebits) - 1);
+    const int mag = (1 << (ebits - 1)) | (field & ((1 << (ebits - 1)) - 1));
+    e = (field >> (ebits - 1)) ? -mag : mag;
+  }
+  return sign * std::ldexp(static_cast<float>(mant + (1 << mbits)), e - mbits);
+}
+
+/// The HiFloat8 code of `f`: the nearest value, ties away from zero (the rounding PyPTO allows
+/// for HiFloat8); past the largest finite value (from 1.25 * 2^15, the midpoint to the
+/// infinity slot) infinity; below 2^-23 zero (which has no sign); NaN stays NaN.
+inline uint8_t hf8_encode(float f) {
+  // The 127 non-negative codes ordered by value: a code's value is monotonic in the code
+  // within each prefix class, so the table is built once by sorting.
+  struct Table {
+    float value[127];
+    uint8_t code[127];
+    Table() {
+      int n = 0;
+      for (int c = 0; c < 0x80; ++c) {
+        if (c == 0x6f) continue;
+        value[n] = f8_to_float(hf8{static_cast<uint8_t>(c)});
+        code[n++] = static_cast<uint8_t>(c);
+      }
+      for (int i = 1; i < n; ++i)  // insertion sort of 127 entries
+        for (int j = i; j > 0 && value[j - 1] > value[j]; --j) {
+          const float v = value[j - 1];
+          const uint8_t c = code[j - 1];
+          value[j - 1] = value[j], code[j - 1] = code[j];
+          value[j] = v, code[j] = c;
+        }
+    }
+  };
+  static const Table t;
+  if (f != f) return 0x80;
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  const float a = std::fabs(f);
+  if (a >= 40960.0f) return sign | 0x6f;  // 1.25 * 2^15 and up, infinity included
+  // The first entry not below a; a lies between entries hi - 1 and hi.
+  int lo = 0, hi = 126;
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (t.value[mid] < a) lo = mid + 1;
+    else hi = mid;
+  }
+  int k = hi;
+  if (k > 0 && t.value[k] != a) {
+    // The midpoint of two neighbours is exact in float (they are within a factor 2 and have few bits).
+    const float mid = 0.5f * (t.value[k - 1] + t.value[k]);
+    if (a < mid) k = k - 1;
+  }
+  const uint8_t code = t.code[k];
+  return code == 0 ? 0 : static_cast<uint8_t>(sign | code);
+}
+
 template <typename T>
 inline T f8_from_float(float f);
+template <>
+inline hf8 f8_from_float<hf8>(float f) { return hf8{hf8_encode(f)}; }
 template <>
 inline f8e4m3 f8_from_float<f8e4m3>(float f) { return f8e4m3{f8_encode<4, 3, false>(f)}; }
 template <>

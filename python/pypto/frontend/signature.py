@@ -8,7 +8,7 @@ import enum
 import inspect
 from typing import Any, Callable
 
-from pypto import memory
+from pypto import _dtypes, memory
 from pypto._dtypes import DataType, dtype_name
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend import config
@@ -128,8 +128,9 @@ class Binder:
         for p in self.params:
             x = bound.arguments[p.name]
             data = getattr(x, "_data", None)
+            declared = None
             if data is not None:  # a pypto.Tensor made by pypto.from_torch: its torch tensor
-                x = data
+                declared, x = x.dtype, data
             if p.kind == "scalar":
                 if isinstance(x, bool) or not hasattr(x, "__index__"):
                     raise UserTypeError(f"{self.name}(): scalar '{p.name}' must be an int, found {type(x).__name__}")
@@ -147,6 +148,10 @@ class Binder:
             if dt is None:
                 raise UserTypeError(f"{self.name}(): parameter '{p.name}' has dtype {memory.dtype_text(x)}, which pypto "
                                     f"does not support")
+            if declared is not None and _dtypes.carrier(declared) == dt:
+                dt = declared  # from_torch(..., dtype=DT_HF8) of a uint8 tensor
+            elif p.dtype is not None and dt != p.dtype and _dtypes.carrier(p.dtype) == dt:
+                dt = p.dtype  # a carried type (DT_HF8) arrives in its carrier's arrays (uint8)
             shape = memory.shape_of(x)
             if p.dtype is not None and dt != p.dtype:
                 raise UserTypeError(

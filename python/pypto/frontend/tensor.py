@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Sequence
 
+from pypto import _dtypes
 from pypto._dtypes import DataType
 from pypto.errors import UserError, UserTypeError
 
@@ -78,6 +79,8 @@ class Tensor:
                 shape = None  # Tensor([], dtype): the shape comes from the call
         if dtype is not None and not isinstance(dtype, DataType):
             raise UserTypeError(f"pypto.Tensor: dtype must be a pypto dtype such as pypto.DT_FP32, found {dtype!r}")
+        if dtype is not None:
+            _dtypes.check_storage(dtype, "pypto.Tensor")
         self._shape = shape
         self._dtype = dtype
         self.name = name
