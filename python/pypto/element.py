@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pypto._dtypes import DT_BOOL, DT_BF16, DT_DOUBLE, DT_FP16, DT_FP32, DataType
+from pypto._dtypes import (DT_BOOL, DT_INT32, DT_INT64, DT_BF16, DT_DOUBLE, DT_FP16, DT_FP32, DT_FP8E4M3, DT_FP8E5M2, DT_FP8E8M0, DT_HF8,
+                           DataType, check_storage)
 from pypto.errors import UserTypeError
 
-_FLOATS = (DT_FP32, DT_FP16, DT_BF16, DT_DOUBLE)
+_FLOATS = (DT_FP32, DT_FP16, DT_BF16, DT_DOUBLE, DT_FP8E4M3, DT_FP8E5M2, DT_FP8E8M0, DT_HF8)
 
 
 class Element:
@@ -18,6 +19,7 @@ class Element:
     def __init__(self, dtype: DataType, data: Any):
         if not isinstance(dtype, DataType):
             raise UserTypeError(f"pypto.Element: dtype must be a pypto dtype, found {dtype!r}")
+        check_storage(dtype, "pypto.Element")
         if isinstance(data, Element):
             data = data.value
         if not isinstance(data, (bool, int, float)):
@@ -38,3 +40,11 @@ class Element:
 
 
 element = Element
+
+
+def convert_to_element(value: Any) -> Element:
+    """PyPTO's ``convert_to_element``: an int as a DT_INT32 Element (DT_INT64 outside int32's range),
+    any other number as a DT_FP32 one."""
+    if isinstance(value, int):  # bool included, as in PyPTO
+        return Element(DT_INT32 if -(2**31) <= value < 2**31 else DT_INT64, value)
+    return Element(DT_FP32, value)

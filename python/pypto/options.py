@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 from pypto.errors import UserError, UserTypeError
 from pypto.frontend import config
 from pypto.frontend.config import RunMode  # noqa: F401 - re-exported as pypto.RunMode
+
+
+class CompStage(enum.Enum):
+    """PyPTO's values of the host option ``compile_stage`` (how far NPU compilation goes); stored as
+    their int values, as PyPTO stores them."""
+
+    ALL_COMPLETE = 0
+    TENSOR_GRAPH = 1
+    TILE_GRAPH = 2
+    EXECUTE_GRAPH = 3
+    CODEGEN_INSTRUCTION = 4
+    CODEGEN_BINARY = 5
 
 
 class options:  # noqa: N801 - PyPTO's name
@@ -55,6 +68,7 @@ def _set_section(section: str, fn: str, opts: dict[str, Any]) -> None:
 
     for key in opts:
         option_table.check_key(section, key, f"pypto.{fn}")
+    opts = {k: v.value if isinstance(v, CompStage) else v for k, v in opts.items()}
     acting: dict[str, Any] = {}
     for key, value in opts.items():
         if value is None:

@@ -45,6 +45,16 @@ def test_each_setter_stores_what_its_getter_returns(section, key, value):
     assert getter() == before
 
 
+def test_compile_stage_takes_the_enum_and_stores_its_value():
+    assert [s.value for s in pypto.CompStage] == list(range(6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pypto.OptionWarning)
+        pypto.set_host_options(compile_stage=pypto.CompStage.TILE_GRAPH)
+        assert pypto.get_host_options()["compile_stage"] == 2
+        pypto.set_options(host_options={"compile_stage": pypto.CompStage.CODEGEN_BINARY})
+    assert pypto.get_host_options()["compile_stage"] == 5
+
+
 @pytest.mark.parametrize("section", ["host", "codegen", "verify", "debug", "runtime"])
 def test_unknown_keys_raise_naming_the_key_and_the_known_ones(section):
     setter = getattr(pypto, f"set_{section}_options")

@@ -130,3 +130,7 @@ def test_element_constants():
     torch.testing.assert_close(got, torch.where(x > 0, x * 2, -1.0) + 2)
     with pytest.raises(TypeError, match=r"pypto.Element: the value must be a Python number, found str"):
         pypto.Element(pypto.DT_FP32, "1")
+    assert pypto.Element(pypto.DT_HF8, 1.5).value == 1.5  # the 8-bit floats hold floats
+    c = [pypto.convert_to_element(v) for v in (7, -2**31, 2**31, 2.5, True)]
+    assert [(e.dtype, e.value) for e in c] == [(pypto.DT_INT32, 7), (pypto.DT_INT32, -2**31), (pypto.DT_INT64, 2**31),
+                                               (pypto.DT_FP32, 2.5), (pypto.DT_INT32, 1)]
