@@ -1,5 +1,6 @@
 """Generated tile loops vectorise: each InCore kernel of a few fused kernels, compiled with the
-flags pypto uses, contains packed SIMD arithmetic, and no call to a scalar libm function."""
+flags pypto uses, contains packed SIMD arithmetic, no scalar fused multiply-add and no call to a
+scalar libm function."""
 
 import os
 import re
@@ -35,6 +36,9 @@ def rms_norm(x: pypto.Tensor((M, N), pypto.DT_FP32), w: pypto.Tensor((N,), pypto
 
 # Packed single-precision arithmetic on SIMD registers (SSE, AVX or AVX-512).
 PACKED = re.compile(r"^\s+v?(fmadd|fnmadd|fmsub|mul|add|sub|div|max|sqrt)\w*ps\s", re.M)
+# A fused multiply-add on one float: the vector math (exp, log, tanh, erf) left scalar, as GCC leaves
+# it on ISAs without masked operations (AVX2) unless it may if-convert (-fno-trapping-math).
+SCALAR_FMA = re.compile(r"^\s+vfn?m(add|sub)\w*ss\s", re.M)
 SCALAR_LIBM = re.compile(r"call\s+\S*\b(expf|logf|tanhf|erff|exp|log|tanh|erf)(@PLT)?\b")
 
 
@@ -67,6 +71,8 @@ def test_generated_kernels_use_packed_simd(kernel, args, tmp_path):
         packed = PACKED.findall(asm)
         assert len(packed) >= 4, f"{name}: only {len(packed)} packed float instructions"
         assert not SCALAR_LIBM.search(asm), f"{name} calls a scalar libm function"
+        scalar = SCALAR_FMA.findall(asm)
+        assert not scalar, f"{name}: {len(scalar)} scalar fused multiply-adds (vector math left scalar)"
 
 
 def test_host_cpu_flags_are_used():
