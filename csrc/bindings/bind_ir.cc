@@ -126,6 +126,7 @@ void bind_ir(py::module_& m) {
       .value("DT_HF8", DataType::HF8)
       .value("DT_BOTTOM", DataType::BOTTOM);
   m.def("dtype_size", &dtype_size, "Bytes per element.");
+  m.def("dtype_is_float", &dtype_is_float, "True for the floating-point types (the 8-bit ones included).");
   // The op table (ir/ops.def), row by row, for the Python op functions, the docs page and its tests.
   m.def(
       "opcode_table",

@@ -32,6 +32,13 @@ std::string where(const char* op, const SourceLoc& loc) {
   return s + ": ";
 }
 
+/// True when `v` has a tail: a valid shape smaller than its shape in some dim.
+bool has_tail(const TensorValue& v) {
+  for (size_t d = 0; d < v.shape.size(); ++d)
+    if (!v.valid[d].equals(v.shape[d])) return true;
+  return false;
+}
+
 /// promote_types, its error prefixed with the op and the user's line.
 DataType promote_at(const char* op, const SourceLoc& loc, DataType a, DataType b) {
   try {
@@ -361,9 +368,8 @@ int TensorGraphBuilder::add_reshape(int base, const std::vector<Expr>& shape, co
                                                         shape_str(b.shape), n_old.str(), shape_str(shape), n_new.str()));
   if (shape.empty() || shape.size() > 6)
     throw NotSupportedError(where("reshape", loc) + fmt::format("rank {} is not supported yet (1 to 6)", shape.size()));
-  for (size_t d = 0; d < b.shape.size(); ++d)
-    if (!b.valid[d].equals(b.shape[d]))
-      throw NotSupportedError(where("reshape", loc) + "reshaping a tensor with a tail (valid shape) is not supported yet");
+  if (has_tail(b))
+    throw NotSupportedError(where("reshape", loc) + "reshaping a tensor with a tail (valid shape) is not supported yet");
   return add_reshape_alias(base, shape, b.dtype, loc);
 }
 
@@ -387,9 +393,8 @@ int TensorGraphBuilder::add_bitcast(int base, DataType dtype, const SourceLoc& l
                                        dtype_name(dtype));
   if (b.shape.empty())
     throw UserError(where("view", loc) + what + ": a 0-d tensor has no last dim to rescale");
-  for (size_t d = 0; d < b.shape.size(); ++d)
-    if (!b.valid[d].equals(b.shape[d]))
-      throw NotSupportedError(where("view", loc) + what + ": a tensor with a tail (valid shape) is not supported yet");
+  if (has_tail(b))
+    throw NotSupportedError(where("view", loc) + what + ": a tensor with a tail (valid shape) is not supported yet");
   std::vector<Expr> shape = b.shape;
   Expr& last = shape.back();
   if (from >= to) {

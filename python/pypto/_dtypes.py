@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pypto import _C
+from pypto.errors import UserError
 
 DataType = _C.DataType
 DT_FP32 = DataType.DT_FP32
@@ -84,8 +85,6 @@ def bytes_of(dt: DataType) -> int:
 def check_storage(dt: DataType, what: str) -> None:
     """Raises ValueError naming `what` for DT_BOTTOM, PyPTO's placeholder no tensor can have."""
     if dt == DT_BOTTOM:
-        from pypto.errors import UserError
-
         raise UserError(f"{what}: DT_BOTTOM is PyPTO's placeholder for 'no dtype'; a tensor cannot have it")
 
 

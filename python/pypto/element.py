@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pypto._dtypes import (DT_BOOL, DT_INT32, DT_INT64, DT_BF16, DT_DOUBLE, DT_FP16, DT_FP32, DT_FP8E4M3, DT_FP8E5M2, DT_FP8E8M0, DT_HF8,
-                           DataType, check_storage)
+from pypto import _C
+from pypto._dtypes import DT_BOOL, DT_FP32, DT_INT32, DT_INT64, DataType, check_storage
 from pypto.errors import UserTypeError
-
-_FLOATS = (DT_FP32, DT_FP16, DT_BF16, DT_DOUBLE, DT_FP8E4M3, DT_FP8E5M2, DT_FP8E8M0, DT_HF8)
 
 
 class Element:
@@ -25,7 +23,7 @@ class Element:
         if not isinstance(data, (bool, int, float)):
             raise UserTypeError(f"pypto.Element: the value must be a Python number, found {type(data).__name__}")
         self._dtype = dtype
-        self._value = bool(data) if dtype == DT_BOOL else float(data) if dtype in _FLOATS else int(data)
+        self._value = bool(data) if dtype == DT_BOOL else float(data) if _C.dtype_is_float(dtype) else int(data)
 
     @property
     def dtype(self) -> DataType:

@@ -87,6 +87,17 @@ def test_errors_name_the_dims_and_dtypes():
         bad(np.zeros((4, 8), np.int8))
 
 
+def test_a_tensor_with_a_tail_is_not_bitcast():
+    @pypto.frontend.jit
+    def f(x: pypto.Tensor((8, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        return pypto.view(pypto.view(x, [4, 8], [0, 0], valid_shape=[3, 8]), dtype=pypto.DT_INT32)
+
+    with pytest.raises(NotImplementedError, match=r"pypto.view at .*test_view_dtype.py:\d+: reading DT_FP32 data of "
+                                                  r"shape \[4, 8\] as DT_INT32: a tensor with a tail"):
+        f(np.zeros((8, 8), np.float32))
+
+
 def test_a_strided_view_cannot_be_bitcast_at_run_time():
     @pypto.frontend.jit
     def f(x: pypto.Tensor((8, 16), pypto.DT_FP32)):
