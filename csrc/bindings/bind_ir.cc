@@ -124,6 +124,12 @@ void bind_ir(py::module_& m) {
       .value("DT_FP8E5M2", DataType::FP8E5M2)
       .value("DT_FP8E8M0", DataType::FP8E8M0)
       .value("DT_HF8", DataType::HF8)
+      .value("DT_INT4", DataType::INT4)
+      .value("DT_FP4_E2M1", DataType::FP4_E2M1)
+      .value("DT_FP4_E1M2", DataType::FP4_E1M2)
+      .value("DT_FP4_E2M1X2", DataType::FP4_E2M1X2)
+      .value("DT_FP4_E1M2X2", DataType::FP4_E1M2X2)
+      .value("DT_HF4", DataType::HF4)
       .value("DT_BOTTOM", DataType::BOTTOM);
   m.def("dtype_size", &dtype_size, "Bytes per element.");
   m.def("dtype_is_float", &dtype_is_float, "True for the floating-point types (the 8-bit ones included).");
@@ -247,6 +253,11 @@ void bind_ir(py::module_& m) {
            })
       .def("valid_shape", [](const TensorGraphBuilder& b, int id) { return from_shape(b.value(id).valid); })
       .def("is_view", [](const TensorGraphBuilder& b, int id) { return b.value(id).view.has_value(); })
+      .def("view_root",
+           [](const TensorGraphBuilder& b, int id) {
+             while (b.value(id).view) id = b.value(id).view->base;
+             return id;
+           })
       .def("add_matmul",
            [](TensorGraphBuilder& b, int x, int y, DataType out, const std::vector<int64_t>& cube,
               const std::vector<int64_t>& cube_l0, const std::string& file, int line) {

@@ -24,7 +24,13 @@ int dtype_size(DataType dt) {
     case DataType::FP8E4M3:
     case DataType::FP8E5M2:
     case DataType::FP8E8M0:
-    case DataType::HF8: return 1;
+    case DataType::HF8:
+    case DataType::INT4:
+    case DataType::FP4_E2M1:
+    case DataType::FP4_E1M2:
+    case DataType::FP4_E2M1X2:
+    case DataType::FP4_E1M2X2: return 1;
+    case DataType::HF4:
     case DataType::BOTTOM: check_storage_dtype(dt, "an element"); break;
   }
   throw InternalError("unknown DataType");
@@ -49,6 +55,12 @@ std::string dtype_name(DataType dt) {
     case DataType::FP8E5M2: return "DT_FP8E5M2";
     case DataType::FP8E8M0: return "DT_FP8E8M0";
     case DataType::HF8: return "DT_HF8";
+    case DataType::INT4: return "DT_INT4";
+    case DataType::FP4_E2M1: return "DT_FP4_E2M1";
+    case DataType::FP4_E1M2: return "DT_FP4_E1M2";
+    case DataType::FP4_E2M1X2: return "DT_FP4_E2M1X2";
+    case DataType::FP4_E1M2X2: return "DT_FP4_E1M2X2";
+    case DataType::HF4: return "DT_HF4";
     case DataType::BOTTOM: return "DT_BOTTOM";
   }
   throw InternalError("unknown DataType");
@@ -73,6 +85,12 @@ std::string dtype_pto_name(DataType dt) {
     case DataType::FP8E5M2: return "f8e5m2";
     case DataType::FP8E8M0: return "f8e8m0";
     case DataType::HF8: return "hf8";
+    case DataType::INT4: return "i4";
+    case DataType::FP4_E2M1: return "f4e2m1";
+    case DataType::FP4_E1M2: return "f4e1m2";
+    case DataType::FP4_E2M1X2: return "f4e2m1x2";
+    case DataType::FP4_E1M2X2: return "f4e1m2x2";
+    case DataType::HF4:
     case DataType::BOTTOM: check_storage_dtype(dt, "a .pto type"); break;
   }
   throw InternalError("unknown DataType");
@@ -97,6 +115,12 @@ std::string dtype_cpp_type(DataType dt) {
     case DataType::FP8E5M2: return "pto::f8e5m2";
     case DataType::FP8E8M0: return "pto::f8e8m0";
     case DataType::HF8: return "pto::hf8";
+    case DataType::INT4: return "pto::i4";
+    case DataType::FP4_E2M1: return "pto::f4e2m1";
+    case DataType::FP4_E1M2: return "pto::f4e1m2";
+    case DataType::FP4_E2M1X2: return "pto::f4e2m1x2";
+    case DataType::FP4_E1M2X2: return "pto::f4e1m2x2";
+    case DataType::HF4:
     case DataType::BOTTOM: check_storage_dtype(dt, "generated code"); break;
   }
   throw InternalError("unknown DataType");
@@ -105,7 +129,8 @@ std::string dtype_cpp_type(DataType dt) {
 const std::vector<DataType>& all_dtypes() {
   static const std::vector<DataType> all = [] {
     std::vector<DataType> v;
-    for (int i = 0; i < static_cast<int>(DataType::BOTTOM); ++i) v.push_back(static_cast<DataType>(i));
+    for (int i = 0; i < static_cast<int>(DataType::BOTTOM); ++i)
+      if (static_cast<DataType>(i) != DataType::HF4) v.push_back(static_cast<DataType>(i));
     return v;
   }();
   return all;
@@ -124,7 +149,7 @@ bool is_unsigned(DataType dt) {
 }  // namespace
 
 bool dtype_is_int(DataType dt) {
-  return dt == DataType::INT8 || dt == DataType::INT16 || dt == DataType::INT32 || dt == DataType::INT64 ||
+  return dt == DataType::INT4 || dt == DataType::INT8 || dt == DataType::INT16 || dt == DataType::INT32 || dt == DataType::INT64 ||
          is_unsigned(dt);
 }
 
@@ -136,7 +161,11 @@ DataType compute_dtype(DataType dt) {
     case DataType::FP8E4M3:
     case DataType::FP8E5M2:
     case DataType::FP8E8M0:
-    case DataType::HF8: return DataType::FP32;
+    case DataType::HF8:
+    case DataType::FP4_E2M1:
+    case DataType::FP4_E1M2: return DataType::FP32;
+    case DataType::FP4_E2M1X2:
+    case DataType::FP4_E1M2X2: return dt;  // moved as it is; the graph builder refuses to compute on it
     case DataType::DOUBLE: return DataType::DOUBLE;
     case DataType::INT64:
     case DataType::UINT32:
@@ -167,6 +196,7 @@ DataType promote_types(DataType a, DataType b) {
   // Integers: unsigned uint8 with a signed type needs a wider signed type.
   auto rank = [](DataType d) {
     switch (d) {
+      case DataType::INT4: return 0;
       case DataType::INT8: return 1;
       case DataType::UINT8: return 1;
       case DataType::INT16: return 2;
@@ -176,7 +206,7 @@ DataType promote_types(DataType a, DataType b) {
   };
   if (a == DataType::UINT8 || b == DataType::UINT8) {
     DataType other = a == DataType::UINT8 ? b : a;
-    if (other == DataType::INT8) return DataType::INT16;
+    if (other == DataType::INT8 || other == DataType::INT4) return DataType::INT16;
     return other;
   }
   return rank(a) >= rank(b) ? a : b;
@@ -190,12 +220,26 @@ DataType promote_with_scalar(DataType t, bool scalar_is_float, bool scalar_is_bo
 
 bool dtype_is_float(DataType dt) {
   return dt == DataType::FP32 || dt == DataType::FP16 || dt == DataType::BF16 || dt == DataType::DOUBLE ||
-         dt == DataType::FP8E4M3 || dt == DataType::FP8E5M2 || dt == DataType::FP8E8M0 || dt == DataType::HF8;
+         dt == DataType::FP8E4M3 || dt == DataType::FP8E5M2 || dt == DataType::FP8E8M0 || dt == DataType::HF8 || dt == DataType::FP4_E2M1 || dt == DataType::FP4_E1M2 ||
+         dt == DataType::FP4_E2M1X2 || dt == DataType::FP4_E1M2X2;
 }
+
+bool packed_dtype(DataType dt) {
+  return dt == DataType::INT4 || dt == DataType::FP4_E2M1 || dt == DataType::FP4_E1M2;
+}
+
+bool pair_dtype(DataType dt) { return dt == DataType::FP4_E2M1X2 || dt == DataType::FP4_E1M2X2; }
+
+DataType pair_element(DataType dt) { return dt == DataType::FP4_E2M1X2 ? DataType::FP4_E2M1 : DataType::FP4_E1M2; }
 
 void check_storage_dtype(DataType dt, std::string_view what) {
   if (dt == DataType::BOTTOM) {
     throw UserError(fmt::format("{}: DT_BOTTOM is PyPTO's placeholder for 'no dtype'; a tensor cannot have it", what));
+  }
+  if (dt == DataType::HF4) {
+    throw NotSupportedError(fmt::format("{}: DT_HF4 (HiFloat4) has no element encoding defined by PyPTO; a tensor of "
+                                        "it is not supported yet",
+                                        what));
   }
 }
 

@@ -14,10 +14,17 @@ namespace pypto {
 /// infinities (finite values saturate at +-448, as torch's float8_e4m3fn), E5M2 with them, and
 /// E8M0, an unsigned power of two (torch's float8_e8m0fnu). HF8 is HiFloat8, a tapered 8-bit
 /// float (a prefix-coded field sets how many bits the exponent takes) that torch has no type for:
-/// it travels in uint8 tensors. BOTTOM is PyPTO's placeholder for "no type"; no tensor has it.
+/// it travels in uint8 tensors. The 4-bit types INT4 (two's complement, -8..7), FP4_E2M1 (OCP MX:
+/// +-0, 0.5 .. 6, no infinity or NaN) and FP4_E1M2 (+-0, 0.25 .. 1.75, an even grid) take one byte
+/// per element inside a program (the code in the low nibble); arrays outside a program pack two
+/// per byte, the first element in the low nibble (see `packed_dtype`). FP4_E2M1X2 and FP4_E1M2X2
+/// are one byte holding such a pair: storage only, read as their 4-bit type to compute. HF4 is a
+/// name PyPTO reserves with no encoding defined; no tensor has it, nor BOTTOM, PyPTO's
+/// placeholder for "no type".
 enum class DataType : uint8_t {
   FP32, FP16, BF16, DOUBLE, INT8, INT16, INT32, INT64, UINT8, BOOL,
-  UINT16, UINT32, UINT64, FP8E4M3, FP8E5M2, FP8E8M0, HF8, BOTTOM
+  UINT16, UINT32, UINT64, FP8E4M3, FP8E5M2, FP8E8M0, HF8,
+  INT4, FP4_E2M1, FP4_E1M2, FP4_E2M1X2, FP4_E1M2X2, HF4, BOTTOM
 };
 
 /// Every element type a tensor can have (all but BOTTOM), in enum order.
@@ -25,8 +32,16 @@ const std::vector<DataType>& all_dtypes();
 /// The type whose .pto name (dtype_pto_name) is `name`, if any.
 std::optional<DataType> dtype_by_pto_name(std::string_view name);
 
-/// Raises UserError naming `what` when `dt` is BOTTOM, which no tensor can have.
+/// Raises UserError naming `what` when `dt` is BOTTOM, which no tensor can have, and
+/// NotSupportedError for HF4, whose encoding PyPTO does not define.
 void check_storage_dtype(DataType dt, std::string_view what);
+/// True for the 4-bit types that arrays outside a program pack two per byte (INT4, FP4_E2M1,
+/// FP4_E1M2).
+bool packed_dtype(DataType dt);
+/// True for the types that hold two 4-bit values per element (FP4_E2M1X2, FP4_E1M2X2).
+bool pair_dtype(DataType dt);
+/// The 4-bit type a pair type holds two of.
+DataType pair_element(DataType dt);
 /// Bytes per element.
 int dtype_size(DataType dt);
 /// Python-facing name, e.g. "DT_FP32".

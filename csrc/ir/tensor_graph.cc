@@ -88,6 +88,16 @@ void TensorGraphBuilder::check_value(int id, const char* op, const SourceLoc& lo
     throw UserError(where(op, loc) + fmt::format("operand is not a tensor of this function (id {})", id));
 }
 
+void TensorGraphBuilder::check_computed(int id, const char* op, const SourceLoc& loc) const {
+  check_value(id, op, loc);
+  DataType dt = g_.values[id].dtype;
+  if (pair_dtype(dt))
+    throw TypeError(where(op, loc) + fmt::format("a {} operand holds two 4-bit values per element and cannot be computed "
+                                                 "on; read it as {} first (pypto.view(x, dtype={}) doubles the last dim)",
+                                                 dtype_name(dt), dtype_name(pair_element(dt)),
+                                                 dtype_name(pair_element(dt))));
+}
+
 std::vector<int64_t> TensorGraphBuilder::fit_tile(const char* op, const std::vector<int64_t>& tile, size_t rank,
                                                    const SourceLoc& loc) const {
   if (tile.empty())
@@ -153,7 +163,7 @@ int TensorGraphBuilder::add_elementwise(TensorOpKind kind, const std::vector<Ope
   std::vector<int> inputs;
   for (const Operand& o : operands) {
     if (!o.is_tensor()) continue;
-    check_value(o.value, info.name, loc);
+    check_computed(o.value, info.name, loc);
     const TensorValue& v = g_.values[o.value];
     inputs.push_back(o.value);
     if (!first) {
@@ -236,7 +246,7 @@ int TensorGraphBuilder::add_elementwise(TensorOpKind kind, const std::vector<Ope
 int TensorGraphBuilder::add_unary(TensorOpKind kind, int x, const std::vector<int64_t>& tile, const SourceLoc& loc) {
   const OpInfo& info = op_info(kind);
   if (info.cls != OpClass::Unary) throw InternalError("add_unary with a non-unary op");
-  check_value(x, info.name, loc);
+  check_computed(x, info.name, loc);
   const TensorValue& vx = g_.values[x];
   if (kind == TensorOpKind::LogicalNot && vx.dtype != DataType::BOOL)
     throw TypeError(where(info.name, loc) + fmt::format("expects a DT_BOOL tensor, found {}", dtype_name(vx.dtype)));
@@ -255,7 +265,12 @@ int TensorGraphBuilder::add_unary(TensorOpKind kind, int x, const std::vector<in
 }
 
 int TensorGraphBuilder::add_cast(int x, DataType dtype, const std::vector<int64_t>& tile, const SourceLoc& loc) {
-  check_value(x, "cast", loc);
+  check_computed(x, "cast", loc);
+  if (pair_dtype(dtype))
+    throw TypeError(where("cast", loc) + fmt::format("cannot cast to {}, which holds two 4-bit values per element; cast "
+                                                     "to {} and read that as {} (pypto.view(x, dtype=...))",
+                                                     dtype_name(dtype), dtype_name(pair_element(dtype)),
+                                                     dtype_name(dtype)));
   const TensorValue& vx = g_.values[x];
   const std::vector<int64_t> fitted = fit_tile("cast", tile, vx.shape.size(), loc);
   std::vector<Expr> valid = vx.valid;  // new_value may move the values vector
@@ -278,7 +293,7 @@ int TensorGraphBuilder::add_reduce(TensorOpKind kind, int x, const std::vector<i
                                    const std::vector<int64_t>& tile, const SourceLoc& loc) {
   const OpInfo& info = op_info(kind);
   if (info.cls != OpClass::Reduce) throw InternalError("add_reduce with a non-reduction");
-  check_value(x, info.name, loc);
+  check_computed(x, info.name, loc);
   const TensorValue& vx = g_.values[x];
   int rank = static_cast<int>(vx.shape.size());
   if (dims_in.empty()) throw UserError(where(info.name, loc) + "no dim to reduce");
@@ -483,8 +498,8 @@ int TensorGraphBuilder::add_arange(const Expr& n, double start, double step, Dat
 
 int TensorGraphBuilder::add_matmul(int a, int b, DataType out_dtype, const std::vector<int64_t>& cube,
                                    const std::vector<int64_t>& cube_l0, const SourceLoc& loc) {
-  check_value(a, "matmul", loc);
-  check_value(b, "matmul", loc);
+  check_computed(a, "matmul", loc);
+  check_computed(b, "matmul", loc);
   const TensorValue& va = g_.values[a];
   const TensorValue& vb = g_.values[b];
   if (va.shape.size() < 2 || vb.shape.size() < 2)

@@ -189,6 +189,8 @@ class TensorGraphBuilder {
   int add_reshape_alias(int base, const std::vector<Expr>& shape, DataType dtype, const SourceLoc& loc);
   int new_value(const std::vector<Expr>& shape, DataType dtype);
   void check_value(int id, const char* op, const SourceLoc& loc) const;
+  /// check_value, and a TypeError for a pair type (FP4_E2M1X2, ...), which only moves.
+  void check_computed(int id, const char* op, const SourceLoc& loc) const;
   /// The tile an op of rank `rank` uses: the leading `rank` entries of the vec tile shape `tile`, which must
   /// have at least that many (PyPTO's rule); UserError when it is unset, shorter or not positive.
   std::vector<int64_t> fit_tile(const char* op, const std::vector<int64_t>& tile, size_t rank,

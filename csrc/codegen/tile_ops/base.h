@@ -29,8 +29,33 @@ struct hf8 {
   uint8_t bits;
 };
 
+/// 4-bit types, one per byte in tiles and in a program's tensors (the code in the low nibble):
+/// INT4 two's complement; FP4 E2M1 (OCP MX: 0, 0.5, 1, 1.5, 2, 3, 4, 6) and E1M2 (0 to 1.75 by
+/// 0.25), each with a sign bit (bit 3) and no infinity or NaN.
+struct i4 {
+  uint8_t bits;
+};
+struct f4e2m1 {
+  uint8_t bits;
+};
+struct f4e1m2 {
+  uint8_t bits;
+};
+/// A byte holding two FP4 codes (the first in the low nibble); only moved, never computed on.
+struct f4e2m1x2 {
+  uint8_t bits;
+};
+struct f4e1m2x2 {
+  uint8_t bits;
+};
+
+/// The narrow float storage types: converted through float.
 template <typename T>
 struct is_f8 : std::false_type {};
+template <>
+struct is_f8<f4e2m1> : std::true_type {};
+template <>
+struct is_f8<f4e1m2> : std::true_type {};
 template <>
 struct is_f8<hf8> : std::true_type {};
 template <>
@@ -163,8 +188,41 @@ inline uint8_t hf8_encode(float f) {
   return code == 0 ? 0 : static_cast<uint8_t>(sign | code);
 }
 
+/// The magnitudes of the 3-bit FP4 codes of E2M1 and E1M2.
+inline const float* f4_magnitudes(bool e2m1) {
+  static const float e2m1_values[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  static const float e1m2_values[8] = {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f};
+  return e2m1 ? e2m1_values : e1m2_values;
+}
+inline float f8_to_float(f4e2m1 v) {
+  const float m = f4_magnitudes(true)[v.bits & 7];
+  return (v.bits & 8) ? -m : m;
+}
+inline float f8_to_float(f4e1m2 v) {
+  const float m = f4_magnitudes(false)[v.bits & 7];
+  return (v.bits & 8) ? -m : m;
+}
+/// The FP4 code of `f`: the nearest value, ties to the even code; past the largest value (and
+/// infinity) the largest value, as the MX formats saturate; NaN the largest value with NaN's sign
+/// (FP4 has no NaN); zero keeps its sign.
+inline uint8_t f4_encode(float f, bool e2m1) {
+  const float* v = f4_magnitudes(e2m1);
+  const uint8_t sign = std::signbit(f) ? 8 : 0;
+  const float a = std::fabs(f);
+  if (a != a || a >= v[7]) return sign | 7;
+  int k = 0;
+  while (k < 7 && v[k + 1] <= a) ++k;  // v[k] <= a < v[k + 1]
+  const float lo = a - v[k], hi = v[k + 1] - a;
+  if (hi < lo || (hi == lo && (k & 1))) ++k;
+  return static_cast<uint8_t>(sign | k);
+}
+
 template <typename T>
 inline T f8_from_float(float f);
+template <>
+inline f4e2m1 f8_from_float<f4e2m1>(float f) { return f4e2m1{f4_encode(f, true)}; }
+template <>
+inline f4e1m2 f8_from_float<f4e1m2>(float f) { return f4e1m2{f4_encode(f, false)}; }
 template <>
 inline hf8 f8_from_float<hf8>(float f) { return hf8{hf8_encode(f)}; }
 template <>
@@ -208,9 +266,30 @@ struct Scratch {
 
 /// Converts between storage and compute types (bf16 by bit manipulation and the FP8 formats
 /// through float, both rounding to nearest even; everything else by the language's conversion).
+inline int32_t i4_value(i4 v) { return static_cast<int32_t>(static_cast<int8_t>(v.bits << 4)) >> 4; }
+/// An integer wraps to its low 4 bits (as the wider integer conversions wrap).
+inline i4 i4_from(int64_t v) { return i4{static_cast<uint8_t>(static_cast<uint64_t>(v) & 0xf)}; }
+template <typename S>
+inline i4 i4_from_value(S v) {
+  if constexpr (std::is_floating_point_v<S>) {
+    if (!(v == v)) return i4{0};
+    const S lim = static_cast<S>(9.2e18);  // inside int64 for every float type
+    return i4_from(static_cast<int64_t>(v < -lim ? -lim : v > lim ? lim : v));
+  } else {
+    return i4_from(static_cast<int64_t>(v));
+  }
+}
+
 template <typename D, typename S>
 inline D cvt(S v) {
-  if constexpr (is_f8<S>::value && is_f8<D>::value) {
+  if constexpr (std::is_same_v<D, S>) {
+    return v;
+  } else if constexpr (std::is_same_v<S, i4>) {
+    return cvt<D>(i4_value(v));
+  } else if constexpr (std::is_same_v<D, i4>) {
+    if constexpr (is_f8<S>::value || std::is_same_v<S, bf16>) return i4_from_value(cvt<float>(v));
+    else return i4_from_value(v);
+  } else if constexpr (is_f8<S>::value && is_f8<D>::value) {
     return f8_from_float<D>(f8_to_float(v));
   } else if constexpr (is_f8<S>::value) {
     return static_cast<D>(f8_to_float(v));
