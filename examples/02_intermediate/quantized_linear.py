@@ -2,7 +2,8 @@
 stored as FP8 (E4M3, torch.float8_e4m3fn) with one scale per output column, the kernel widens them
 to bf16, and matmul's extend_params epilogue applies the bias, the per-column dequantisation scale
 and ReLU to the fp32 accumulator before the result is rounded to bf16. A second form runs the
-same layer in int8 (int32 accumulation, a float scale, saturation to int8)."""
+same layer in int8 (int32 accumulation, a float scale, saturation to int8), and a third with int4
+weights packed two per byte (the low nibble first), as PyPTO passes DT_INT4 data."""
 
 import torch
 
@@ -28,6 +29,15 @@ def int8_linear(x: pypto.Tensor((M, IN), pypto.DT_INT8), w: pypto.Tensor((IN, OU
     return pypto.matmul(x, w, pypto.DT_INT8, extend_params={"scale": 1 / 512})
 
 
+@pypto.frontend.jit
+def int4_linear(x: pypto.Tensor((M, IN), pypto.DT_FP32), w: pypto.Tensor((IN, OUT), pypto.DT_INT4),
+                scale: pypto.Tensor((1, OUT), pypto.DT_FP32)):
+    pypto.set_cube_tile_shapes([16, 16], [32, 128], [32, 32])
+    pypto.set_vec_tile_shapes(32, 32)
+    wf = pypto.mul(pypto.cast(w, pypto.DT_FP32), scale)   # w arrives as uint8 [IN, OUT / 2]
+    return pypto.matmul(x, wf, pypto.DT_FP32)
+
+
 def main():
     g = torch.Generator().manual_seed(0)
     w = torch.randn(IN, OUT, generator=g) * 0.05
@@ -49,6 +59,17 @@ def main():
     off = (q.long() - want.long()).abs().max().item()
     assert off <= 1, off                                        # halfway cases may round either way
     print(f"int8 x int8 -> int32 accumulator -> int8: {tuple(q.shape)}, max difference from torch {off}")
+
+    w4 = torch.randint(-8, 8, (IN, OUT), generator=g)              # int4 values
+    nib = w4 & 15
+    packed = (nib[:, 0::2] | (nib[:, 1::2] << 4)).to(torch.uint8)  # [IN, OUT / 2]
+    s4 = torch.rand(1, OUT, generator=g) * 0.01
+    xf = torch.randn(TOKENS, IN, generator=g)
+    y4 = int4_linear(xf, packed, s4)
+    ref4 = xf.double() @ (w4.double() * s4.double())
+    err4 = ((y4.double() - ref4).abs().max() / ref4.abs().max()).item()
+    assert err4 < 1e-5, err4
+    print(f"int4 weights packed two per byte {tuple(packed.shape)}: {tuple(y4.shape)} fp32, max error {err4:.1e}")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,12 @@ from pypto._dtypes import (
     DT_FP8E8M0,
     DT_HF8,
     DT_FP8,
+    DT_INT4,
+    DT_FP4_E2M1,
+    DT_FP4_E1M2,
+    DT_FP4_E2M1X2,
+    DT_FP4_E1M2X2,
+    DT_HF4,
     DT_BOTTOM,
     bytes_of,
 )
@@ -94,7 +100,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DataType", "DT_FP32", "DT_FP16", "DT_BF16", "DT_DOUBLE", "DT_INT8", "DT_INT16", "DT_INT32", "DT_INT64",
     "DT_UINT8", "DT_UINT16", "DT_UINT32", "DT_UINT64", "DT_FP8E4M3", "DT_FP8E5M2", "DT_FP8E8M0", "DT_HF8", "DT_FP8",
-    "DT_BOTTOM", "bytes_of",
+    "DT_INT4", "DT_FP4_E2M1", "DT_FP4_E1M2", "DT_FP4_E2M1X2", "DT_FP4_E1M2X2", "DT_HF4", "DT_BOTTOM", "bytes_of",
     "DT_BOOL", "Tensor", "jit", "compile", "Compiled", "frontend", "set_vec_tile_shapes",
     "get_vec_tile_shapes", "set_pass_options", "SymExpr", "ceildiv", "min", "max",
     "amax", "amin", "cast", "clamp", "clip", "gelu", "layer_norm", "mean", "prod", "rms_norm", "softmax", "sum", "var",

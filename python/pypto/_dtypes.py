@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pypto import _C
-from pypto.errors import UserError
+from pypto.errors import NotSupportedError, UserError
 
 DataType = _C.DataType
 DT_FP32 = DataType.DT_FP32
@@ -25,13 +25,34 @@ DT_FP8E4M3 = DataType.DT_FP8E4M3
 DT_FP8E5M2 = DataType.DT_FP8E5M2
 DT_FP8E8M0 = DataType.DT_FP8E8M0
 DT_HF8 = DataType.DT_HF8
+DT_INT4 = DataType.DT_INT4
+DT_FP4_E2M1 = DataType.DT_FP4_E2M1
+DT_FP4_E1M2 = DataType.DT_FP4_E1M2
+DT_FP4_E2M1X2 = DataType.DT_FP4_E2M1X2
+DT_FP4_E1M2X2 = DataType.DT_FP4_E1M2X2
+DT_HF4 = DataType.DT_HF4
 # PyPTO's generic 8-bit float: its conversions are E4M3's, so here it is that type.
 DT_FP8 = DT_FP8E4M3
 DT_BOTTOM = DataType.DT_BOTTOM
 
 # Types torch and NumPy have no dtype for travel in arrays of a same-size carrier type
 # (as in PyPTO: HiFloat8 data is a uint8 tensor).
-_CARRIER = {DT_HF8: DT_UINT8}
+# The pair types (two FP4 codes per byte) travel in uint8 too.
+_CARRIER = {DT_HF8: DT_UINT8, DT_FP4_E2M1X2: DT_UINT8, DT_FP4_E1M2X2: DT_UINT8}
+
+# The 4-bit types: one code per byte inside a program; arrays outside pack two per byte (the
+# first element in the low nibble), so a parameter's uint8 array has half the last dim.
+_PACKED = (DT_INT4, DT_FP4_E2M1, DT_FP4_E1M2)
+
+
+def is_packed(dt: DataType) -> bool:
+    """True for the 4-bit types, which arrays hold two per byte."""
+    return dt in _PACKED
+
+
+def packed_carriers(dt: DataType) -> tuple:
+    """The array dtypes that carry a 4-bit type two per byte: uint8, and int8 for DT_INT4."""
+    return (DT_UINT8, DT_INT8) if dt == DT_INT4 else (DT_UINT8,)
 
 _NUMPY = {
     DT_FP32: np.dtype(np.float32),
@@ -86,6 +107,9 @@ def check_storage(dt: DataType, what: str) -> None:
     """Raises ValueError naming `what` for DT_BOTTOM, PyPTO's placeholder no tensor can have."""
     if dt == DT_BOTTOM:
         raise UserError(f"{what}: DT_BOTTOM is PyPTO's placeholder for 'no dtype'; a tensor cannot have it")
+    if dt == DT_HF4:
+        raise NotSupportedError(f"{what}: DT_HF4 (HiFloat4) has no element encoding defined by PyPTO; a tensor of it "
+                                "is not supported yet")
 
 
 def carrier(dt: DataType) -> DataType:

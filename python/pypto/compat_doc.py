@@ -221,6 +221,8 @@ FOLLOWS_REFERENCE: dict[tuple[str, str], str] = {
     ("Tensor", "where"): "differs: as upstream's API reference, where(self, condition, y) (self where condition holds, "
                          "else y); upstream's source declares (condition, x, y) and passes four arguments to the "
                          "three-parameter pypto.where, so no call of it runs there",
+    ("pypto", "DT_HF4"): "differs: the name exists, but a tensor of it raises NotSupportedError: PyPTO defines no "
+                         "HiFloat4 encoding (its own interpreter has none either)",
 }
 
 

@@ -280,8 +280,8 @@ def cast(x, dtype: DataType, mode=CastMode.CAST_NONE, satmode=SaturationMode.OFF
             raise NotSupportedError(f"pypto.cast: mode {mode} from {x.dtype.name} to {dtype.name} is not supported "
                                     "yet (rounding modes apply to float to integer and float to the same float)")
     if satmode == SaturationMode.ON and src_float and not dst_float and dtype != _dtypes.DT_BOOL:
-        info = _np_iinfo(dtype)
-        x = where(_elementwise("ne", x, x), 0.0, clip(x, float(info.min), float(info.max)))
+        lo, hi = (-8, 7) if dtype == _dtypes.DT_INT4 else (_np_iinfo(dtype).min, _np_iinfo(dtype).max)
+        x = where(_elementwise("ne", x, x), 0.0, clip(x, float(lo), float(hi)))
     if x.dtype == dtype:
         return x
     file, line = user_location()

@@ -11,7 +11,7 @@ import numbers
 from typing import Any, Sequence
 
 from pypto import _dtypes
-from pypto._dtypes import DataType
+from pypto._dtypes import DataType, dtype_name
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend.config import current_trace, user_location
 from pypto.frontend.symbolic import SymExpr, to_expr
@@ -60,11 +60,94 @@ def view(x, shape=None, offsets=None, valid_shape=None, *, dtype: DataType | Non
 
 
 def _bitcast(x: Tensor, dtype: DataType) -> Tensor:
-    """``x``'s bytes read as ``dtype`` (PyPTO's ``view(x, dtype=...)``, torch's ``Tensor.view(dtype)``)."""
+    """``x``'s bytes read as ``dtype`` (PyPTO's ``view(x, dtype=...)``, torch's ``Tensor.view(dtype)``).
+
+    The 4-bit types (INT4, FP4) hold one code per byte inside a program, so reading bytes as
+    one of them unpacks each byte into two elements (the low nibble first) and the reverse
+    packs them: the last dim doubles or halves, as between packed arrays."""
     ctx = _ctx("view")
-    ix = _tensor("view", x, ctx, "the")
+    _tensor("view", x, ctx, "the")
+    src4, dst4 = _dtypes.is_packed(x.dtype), _dtypes.is_packed(dtype)
+    if dst4 and not src4:
+        return _alias(_unpack_nibbles(_alias(x, _dtypes.DT_UINT8)), dtype)
+    if src4 and not dst4:
+        return _alias(_pack_nibbles(_alias(x, _dtypes.DT_UINT8)), dtype)
+    return _alias(x, dtype)
+
+
+def _alias(x: Tensor, dtype: DataType) -> Tensor:
+    if x.dtype == dtype:
+        return x
+    ctx = _ctx("view")
     file, line = user_location()
-    return Tensor._traced(ctx, ctx.builder.add_bitcast(ix, dtype, file, line))
+    return Tensor._traced(ctx, ctx.builder.add_bitcast(x._id, dtype, file, line))
+
+
+class _BoundaryTile:
+    """The vec tile of the ops that unpack a parameter or pack a result (the function's own tile
+    is not set yet, or is the user's choice for other ops): 16 rows of 1024 elements."""
+
+    def __init__(self, ctx, rank: int):
+        self.ctx, self.tile = ctx, tuple([1] * max(rank - 2, 0) + [16, 1024][-rank:])
+
+    def __enter__(self):
+        from pypto.frontend import config
+
+        self.saved, self.ctx.vec_tile = self.ctx.vec_tile, self.tile
+        self.trace = config.push_trace(self.ctx)
+
+    def __exit__(self, *exc):
+        from pypto.frontend import config
+
+        config.push_trace(self.trace)
+        self.ctx.vec_tile = self.saved
+
+
+def unpacked_param(ctx, carrier: Tensor, dtype: DataType) -> Tensor:
+    """A 4-bit parameter as the kernel sees it: its caller's bytes unpacked, one element per code.
+    Writing into it is refused (the writes would not reach the caller's packed array)."""
+    with _BoundaryTile(ctx, len(carrier.shape)):
+        t = _bitcast(carrier, dtype)
+    ctx.packed_params.add(ctx.builder.view_root(t._id))
+    return t
+
+
+def packed_result(ctx, r: Tensor) -> Tensor:
+    """A 4-bit result as its caller gets it: packed two per byte in a uint8 array."""
+    with _BoundaryTile(ctx, len(r.shape)):
+        return _bitcast(r, _dtypes.DT_UINT8)
+
+
+def _nibble_positions(x: Tensor, n) -> tuple[Tensor, Tensor]:
+    """arange(n) over the last dim, and the same broadcast to ``x``'s leading dims."""
+    pos = arange(n, dtype=_dtypes.DT_INT32)
+    return pos, _expand_clone(pos, list(x.shape[:-1]) + [n])
+
+
+def _unpack_nibbles(b: Tensor) -> Tensor:
+    """uint8 ``[..., n]`` -> uint8 codes ``[..., 2n]``: element 2j the low nibble of byte j, 2j+1 the high."""
+    from pypto import ops
+
+    n2 = b.shape[-1] * 2
+    pos, idx = _nibble_positions(b, n2)
+    byte = gather(ops.cast(b, _dtypes.DT_INT32), -1, ops.floor_div(idx, 2))
+    shift = ops.add(ops.mul(ops.remainder(pos, 2), 15), 1)  # 1 for an even position, 16 for an odd one
+    return ops.cast(ops.remainder(ops.floor_div(byte, shift), 16), _dtypes.DT_UINT8)
+
+
+def _pack_nibbles(c: Tensor) -> Tensor:
+    """uint8 codes ``[..., 2n]`` -> uint8 ``[..., n]``: byte j holds code 2j in its low nibble, 2j+1 in its high."""
+    from pypto import ops
+
+    last = c.shape[-1]
+    if _is_static(last) and last % 2:
+        raise UserError(f"pypto.view: packing 4-bit elements two per byte needs an even last dim, found {last}")
+    n = last // 2
+    pos, idx = _nibble_positions(c, n)
+    codes = ops.remainder(ops.cast(c, _dtypes.DT_INT32), 16)
+    lo = gather(codes, -1, ops.mul(idx, 2))
+    hi = gather(codes, -1, ops.add(ops.mul(idx, 2), 1))
+    return ops.cast(ops.add(lo, ops.mul(hi, 16)), _dtypes.DT_UINT8)
 
 
 def getitem(x: Tensor, key, fill=None) -> Tensor:
@@ -227,6 +310,9 @@ def assemble(src, offsets, dst=None, parallel: bool = False) -> None:
         if len(src.shape) != len(dst.shape):
             raise UserError(f"pypto.assemble: source of rank {len(src.shape)} into a destination of rank {len(dst.shape)}")
         target = view(dst, list(src.shape), list(offsets))
+    if ctx.packed_params and ctx.builder.view_root(target._id) in ctx.packed_params:
+        raise NotSupportedError(f"pypto.assemble: writing into a 4-bit parameter ({dtype_name(dst.dtype)}, which "
+                                "its caller passes packed two per byte) is not supported yet; return the result instead")
     file, line = user_location()
     ctx.builder.add_assemble(_tensor("assemble", src, ctx, "the source"), target._id, _tile(ctx), file, line)
 

@@ -20,6 +20,7 @@ class TraceContext:
     def __init__(self, name: str, vec_tile: tuple[int, ...] | None):
         self.builder = _C.GraphBuilder(name)
         self.vec_tile = vec_tile
+        self.packed_params: set[int] = set()  # roots of unpacked 4-bit parameters (shape_ops)
         self.reshaped_params: set[int] = set()
         self.cube_tile = _global_cube_tile
         self.split_k = _global_split_k

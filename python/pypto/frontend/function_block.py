@@ -82,6 +82,9 @@ class function:  # noqa: N801 - PyPTO's name
                     dims.append(str(d))
                 else:
                     dims.append(d)
+            if _dtypes.is_packed(t.dtype):
+                raise NotSupportedError(f"pypto.function('{self.name}'): tensor '{pname}' is {t.dtype.name}; a 4-bit "
+                                        "tensor of a function block is not supported yet (use @pypto.frontend.jit)")
             self._params.append((pname, dims, t.dtype))
         self._ctx = ctx = config.TraceContext(self.name, config.default_vec_tile())
         self._saved = [(t._ctx, t._id) for t in self._tensors]

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from pypto import _C, golden, memory
+from pypto import _C, _dtypes, golden, memory, shape_ops
 from pypto._dtypes import dtype_name
 from pypto.errors import UserError, UserTypeError
 from pypto.frontend import config, function_block
@@ -87,10 +87,15 @@ class JitFunction:
             if kind == "const":
                 args.append(bound.consts[i][1])
                 continue
-            name, _, dims, dt = bound.tensors[i]
+            name, array, dims, dt = bound.tensors[i]
             for d in dims:
                 if isinstance(d, str):
                     b.add_dyn_dim(d)
+            if _dtypes.is_packed(dt):  # the caller's bytes; the kernel sees them unpacked
+                vid = b.add_param(name, list(dims[:-1]) + [dims[-1] // 2], memory.dtype_of(array))
+                param_ids.append(vid)
+                args.append(shape_ops.unpacked_param(ctx, Tensor._traced(ctx, vid, name), dt))
+                continue
             vid = b.add_param(name, dims, dt)
             param_ids.append(vid)
             args.append(Tensor._traced(ctx, vid, name))
@@ -105,16 +110,21 @@ class JitFunction:
             if not isinstance(r, Tensor) or r._ctx is not ctx:
                 raise UserTypeError(
                     f"{self._sig.name}: return value {i} must be a pypto.Tensor computed by the function, found {type(r).__name__}")
+        self._check_returns(results, ctx)
+        # A 4-bit result goes back to the caller packed two per byte, in uint8.
+        if any(_dtypes.is_packed(r.dtype) for r in results):
+            prev = config.push_trace(ctx)
+            try:
+                results = [shape_ops.packed_result(ctx, r) if _dtypes.is_packed(r.dtype) else r for r in results]
+            finally:
+                config.push_trace(prev)
         # A returned parameter or view is copied into a new tensor.
-        from pypto import shape_ops
-
         zero_d = {i for i, r in enumerate(results) if r._id in ctx.zero_d}
         prev = config.push_trace(ctx)
         try:
             results = [shape_ops._materialize(r) if (r._id in param_ids or b.is_view(r._id)) else r for r in results]
         finally:
             config.push_trace(prev)
-        self._check_returns(results, ctx)
         b.set_outputs([r._id for r in results])
         graph = b.finish()
         program = _C.compile(graph, config.make_pass_options(opts))
