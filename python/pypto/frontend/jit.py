@@ -112,12 +112,7 @@ class JitFunction:
                     f"{self._sig.name}: return value {i} must be a pypto.Tensor computed by the function, found {type(r).__name__}")
         self._check_returns(results, ctx)
         # A 4-bit result goes back to the caller packed two per byte, in uint8.
-        if any(_dtypes.is_packed(r.dtype) for r in results):
-            prev = config.push_trace(ctx)
-            try:
-                results = [shape_ops.packed_result(ctx, r) if _dtypes.is_packed(r.dtype) else r for r in results]
-            finally:
-                config.push_trace(prev)
+        results = [shape_ops.packed_result(ctx, r) if _dtypes.is_packed(r.dtype) else r for r in results]
         # A returned parameter or view is copied into a new tensor.
         zero_d = {i for i, r in enumerate(results) if r._id in ctx.zero_d}
         prev = config.push_trace(ctx)
