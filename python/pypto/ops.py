@@ -424,8 +424,11 @@ def _matmul_extended(a, b, out_dtype, a_trans, b_trans, params) -> Tensor:
     if not isinstance(mode, TransMode):
         raise UserTypeError(f"pypto.matmul: extend_params['trans_mode'] must be a pypto.TransMode, found {mode!r}")
     if mode != TransMode.CAST_NONE:
-        raise NotSupportedError(f"pypto.matmul: extend_params['trans_mode']={mode} (TF32 rounding of the inputs) is "
-                                "not supported yet")
+        found = [t.name for t in (a.dtype, b.dtype, out_dtype or a.dtype) if t != _dtypes.DT_FP32]
+        if found:
+            raise UserTypeError(f"pypto.matmul: extend_params['trans_mode']={mode} (TF32 inputs) needs DT_FP32 operands "
+                                f"and result, found {a.dtype.name}, {b.dtype.name} -> {(out_dtype or a.dtype).name}")
+        a, b = _tf32(a, mode), _tf32(b, mode)  # with no vec tile shape, tiled by the cube tile (_tf32)
     relu = params.get("relu_type", ReLuType.NO_RELU)
     if not isinstance(relu, ReLuType):
         raise UserTypeError(f"pypto.matmul: extend_params['relu_type'] must be a pypto.ReLuType, found {relu!r}")
@@ -464,15 +467,20 @@ def _epilogue(acc, params, out_dtype, relu) -> Tensor:
     scale = params.get("scale", params.get("scale_tensor"))
     if scale is not None:
         if isinstance(scale, Tensor):
-            if scale.dtype not in (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16):
-                raise NotSupportedError(f"pypto.matmul: extend_params['scale_tensor'] of dtype {scale.dtype.name} is "
-                                        "not supported yet; pass the scales as a float tensor of shape [1, N]")
-            if str(scale.shape[-1]) != str(n):
+            if str(scale.shape[-1]) != str(n) or (len(scale.shape) >= 2 and str(scale.shape[-2]) != "1"):
                 raise UserError(f"pypto.matmul: extend_params['scale_tensor'] has shape {list(scale.shape)}, "
                                 f"expected [1, {n}]")
-            scale = cast(scale, _dtypes.DT_FP32)
+            if scale.dtype in (_dtypes.DT_UINT64, _dtypes.DT_INT64):
+                scale = _quant_scale(scale)
+            elif scale.dtype in (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16):
+                scale = cast(scale, _dtypes.DT_FP32)  # pypto's extension: float scales, used as they are
+            else:
+                raise UserTypeError(f"pypto.matmul: extend_params['scale_tensor'] must be DT_UINT64 or DT_INT64 (an "
+                                    f"fp32 scale in the low 32 bits) or a float tensor, found {scale.dtype.name}")
         elif isinstance(scale, builtins.bool) or not isinstance(scale, numbers.Real):
             raise UserTypeError(f"pypto.matmul: extend_params['scale'] must be a float, found {type(scale).__name__}")
+        else:
+            scale = _scale19(float(scale))
         acc = mul(cast(acc, _dtypes.DT_FP32) if acc.dtype != _dtypes.DT_FP32 else acc, scale)
     if relu == ReLuType.RELU:
         acc = TABLE_FUNCTIONS["relu"](acc)
@@ -481,6 +489,57 @@ def _epilogue(acc, params, out_dtype, relu) -> Tensor:
             acc = _unary("round", acc)
         acc = clip(acc, -128, 127)
     return acc if acc.dtype == out_dtype else cast(acc, out_dtype)
+
+
+_MANTISSA_CUT = 1 << 13  # fp32 keeps 10 of its 23 mantissa bits in TF32 and in the fixpipe's scales
+
+
+def _scale19(value: float) -> float:
+    """A matmul dequant scale as the fixpipe uses it: sign, 8 exponent and the top 10 mantissa bits
+    of its fp32 value (the rest truncated)."""
+    import struct
+
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    return struct.unpack("<f", struct.pack("<I", bits - bits % _MANTISSA_CUT))[0]
+
+
+def _quant_scale(scale: Tensor) -> Tensor:
+    """fp32 scales from PyPTO's 64-bit quant parameters (the fp32 bits in the low 32 bits), cut to
+    19 bits as ``_scale19``."""
+    from pypto import _dtypes, shape_ops
+
+    u = shape_ops.view(scale, dtype=_dtypes.DT_UINT64) if scale.dtype == _dtypes.DT_INT64 else scale
+    low = u % (1 << 32)
+    low = cast(low - low % _MANTISSA_CUT, _dtypes.DT_UINT32)
+    return shape_ops.view(low, dtype=_dtypes.DT_FP32)
+
+
+def _tf32(x: Tensor, mode) -> Tensor:
+    """fp32 values rounded to TF32 (10 mantissa bits): to nearest, ties to even (CAST_RINT) or away
+    from zero (CAST_ROUND); NaN stays NaN, values past TF32's largest round to infinity."""
+    from pypto import _dtypes, shape_ops
+    from pypto.enums import TransMode
+
+    ctx = _ctx("matmul")
+    if ctx.vec_tile is None:  # as the epilogue: without a vec tile shape, tiled by the cube tile's L1 sizes
+        cube = ctx.cube_tile or DEFAULT_CUBE_TILE
+        ctx.vec_tile = (1,) * (len(x.shape) - 2) + (cube[0][1], cube[1][1])
+        try:
+            return _tf32(x, mode)
+        finally:
+            ctx.vec_tile = None
+    u = shape_ops.view(x, dtype=_dtypes.DT_UINT32)
+    cut = u % _MANTISSA_CUT
+    kept = u - cut
+    half = _MANTISSA_CUT // 2
+    if mode == TransMode.CAST_ROUND:
+        up = cast(_elementwise("ge", cut, half), _dtypes.DT_UINT32)
+    else:  # ties go to the even kept value
+        odd = cast(_elementwise("eq", kept % (2 * _MANTISSA_CUT), _MANTISSA_CUT), _dtypes.DT_UINT32)
+        up = cast(_elementwise("gt", cut, half), _dtypes.DT_UINT32) + \
+            cast(_elementwise("eq", cut, half), _dtypes.DT_UINT32) * odd
+    rounded = shape_ops.view(kept + up * _MANTISSA_CUT, dtype=_dtypes.DT_FP32)
+    return where(_elementwise("ne", x, x), x, rounded)
 
 
 def _matmul(a, b, out_dtype: DataType | None, a_trans: bool, b_trans: bool) -> Tensor:
