@@ -135,10 +135,8 @@ def scan(git_dir: str) -> dict[str, Any]:
 NOT_ON_CPU = "not meaningful on a CPU"
 ISSUE_21 = "missing: an op of the op families issue"
 ISSUE_21_ENUM = "missing: an enum of ops of the op families issue"
-SUB_BYTE = ("missing: the 4-bit storage dtypes (INT4, FP4, HiFloat4, two to a byte) come with pack/unpack in the "
-            "op families issue")
-GOLDEN = "missing: printing or saving a tensor from inside a kernel while it runs"
-INTERNAL = "missing: access to PyPTO's C++ tensor object"
+LOGICAL = ("differs: takes or returns a pypto LogicalTensor (the traced graph value a Tensor names), not a C++ "
+           "tensor object")
 NOTES: dict[str, str] = {
     # device, runtime and toolchain facilities of the NPU
     "platform": f"{NOT_ON_CPU}: describes the NPU (SoC version, core counts)",
@@ -157,19 +155,6 @@ NOTES: dict[str, str] = {
     "OpType": ISSUE_21_ENUM, "OutType": ISSUE_21_ENUM, "DequantScaleRoundingMode": ISSUE_21_ENUM,
     "ROUND_UP": ISSUE_21_ENUM, "ROUND_DOWN": ISSUE_21_ENUM, "SatStatus": ISSUE_21_ENUM, "atan2": ISSUE_21,
     "index_add_ub": ISSUE_21, "index_add__ub": ISSUE_21, "expand_exp_dif": ISSUE_21, "uniform_impl": ISSUE_21,
-    "DT_INT4": SUB_BYTE, "DT_FP4_E1M2": SUB_BYTE, "DT_FP4_E1M2X2": SUB_BYTE, "DT_FP4_E2M1": SUB_BYTE,
-    "DT_FP4_E2M1X2": SUB_BYTE, "DT_HF4": SUB_BYTE,
-    "verify": "missing: PyPTO's verify(func, inputs, outputs, goldens) driver of its simulated check (golden data "
-              "is compared with pypto.set_verify_golden_data and enable_pass_verify)",
-    "pass_verify_print": GOLDEN, "pass_verify_save": GOLDEN,
-    "Function": "missing: the class of PyPTO's recorded functions (pypto.function blocks and Compiled play its part)",
-    "FeError": "missing: PyPTO's frontend error wrapper (errors here are pypto.PyptoError subclasses of the builtin "
-               "exceptions)",
-    "op_wrapper": "missing: PyPTO's decorator for its own op definitions",
-    # Tensor
-    "base": INTERNAL, "from_base": INTERNAL, "from_logical_tensor": INTERNAL, "logical_tensor": INTERNAL,
-    "set_logical_tensor": INTERNAL, "to_tensor": INTERNAL,
-    "parser": "missing: PyPTO's parser module (internal)",
 }
 OP_FAMILIES = set("""sin cos tan asin acos atan sinh cosh asinh acosh atanh log2 log10 log1p cbrt hypot copysign isnan
 isfinite fmod remainder floor_div ceil_div gcd bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift
@@ -226,6 +211,20 @@ FOLLOWS_REFERENCE: dict[tuple[str, str], str] = {
 }
 
 
+# Names that exist and behave otherwise than upstream's in a way a signature does not show.
+DIFFERS: dict[tuple[str, str], str] = {
+    ("pypto", "op_wrapper"): "differs: the wrapped function receives and returns pypto.Tensors (upstream hands it "
+                             "its C++ tensor objects); errors raised inside name the caller's line, as upstream",
+    ("pypto", "Function"): "differs: the common class of the objects get_last_function returns (a completed "
+                           "pypto.function block, a jitted function's Compiled); it is not constructed from a C++ "
+                           "function object",
+    ("pypto.frontend", "parser"): "differs: pypto traces a kernel by running its Python, so the module has no AST "
+                                  "parser (no parse_stmts); it holds jit, function and error",
+    ("Tensor", "base"): LOGICAL, ("Tensor", "from_base"): LOGICAL, ("Tensor", "logical_tensor"): LOGICAL,
+    ("Tensor", "from_logical_tensor"): LOGICAL, ("Tensor", "set_logical_tensor"): LOGICAL,
+}
+
+
 def status(group: str, name: str, info: dict) -> tuple[str, str]:
     """(status, note): "same", "differs" or "missing", with what differs or why it is absent."""
     obj, present = _ours(group, name)
@@ -235,6 +234,8 @@ def status(group: str, name: str, info: dict) -> tuple[str, str]:
         return "missing", ISSUE_21 if name in OP_FAMILIES else "missing"
     if (group, name) in FOLLOWS_REFERENCE:
         return "differs", FOLLOWS_REFERENCE[(group, name)]
+    if (group, name) in DIFFERS:
+        return "differs", DIFFERS[(group, name)]
     theirs = info.get("params")
     if not theirs or not callable(obj):
         return "same", ""

@@ -27,5 +27,22 @@ class TracingError(RuntimeError):
     ops only trace inside one."""
 
 
+class FeError(Exception):
+    """PyPTO's frontend error, for code that raises its own: ``raise pypto.FeError(ValueError("..."))``
+    or ``pypto.FeError("text")``. The message starts with the wrapped exception's type
+    (``ValueError: ...``), and ``error`` holds the wrapped exception (None for a text)."""
+
+    def __init__(self, msg: "str | BaseException" = ""):
+        if isinstance(msg, BaseException):
+            self.error: BaseException | None = msg
+            text = f"{type(msg).__name__}: {msg}"
+        elif isinstance(msg, str):
+            self.error = None
+            text = msg
+        else:
+            raise UserTypeError(f"pypto.FeError: msg must be a str or an exception, found {type(msg).__name__}")
+        super().__init__(text)
+
+
 PyptoError = (UserError, UserTypeError, VerifyError, CompileError, NotSupportedError, InternalError, TaskError,
-              PtoSyntaxError, TracingError)
+              PtoSyntaxError, TracingError, FeError)

@@ -77,6 +77,14 @@ def _set_section(section: str, fn: str, opts: dict[str, Any]) -> None:
             if not isinstance(value, bool):
                 raise UserTypeError(f"pypto.{fn}: enable_pass_verify must be a bool, found {value!r}")
             acting["verify"] = value
+        elif section == "verify" and key == "pass_verify_error_tol":
+            if not isinstance(value, (list, tuple)) or any(isinstance(v, bool) or not isinstance(v, (int, float))
+                                                           for v in value):
+                raise UserTypeError(f"pypto.{fn}: pass_verify_error_tol must be a list [rtol, atol] of numbers, "
+                                    f"found {value!r}")
+        elif section == "verify" and key == "pass_verify_save_tensor_dir":
+            if not isinstance(value, str):
+                raise UserTypeError(f"pypto.{fn}: pass_verify_save_tensor_dir must be a str, found {value!r}")
         elif section == "debug" and key in ("compile_debug_mode", "dump_pass_graph"):
             acting[f"debug.{key}"] = value
         elif section == "runtime" and key == "run_mode":
@@ -122,8 +130,10 @@ set_codegen_options, get_codegen_options = _section_functions(
     "codegen", "PyPTO's codegen options (``support_dynamic_aligned``, ``soc_version``, ...): stored.")
 set_verify_options, get_verify_options = _section_functions(
     "verify", "PyPTO's verify options: ``enable_pass_verify`` runs the IR verifier after every pass of functions "
-              "compiled afterwards and compares golden data (``pypto.set_verify_golden_data``); the others are "
-              "stored (``pass_verify_error_tol`` is the golden comparison's atol and rtol).")
+              "compiled afterwards, compares golden data (``pypto.set_verify_golden_data``) and makes "
+              "``pypto.pass_verify_print``/``pass_verify_save`` act; the others are "
+              "stored (``pass_verify_error_tol`` is the golden comparison's [rtol, atol]; "
+              "``pass_verify_save_tensor_dir`` is where ``pypto.pass_verify_save`` writes).")
 set_debug_options, get_debug_options = _section_functions(
     "debug", "PyPTO's debug options: ``compile_debug_mode=1`` writes every pass's graph of each function compiled "
              "afterwards to ``./output/<function>_<pid>_<time>/pass_graphs/``, ``dump_pass_graph=[...]`` the named "

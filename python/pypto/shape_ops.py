@@ -105,11 +105,20 @@ class _BoundaryTile:
 
 def unpacked_param(ctx, carrier: Tensor, dtype: DataType) -> Tensor:
     """A 4-bit parameter as the kernel sees it: its caller's bytes unpacked, one element per code.
-    Writing into it is refused (the writes would not reach the caller's packed array)."""
+    When the kernel writes into it, ``write_back_packed`` packs it into the caller's bytes at the end."""
     with _BoundaryTile(ctx, len(carrier.shape)):
         t = _bitcast(carrier, dtype)
-    ctx.packed_params.add(ctx.builder.view_root(t._id))
+    ctx.packed_params[ctx.builder.view_root(t._id)] = [carrier, t, False]
     return t
+
+
+def write_back_packed(ctx) -> None:
+    """Packs each 4-bit parameter the kernel wrote into back into its caller's bytes (traced last,
+    so it follows every write)."""
+    for carrier, t, written in ctx.packed_params.values():
+        if written:
+            with _BoundaryTile(ctx, len(t.shape)):
+                assemble(_alias(_bitcast(t, _dtypes.DT_UINT8), carrier.dtype), None, carrier)
 
 
 def packed_result(ctx, r: Tensor) -> Tensor:
@@ -310,9 +319,10 @@ def assemble(src, offsets, dst=None, parallel: bool = False) -> None:
         if len(src.shape) != len(dst.shape):
             raise UserError(f"pypto.assemble: source of rank {len(src.shape)} into a destination of rank {len(dst.shape)}")
         target = view(dst, list(src.shape), list(offsets))
-    if ctx.packed_params and ctx.builder.view_root(target._id) in ctx.packed_params:
-        raise NotSupportedError(f"pypto.assemble: writing into a 4-bit parameter ({dtype_name(dst.dtype)}, which "
-                                "its caller passes packed two per byte) is not supported yet; return the result instead")
+    if ctx.packed_params:
+        packed = ctx.packed_params.get(ctx.builder.view_root(target._id))
+        if packed is not None:
+            packed[2] = True  # packed into the caller's bytes at the end (write_back_packed)
     file, line = user_location()
     ctx.builder.add_assemble(_tensor("assemble", src, ctx, "the source"), target._id, _tile(ctx), file, line)
 

@@ -15,4 +15,6 @@ def function(func=None):
         return autograph.convert
     return autograph.convert(func)
 
-__all__ = ["jit", "JitFunction", "Compiled", "Tensor", "dynamic", "function", "SymbolicScalar"]
+from pypto.frontend import parser  # noqa: E402 - it imports `function` above
+
+__all__ = ["parser", "jit", "JitFunction", "Compiled", "Tensor", "dynamic", "function", "SymbolicScalar"]

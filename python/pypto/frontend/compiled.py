@@ -8,10 +8,11 @@ from typing import Any
 
 from pypto import golden, memory
 from pypto.errors import UserError
+from pypto.frontend.function_base import Function
 from pypto.frontend.signature import _Bound, _Signature
 
 
-class Compiled:
+class Compiled(Function):
     """A function compiled for one specialisation: callable like the jitted
     function, and white-box (``dump``, ``pto``, ``source``, ``stats``)."""
 
@@ -28,10 +29,16 @@ class Compiled:
         self._dim_checks: list = []  # (a, b, what): dims the traced ops need equal
         self._verify = False  # compiled with enable_pass_verify: golden data is compared after a call
         self._copy_params: set[int] = set()
+        # pass_verify_print/save sites and their hidden parameters (pypto.frontend.probes).
+        self._probe_sites: list = []
+        self._probe_params: list = []
         # Parameters some task writes (pypto.assemble into them): (index, what to call it in errors).
         names = [name for name, _, _, _ in bound.tensors]
         self._written = [(i, f"{sig.name}(): parameter '{names[i]}'")
                          for i, w in enumerate(program.written[:len(names)]) if w]
+
+    def _fn_name(self) -> str:
+        return self._sig.name
 
     def dump(self, stage: str | None = None) -> str:
         """Every stage under headers, or one of "tensor", "tile", "block",
@@ -104,13 +111,21 @@ class Compiled:
         return _run(self, self._check(self._sig.bind(args, kwargs)), os.fspath(path))
 
 
-def _prepare(compiled: Compiled, bound: _Bound):
-    """(keep-alive arrays, tensor specs, new outputs, dyn values) for a call."""
+def _prepare(compiled: Compiled, bound: _Bound, hidden: list | None = None):
+    """(keep-alive arrays, tensor specs, new outputs, dyn values) for a call; ``hidden`` takes the
+    zero-filled hidden parameters of pass_verify_* sites (made here when it is None)."""
     arrays = []
     for i, (_, a, _, _) in enumerate(bound.tensors):
         if i in compiled._copy_params and not memory.is_contiguous(a):
             a = memory.contiguous(a)  # reshaped inside the kernel: needs contiguous memory
         arrays.append(a)
+    if compiled._probe_params:
+        from pypto.frontend import probes
+
+        probe_arrays = probes.arrays(compiled, {name: v for name, (v, _) in bound.dyn.items()})
+        arrays.extend(probe_arrays)
+        if hidden is not None:
+            hidden.extend(probe_arrays)
     dyn = bound.dyn_values(compiled._program.dyn_dims)
     outputs = zip(compiled._program.output_shapes(dyn), compiled._out_dtypes)
     for i, what in compiled._written:
@@ -178,16 +193,23 @@ class _FastEntry:
 
 def _run(compiled: Compiled, bound: _Bound, trace_path: str = ""):
     compiled._check_dims(bound)
-    keep, specs, outs, dyn = _prepare(compiled, bound)
+    hidden: list = []
+    keep, specs, outs, dyn = _prepare(compiled, bound, hidden)
     compiled._last_tasks = compiled._program.run(specs, dyn, trace_path)
     del keep
+    if hidden:
+        from pypto.frontend import probes
+
+        probes.report(compiled, hidden)
     result = _results(compiled, outs)
     if golden.pending() and compiled._verify:
         from pypto.frontend.option_table import section
 
         params = [(f"parameter '{n}'", a) for n, a, _, _ in bound.tensors]
-        tol = section("verify")["pass_verify_error_tol"]
-        golden.check(compiled._sig.name, params, outs, (float(tol[0]), float(tol[1])))
+        tol = section("verify").get("pass_verify_error_tol")
+        if not isinstance(tol, (list, tuple)) or len(tol) != 2:  # PyPTO: any other length means the default
+            tol = [1e-3, 1e-3]
+        golden.check(compiled._sig.name, params, outs, (float(tol[1]), float(tol[0])))  # [rtol, atol]
     return result
 
 

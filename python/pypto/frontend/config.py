@@ -20,13 +20,16 @@ class TraceContext:
     def __init__(self, name: str, vec_tile: tuple[int, ...] | None):
         self.builder = _C.GraphBuilder(name)
         self.vec_tile = vec_tile
-        self.packed_params: set[int] = set()  # roots of unpacked 4-bit parameters (shape_ops)
+        # Unpacked 4-bit parameters by root: [carrier, unpacked tensor, written] (shape_ops).
+        self.packed_params: dict[int, list] = {}
         self.reshaped_params: set[int] = set()
         self.cube_tile = _global_cube_tile
         self.split_k = _global_split_k
         self.loops: list = []
         # Values that are 0-d for the user (a reduction over every dim): held as shape [1].
         self.zero_d: set[int] = set()
+        # Compiled with enable_pass_verify (pypto.pass_verify_print/save act only then).
+        self.verify = False
 
 
 _local = threading.local()
@@ -61,7 +64,11 @@ def push_trace(ctx: TraceContext | None) -> TraceContext | None:
 
 
 def user_location() -> tuple[str, int]:
-    """File and line of the innermost frame outside the pypto package."""
+    """File and line of the innermost frame outside the pypto package (or, inside a call of a
+    function decorated with ``pypto.op_wrapper``, the line that called it)."""
+    pinned = getattr(_local, "pinned_location", None)
+    if pinned is not None:
+        return pinned
     f = sys._getframe(1)
     while f is not None:
         path = os.path.abspath(f.f_code.co_filename)
@@ -69,6 +76,28 @@ def user_location() -> tuple[str, int]:
             return f.f_code.co_filename, f.f_lineno
         f = f.f_back
     return "", 0
+
+
+def op_wrapper(func):
+    """PyPTO's decorator for functions that define ops out of other ops: errors raised by the ops
+    the function traces name the line that called it, not lines inside it. The function receives
+    and returns pypto.Tensors unchanged."""
+    import functools
+
+    if not callable(func):
+        raise UserTypeError(f"pypto.op_wrapper: expected a function, found {type(func).__name__}")
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if getattr(_local, "pinned_location", None) is not None:  # an outer op_wrapper call pinned it
+            return func(*args, **kwargs)
+        _local.pinned_location = user_location()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _local.pinned_location = None
+
+    return wrapper
 
 
 def _check_dims(fn: str, dims: tuple) -> tuple[int, ...]:

@@ -13,6 +13,7 @@ from pypto import _dtypes
 from pypto._dtypes import DataType, from_torch as _dtype_from_torch
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend import config
+from pypto.frontend.function_base import Function
 from pypto.frontend.symbolic import SymExpr
 from pypto.frontend.tensor import DYNAMIC, STATIC, Tensor
 
@@ -29,7 +30,7 @@ def _flatten(args: tuple) -> list:
     return out
 
 
-class function:  # noqa: N801 - PyPTO's name
+class function(Function):  # noqa: N801 - PyPTO's name
     """``with pypto.function("main", a, b, c):`` — the block's ops become a kernel whose parameters
     are ``a, b, c`` in that order (lists of tensors are flattened, as PyPTO's form
     ``pypto.function(name, [inputs], [outputs])``). Results leave the block by being written into
@@ -42,7 +43,6 @@ class function:  # noqa: N801 - PyPTO's name
         if not isinstance(name, str) or not name.isidentifier():
             raise UserError(f"pypto.function: name must be an identifier, found {name!r}")
         self.name = name
-        self.raw_name = name
         self._tensors = _flatten(args)
         for i, t in enumerate(self._tensors):
             if not isinstance(t, Tensor) or t.is_traced:
@@ -59,6 +59,11 @@ class function:  # noqa: N801 - PyPTO's name
         self._opts: dict = {}
         self._sig = None
         self._key = None
+
+    _explicit = True
+
+    def _fn_name(self) -> str:
+        return self.name
 
     # -- tracing -----------------------------------------------------------------------------
     def __enter__(self) -> "function":
@@ -82,16 +87,26 @@ class function:  # noqa: N801 - PyPTO's name
                     dims.append(str(d))
                 else:
                     dims.append(d)
-            if _dtypes.is_packed(t.dtype):
-                raise NotSupportedError(f"pypto.function('{self.name}'): tensor '{pname}' is {t.dtype.name}; a 4-bit "
-                                        "tensor of a function block is not supported yet (use @pypto.frontend.jit)")
+            if _dtypes.is_packed(t.dtype) and isinstance(dims[-1], int) and dims[-1] % 2:
+                raise UserError(f"pypto.function '{self.name}': 4-bit tensor '{pname}' ({t.dtype.name}) needs an even "
+                                f"last dim, found {dims[-1]} (its arrays hold two elements per byte)")
             self._params.append((pname, dims, t.dtype))
         self._ctx = ctx = config.TraceContext(self.name, config.default_vec_tile())
+        ctx.verify = bool({**config.global_pass_options(), **config.context_pass_options()}.get("verify"))
         self._saved = [(t._ctx, t._id) for t in self._tensors]
         for t, (pname, dims, dt) in zip(self._tensors, self._params):
             for d in dims:
                 if isinstance(d, str):
                     ctx.builder.add_dyn_dim(d)
+            if _dtypes.is_packed(dt):  # the caller's bytes, packed two per byte; the block sees them unpacked
+                from pypto import shape_ops
+
+                last = dims[-1] // 2 if isinstance(dims[-1], int) else _C.Expr.var(dims[-1]).floordiv(_C.Expr(2))
+                carrier = _dtypes.packed_carriers(dt)[0]
+                vid = ctx.builder.add_param(pname, list(dims[:-1]) + [last], carrier)
+                unpacked = shape_ops.unpacked_param(ctx, Tensor._traced(ctx, vid, pname), dt)
+                t._ctx, t._id = ctx, unpacked._id
+                continue
             vid = ctx.builder.add_param(pname, dims, dt)
             t._ctx, t._id = ctx, vid
         self._prev = config.push_trace(ctx)
@@ -108,6 +123,14 @@ class function:  # noqa: N801 - PyPTO's name
         opts = config.global_pass_options()
         opts.update(config.context_pass_options())
         self._opts = opts
+        self._probes = (getattr(self._ctx, "probe_sites", []), getattr(self._ctx, "probe_params", []))
+        from pypto import shape_ops
+
+        prev = config.push_trace(self._ctx)
+        try:
+            shape_ops.write_back_packed(self._ctx)  # 4-bit tensors the block wrote into, packed
+        finally:
+            config.push_trace(prev)
         graph = self._ctx.builder.finish()
         self._program = _C.compile(graph, config.make_pass_options(opts))
         self._ctx = None
@@ -141,8 +164,13 @@ class function:  # noqa: N801 - PyPTO's name
                             f"declare ({', '.join(f'{p} {dims}' for p, dims, _ in self._params)})")
         if self._compiled is None:
             self._compiled = Compiled(self._sig, self._program, (self._key,), self._program.stats()["cache"], bound)
-            self._compiled._verify = bool(self._opts.get("verify"))
+            self._compiled._verify = self._compiled_verify()
+            self._compiled._probe_sites, self._compiled._probe_params = self._probes
         return _run(self._compiled, bound)
+
+    def _compiled_verify(self) -> bool:
+        """Whether the block was compiled with enable_pass_verify (its calls compare golden data)."""
+        return bool(self._opts.get("verify"))
 
     def dump(self, stage: str | None = None) -> str:
         return self._done().dump(stage or "")

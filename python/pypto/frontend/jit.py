@@ -80,6 +80,7 @@ class JitFunction:
         if self._converted is None:
             self._converted = autograph.convert(self._fn)
         ctx = config.TraceContext(self._sig.name, config.default_vec_tile())
+        ctx.verify = bool(opts.get("verify"))
         b = ctx.builder
         args = []
         param_ids = []
@@ -92,7 +93,8 @@ class JitFunction:
                 if isinstance(d, str):
                     b.add_dyn_dim(d)
             if _dtypes.is_packed(dt):  # the caller's bytes; the kernel sees them unpacked
-                vid = b.add_param(name, list(dims[:-1]) + [dims[-1] // 2], memory.dtype_of(array))
+                last = dims[-1] // 2 if isinstance(dims[-1], int) else _C.Expr.var(dims[-1]).floordiv(_C.Expr(2))
+                vid = b.add_param(name, list(dims[:-1]) + [last], memory.dtype_of(array))
                 param_ids.append(vid)
                 args.append(shape_ops.unpacked_param(ctx, Tensor._traced(ctx, vid, name), dt))
                 continue
@@ -111,6 +113,7 @@ class JitFunction:
                 raise UserTypeError(
                     f"{self._sig.name}: return value {i} must be a pypto.Tensor computed by the function, found {type(r).__name__}")
         self._check_returns(results, ctx)
+        shape_ops.write_back_packed(ctx)  # 4-bit parameters the kernel wrote into, packed into the caller's bytes
         # A 4-bit result goes back to the caller packed two per byte, in uint8.
         results = [shape_ops.packed_result(ctx, r) if _dtypes.is_packed(r.dtype) else r for r in results]
         # A returned parameter or view is copied into a new tensor.
@@ -130,6 +133,8 @@ class JitFunction:
         compiled._dim_checks = b.dim_checks()
         compiled._verify = bool(opts.get("verify"))
         compiled._copy_params = {param_ids.index(v) for v in ctx.reshaped_params if v in param_ids}
+        compiled._probe_sites = getattr(ctx, "probe_sites", [])
+        compiled._probe_params = getattr(ctx, "probe_params", [])
         compiled._trace_seconds = time.perf_counter() - t0
         function_block.set_last_compiled(compiled)
         if opts.get("debug.compile_debug_mode") == 1 or opts.get("debug.dump_pass_graph") or \
@@ -167,7 +172,7 @@ class JitFunction:
         bound = self._sig.bind(args, kwargs)
         compiled = self._get(bound)
         compiled._check_dims(bound)  # before a repeated call may skip it
-        if fast_key is not None and not compiled._copy_params:
+        if fast_key is not None and not compiled._copy_params and not compiled._probe_params:
             with self._lock:
                 self._fast[fast_key] = _FastEntry(compiled, bound)
         return _run(compiled, bound)

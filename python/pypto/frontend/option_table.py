@@ -60,7 +60,9 @@ GLOBAL_DEFAULTS: dict[str, Any] = {
 # (section, key) pairs that act on the CPU backend.
 ACTIVE = {
     ("pass", "verify"), ("pass", "fusion"), ("pass", "disable_passes"), ("pass", "sram_budget_kb"),
-    ("runtime", "run_mode"), ("verify", "enable_pass_verify"), ("debug", "compile_debug_mode"),
+    ("runtime", "run_mode"), ("verify", "enable_pass_verify"), ("verify", "pass_verify_error_tol"),
+    ("verify", "pass_verify_save_tensor_dir"),
+    ("debug", "compile_debug_mode"),
     ("debug", "dump_pass_graph"),
 }
 

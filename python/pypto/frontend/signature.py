@@ -153,7 +153,6 @@ class Binder:
             if want_dt is not None and _dtypes.is_packed(want_dt) and dt in _dtypes.packed_carriers(want_dt) and shape:
                 # A 4-bit type arrives packed two per byte: the kernel sees twice the last dim.
                 dt, shape = want_dt, tuple(shape[:-1]) + (2 * shape[-1],)
-                self._check_packed_dims(p, dt)
             elif declared is not None and _dtypes.carrier(declared) == dt:
                 dt = declared  # from_torch(..., dtype=DT_HF8) of a uint8 tensor
             elif p.dtype is not None and dt != p.dtype and _dtypes.carrier(p.dtype) == dt:
@@ -182,15 +181,6 @@ class Binder:
                 raise UserError(f"{self.name}(): parameter '{p.name}' expects shape {p.shape_text}, found "
                                 f"{_shape_text(shape)} (dim {i} must be {want} = {value})")
         return out
-
-    def _check_packed_dims(self, p: Param, dt: DataType) -> None:
-        if p.dims is None or not p.dims or p.dims[-1] is Ellipsis:
-            return
-        last = p.dims[-1]
-        if not isinstance(last, int) and last is not STATIC:
-            raise NotSupportedError(
-                f"{self.name}(): parameter '{p.name}' of {dtype_name(dt)} has a dynamic last dim ({p.shape_text}); "
-                "a packed 4-bit parameter with a dynamic last dim is not supported yet (make that dim static)")
 
     def _unify(self, dname: str, pname: str, size: int, out: "_Bound", dim):
         prev = out.dyn.get(dname)

@@ -37,6 +37,25 @@ def _ops():
     return ops
 
 
+class LogicalTensor:
+    """The graph value a traced ``pypto.Tensor`` names (PyPTO's logical tensor, and what
+    ``Tensor.base()`` returns here): which function is being traced and which value in it."""
+
+    __slots__ = ("_ctx", "_id")
+
+    def __init__(self, ctx: Any, value_id: int):
+        self._ctx, self._id = ctx, value_id
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, LogicalTensor) and self._ctx is other._ctx and self._id == other._id
+
+    def __hash__(self) -> int:
+        return hash((id(self._ctx), self._id))
+
+    def __repr__(self) -> str:
+        return f"<pypto LogicalTensor %{self._id}>"
+
+
 class Tensor:
     """A tensor of a jitted function.
 
@@ -232,6 +251,41 @@ class Tensor:
         from pypto.enums import TileOpFormat
 
         return TileOpFormat.TILEOP_ND
+
+    def base(self) -> LogicalTensor:
+        """PyPTO's ``Tensor.base()``: the graph value this traced tensor names (see ``from_base``)."""
+        if self._ctx is None:
+            what = f" '{self.name}'" if self.name else ""
+            raise UserError(f"pypto.Tensor.base: tensor{what} is not a traced tensor (an annotation or a tensor of a "
+                            "function block that is not being traced); only traced tensors name a graph value")
+        return LogicalTensor(self._ctx, self._id)
+
+    logical_tensor = base
+
+    @classmethod
+    def from_base(cls, base: "LogicalTensor | Tensor", name: str = "") -> "Tensor":
+        """A tensor naming the graph value ``base`` (from ``Tensor.base()`` or ``logical_tensor()``)."""
+        if isinstance(base, Tensor):
+            base = base.base()
+        if not isinstance(base, LogicalTensor):
+            raise UserTypeError(f"pypto.Tensor.from_base: expected the result of Tensor.base(), found "
+                                f"{type(base).__name__}")
+        return cls._traced(base._ctx, base._id, name)
+
+    from_logical_tensor = from_base
+
+    def set_logical_tensor(self, logical_tensor: "LogicalTensor | Tensor") -> None:
+        """PyPTO's ``set_logical_tensor``: this tensor takes that value's data (as ``move``)."""
+        other = Tensor.from_base(logical_tensor)
+        if self._ctx is not None and other._ctx is self._ctx and other._id == self._id:
+            return
+        self.move(other)
+
+    def to_tensor(self, name: str = "") -> "Tensor":
+        """PyPTO's ``to_tensor``: this tensor (renamed to ``name`` when one is given)."""
+        if name:
+            self.name = name
+        return self
 
     def is_empty(self) -> bool:
         """Whether a dim is 0 (never, for a tensor of a function: zero-size tensors are refused)."""

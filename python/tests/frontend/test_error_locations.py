@@ -105,3 +105,47 @@ def test_output_parameter_of_wrong_shape():
     with pytest.raises(ValueError, match=r"source of shape \[4, 5\] does not match the destination region \[4, 6\]") as e:
         g(torch.ones(4, 5), torch.ones(4, 6))
     assert f"{HERE}:{_line_of(g.__wrapped__, '# assemble')}" in str(e.value)
+
+
+def test_op_wrapper_points_errors_at_the_callers_line():
+    @pypto.op_wrapper
+    def scaled_add(a, b, alpha=2.0):
+        """A user-defined op made of pypto ops."""
+        return pypto.add(a, pypto.mul(b, alpha))
+
+    @pypto.jit
+    def f(a: pypto.Tensor((4, 5), pypto.DT_FP32), b: pypto.Tensor((4, 6), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 4)
+        return scaled_add(a, b)  # wrapped call
+
+    with pytest.raises(ValueError) as e:
+        f(torch.ones(4, 5), torch.ones(4, 6))
+    assert f"{HERE}:{_line_of(f.__wrapped__, '# wrapped call')}" in str(e.value)
+    assert scaled_add.__doc__ == "A user-defined op made of pypto ops." and scaled_add.__name__ == "scaled_add"
+
+    @pypto.jit
+    def g(a: pypto.Tensor((4, 5), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 4)
+        return scaled_add(a, a, alpha=0.5)
+
+    x = torch.randn(4, 5)
+    torch.testing.assert_close(g(x), x * 1.5)
+    with pytest.raises(TypeError, match=r"pypto.op_wrapper: expected a function, found int"):
+        pypto.op_wrapper(3)
+
+
+def test_fe_error_wraps_an_exception_as_upstream():
+    e = pypto.FeError(ValueError("bad tile"))
+    assert str(e) == "ValueError: bad tile" and isinstance(e.error, ValueError)
+    assert isinstance(e, pypto.PyptoError) and str(pypto.FeError("plain")) == "plain"
+    with pytest.raises(pypto.FeError, match=r"KeyError: 'k'"):
+        raise pypto.FeError(KeyError("k"))
+    with pytest.raises(TypeError, match=r"pypto.FeError: msg must be a str or an exception, found int"):
+        pypto.FeError(3)
+
+
+def test_frontend_parser_module_holds_the_entry_points():
+    from pypto.frontend import parser
+
+    assert parser.jit is pypto.frontend.jit and parser.function is pypto.frontend.function
+    assert parser.error.UserError is pypto.UserError

@@ -99,3 +99,34 @@ def test_get_last_function_after_a_jit_compile_and_from_torch_into_jit():
     with pytest.raises(NotImplementedError, match=r"reading torch.float32 data \(4 bytes an element\) as DT_INT8 "
                                                   r"\(1 bytes\) keeping the shape is not supported"):
         pypto.from_torch(a, dtype=pypto.DT_INT8)
+
+
+def test_last_function_is_a_pypto_function(tmp_path):
+    x = pypto.tensor((8, 8), pypto.DT_FP32, "x")
+    out = pypto.tensor((8, 8), pypto.DT_FP32, "out")
+    with pypto.function("BLOCK", x, out) as fn:
+        pypto.set_vec_tile_shapes(8, 8)
+        out[:] = x + 1
+    assert isinstance(fn, pypto.Function) and fn.raw_name == "BLOCK" and fn.is_explicit
+    assert fn.function_type_str == "STATIC" and fn.is_static and not fn.is_eager and not fn.has_parent
+    assert fn.magic_name == f"BLOCK_{fn.func_magic}" and fn.base is not None
+    fn.dump_file(tmp_path / "block.txt")
+    assert "tensor" in (tmp_path / "block.txt").read_text().lower()
+    fn.dump_json_file(str(tmp_path / "block.json"))
+    import json
+
+    doc = json.loads((tmp_path / "block.json").read_text())
+    assert doc["name"] == "BLOCK" and set(doc["stages"]) >= {"tensor", "pto", "cpp"}
+
+    @pypto.frontend.jit
+    def g(a: pypto.Tensor((pypto.DYNAMIC, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 8)
+        return a * 2
+
+    g(torch.randn(5, 8))
+    last = pypto.get_last_function()
+    assert isinstance(last, pypto.Function) and last.raw_name == "g" and not last.is_explicit
+    assert last.function_type_str == "DYNAMIC" and not last.is_static
+    assert last.func_magic != fn.func_magic
+    with pytest.raises(TypeError, match=r"pypto.Function.dump_file: file_path must be a path, found 3"):
+        last.dump_file(3)

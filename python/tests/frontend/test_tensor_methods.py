@@ -98,3 +98,31 @@ def test_where_method_keeps_self_where_the_condition_holds(rows):
     x, y = torch.randn(rows, 10, generator=g).half(), torch.randn(rows, 1, generator=g).half()
     a, b = f(x, y)
     assert torch.equal(a, x.where(x > 0, y)) and torch.equal(b, x.where(x < 0.5, torch.tensor(2.0).half()))
+
+
+@pytest.mark.parametrize("rows", [8, 11])
+def test_base_and_logical_tensor_name_the_graph_value(rows):
+    M = pypto.frontend.dynamic("M")
+
+    @pypto.frontend.jit
+    def f(x: pypto.Tensor((M, 8), pypto.DT_FP32), out: pypto.Tensor((M, 8), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        y = x * 2
+        base = y.base()
+        assert base == y.logical_tensor() and base != x.base()
+        z = pypto.Tensor.from_base(base, "z")
+        assert z.id() == y.id() and z.name == "z" and list(z.shape) == list(y.shape)
+        assert pypto.Tensor.from_logical_tensor(y.logical_tensor()).id() == y.id()
+        assert y.to_tensor() is y and y.to_tensor("yy").name == "yy"
+        out.set_logical_tensor((z + 1).logical_tensor())  # out takes that value's data, as move
+
+    x, out = torch.randn(rows, 8), torch.zeros(rows, 8)
+    f(x, out)
+    torch.testing.assert_close(out, x * 2 + 1)
+
+
+def test_base_of_an_annotation_is_refused():
+    with pytest.raises(ValueError, match=r"pypto.Tensor.base: tensor 'x' is not a traced tensor"):
+        pypto.Tensor((4, 4), pypto.DT_FP32, "x").base()
+    with pytest.raises(TypeError, match=r"pypto.Tensor.from_base: expected the result of Tensor.base\(\), found int"):
+        pypto.Tensor.from_base(3)

@@ -186,18 +186,69 @@ def test_errors():
     with pytest.raises(ValueError, match="even last dim, found 7"):
         odd(np.zeros((2, 7), np.float32))
 
+    x = pypto.tensor((4, 7), pypto.DT_INT4, "x")
+    with pytest.raises(ValueError, match=r"pypto.function 'odd_block': 4-bit tensor 'x' \(DT_INT4\) needs an even "
+                                         r"last dim, found 7"):
+        with pypto.function("odd_block", x):
+            pass
+
+
+@pytest.mark.parametrize("cols", [16, 22])  # the tile (2, 8) does and does not divide
+def test_dynamic_last_dim_of_a_packed_parameter(cols):
     @pypto.frontend.jit
-    def dyn_last(x: pypto.Tensor((2, pypto.DYNAMIC), pypto.DT_INT4)) -> pypto.Tensor((2, pypto.DYNAMIC), pypto.DT_INT32):
+    def widen(x: pypto.Tensor((pypto.DYNAMIC, pypto.DYNAMIC), pypto.DT_INT4)) -> \
+            pypto.Tensor((pypto.DYNAMIC, pypto.DYNAMIC), pypto.DT_INT32):
         pypto.set_vec_tile_shapes(2, 8)
-        return pypto.cast(x, pypto.DT_INT32)
+        return pypto.cast(x, pypto.DT_INT32) * 3
 
-    with pytest.raises(pypto.NotSupportedError, match="parameter 'x' of DT_INT4 has a dynamic last dim"):
-        dyn_last(np.zeros((2, 4), np.uint8))
+    rng = np.random.default_rng(cols)
+    for rows in (3, 4):
+        packed = rng.integers(0, 256, (rows, cols // 2), dtype=np.uint8)
+        got = widen(packed)
+        assert got.shape == (rows, cols)
+        np.testing.assert_array_equal(got, _decode(_unpack(packed), pypto.DT_INT4).astype(np.int32) * 3)
 
+
+@pytest.mark.parametrize("dt", [pypto.DT_INT4, pypto.DT_FP4_E2M1])
+@pytest.mark.parametrize("cols", [16, 20])
+def test_writing_into_a_packed_parameter_packs_into_the_callers_bytes(dt, cols):
     @pypto.frontend.jit
-    def write(x: pypto.Tensor((2, 8), pypto.DT_INT4), out: pypto.Tensor((2, 8), pypto.DT_INT4)):
+    def update(x: pypto.Tensor((4, cols), pypto.DT_FP32), out: pypto.Tensor((4, cols), dt)):
         pypto.set_vec_tile_shapes(2, 8)
-        out.move(x)
+        head = pypto.view(out, [2, cols], [0, 0])
+        out[2:, :] = pypto.cast(pypto.view(x, [2, cols], [2, 0]), dt)  # the last two rows: x, converted
+        out[0:2, :] = pypto.cast(pypto.cast(head, pypto.DT_FP32) * 2, dt)  # the first two: doubled in place
 
-    with pytest.raises(pypto.NotSupportedError, match="writing into a 4-bit parameter"):
-        write(np.zeros((2, 4), np.uint8), np.zeros((2, 4), np.uint8))
+    rng = np.random.default_rng(cols)
+    x = rng.uniform(-3, 3, (4, cols)).astype(np.float32)
+    if dt == pypto.DT_INT4:
+        x = np.round(x)
+    out = rng.integers(0, 256, (4, cols // 2), dtype=np.uint8)
+    old = _decode(_unpack(out), dt)
+    update(x, out)
+    want_codes = np.concatenate([_to_codes(old[:2] * 2, dt), _to_codes(x[2:], dt)])
+    np.testing.assert_array_equal(_unpack(out), want_codes)
+
+
+def _to_codes(v: np.ndarray, dt) -> np.ndarray:
+    if dt == pypto.DT_INT4:
+        return (v.astype(np.int64) & 15).astype(np.uint8)  # wraps to the low 4 bits
+    return _encode_fp4(v, dt)
+
+
+def test_function_block_with_4_bit_tensors():
+    x = pypto.tensor((3, 12), pypto.DT_FP4_E2M1, "x")
+    y = pypto.tensor((3, 12), pypto.DT_INT4, "y")
+    out = pypto.tensor((3, 12), pypto.DT_FP32, "out")
+    with pypto.function("fp4_block", x, y, out) as fn:
+        pypto.set_vec_tile_shapes(2, 8)
+        out[:] = pypto.cast(x, pypto.DT_FP32) + pypto.cast(y, pypto.DT_FP32)
+        y[:] = pypto.cast(pypto.cast(y, pypto.DT_FP32) + 1, pypto.DT_INT4)  # written back packed
+    rng = np.random.default_rng(1)
+    xp = rng.integers(0, 256, (3, 6), dtype=np.uint8)
+    yp = rng.integers(0, 256, (3, 6), dtype=np.uint8)
+    yv = _decode(_unpack(yp), pypto.DT_INT4)
+    o = np.zeros((3, 12), np.float32)
+    fn(xp, yp, o)
+    np.testing.assert_array_equal(o, _decode(_unpack(xp), pypto.DT_FP4_E2M1) + yv)
+    np.testing.assert_array_equal(_unpack(yp), _to_codes(yv + 1, pypto.DT_INT4))
