@@ -726,32 +726,48 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, help="timed repeats per implementation (default 10, 3 with --quick)")
     parser.add_argument("--json", metavar="OUT", help="write every number and the machine info to this file")
     parser.add_argument("--plot", metavar="OUT.png", help="write a bar chart of the peer/pypto ratios")
+    parser.add_argument("--cpu-target", metavar="T", help="build pypto's kernels for this CPU target (default: "
+                        "PYPTO_CPU_TARGET or native; see pypto.set_cpu_target)")
+    parser.add_argument("--all-targets", action="store_true",
+                        help="run everything once per CPU target this machine can run, one after another")
     args = parser.parse_args()
     plt = import_pyplot() if args.plot else None  # fail before the long run, not after it
     repeats = args.repeats or (3 if args.quick else 10)
+    if args.all_targets:
+        targets = [t for t in pypto._C.cpu_targets() if not pypto._C.cpu_target_info(t)["missing_here"]]
+    else:
+        targets = [args.cpu_target or pypto.get_cpu_target()]
 
     started = time.perf_counter()
     machine = machine_info()
     copy_gbs, clone_gbs = copy_bandwidth(repeats), clone_bandwidth(repeats)
     print(format_header(machine, repeats, copy_gbs, clone_gbs) + "\n", flush=True)
-    torch.manual_seed(0)
-    results = []
-    for build in kernel_builders(args.quick):
-        results.append(run_kernel(build(), repeats, copy_gbs))
-        print(format_kernel(results[-1]) + "\n", flush=True)
-    lat = latency()
-    print(format_latency(lat))
+    per_target = {}
+    for target in targets:
+        pypto.set_cpu_target(target)
+        os.environ["PYPTO_CPU_TARGET"] = target  # for the fresh process of the latency check
+        print(f"== CPU target {pypto._C.cpu_target_info(target)['description']}\n", flush=True)
+        torch.manual_seed(0)
+        results = []
+        for build in kernel_builders(args.quick):
+            results.append(run_kernel(build(), repeats, copy_gbs))
+            print(format_kernel(results[-1]) + "\n", flush=True)
+        lat = latency()
+        print(format_latency(lat) + "\n", flush=True)
+        per_target[target] = {"kernels": results, "latency": lat}
     wall = time.perf_counter() - started
-    print(f"\nwall time: {wall:.0f} s")
+    print(f"wall time: {wall:.0f} s")
 
+    first = per_target[targets[0]]
     if args.json:
         report = {"machine": machine, "quick": args.quick, "repeats": repeats, "vec_tile": VEC_TILE, "attention_vec_tile": ATTENTION_VEC_TILE,
-                  "copy_bandwidth_gbs": copy_gbs, "clone_bandwidth_gbs": clone_gbs, "kernels": results,
-                  "latency": lat, "wall_seconds": wall}
+                  "copy_bandwidth_gbs": copy_gbs, "clone_bandwidth_gbs": clone_gbs, "cpu_target": targets[0],
+                  "kernels": first["kernels"], "latency": first["latency"], "targets": per_target,
+                  "wall_seconds": wall}
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)
     if args.plot:
-        plot(results, args.plot, plt)
+        plot(first["kernels"], args.plot, plt)
 
 
 if __name__ == "__main__":

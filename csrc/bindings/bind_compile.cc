@@ -35,6 +35,7 @@ py::dict stats(const CompiledProgram& p) {
   d["host_compile_seconds"] = p.build.compile_seconds;
   d["cache"] = p.build.cache;
   d["library"] = p.build.library;
+  d["cpu_target"] = p.target.name;
   return d;
 }
 
@@ -137,6 +138,7 @@ void check_status(const CompiledProgram& p, int32_t rc) {
 template <typename Mode>
 auto with_entry(const CompiledProgram& p, const std::vector<TensorSpec>& specs, const std::vector<int64_t>& scalars,
                 Mode&& mode) {
+  p.check_runs_here();  // before any generated code runs: never an illegal instruction
   std::vector<pypto_tensor> tensors = make_tensors(specs);
   check_written(p, tensors);
   int32_t rc = 0;
@@ -200,13 +202,18 @@ void bind_compile(py::module_& m) {
       .def_readwrite("fusion", &PassOptions::fusion)
       .def_readwrite("disabled", &PassOptions::disabled)
       .def_readwrite("sram_budget_kb", &PassOptions::sram_budget_kb)
-      .def_readwrite("empty_kernels", &PassOptions::empty_kernels);
+      .def_readwrite("empty_kernels", &PassOptions::empty_kernels)
+      .def_property(
+          "cpu_target", [](const PassOptions& o) { return o.target.name; },
+          [](PassOptions& o, const std::string& name) { o.target = target_by_name(name); },
+          "The CPU target's name; setting an unknown one raises ValueError.");
 
   py::class_<CompiledProgram, std::shared_ptr<CompiledProgram>>(m, "CompiledProgram")
       .def("dump", &CompiledProgram::dump, py::arg("stage") = "")
       .def_readonly("pto", &CompiledProgram::pto)
       .def_readonly("source", &CompiledProgram::cpp)
       .def("stats", &stats)
+      .def_property_readonly("runs_here", [](const CompiledProgram& p) { return missing_on_host(p.target).empty(); })
       .def("output_shapes", &CompiledProgram::output_shapes)
       .def("count_tasks", &CompiledProgram::count_tasks)
       .def_property_readonly("dyn_dims", [](const CompiledProgram& p) { return p.ir.tensor.dyn_dims; })
@@ -249,7 +256,30 @@ void bind_compile(py::module_& m) {
   m.def("dump_stages", &codegen::dump_stages);
   m.def("cache_dir", &codegen::cache_dir);
   m.def("compiler_command", &codegen::compiler_command);
-  m.def("compiler_flags", &codegen::compiler_flags, "Flags generated code is compiled with (before -o and the source).");
+  m.def(
+      "compiler_flags", [](const std::string& target) { return codegen::compiler_flags(target_by_name(target)); },
+      py::arg("cpu_target") = "native", "Flags generated code is compiled with (before -o and the source).");
+  m.def("cpu_targets", &target_names, "The CPU target names, native first.");
+  m.def(
+      "cpu_target_info",
+      [](const std::string& name) {
+        Target t = target_by_name(name);
+        py::dict d;
+        d["name"] = t.name;
+        d["arch"] = t.arch;
+        d["features"] = t.features;
+        d["vector_bytes"] = t.vector_bytes;
+        d["library"] = t.library_name();
+        d["flags"] = t.flags;
+        d["l1d_bytes"] = t.l1d_bytes;
+        d["l2_bytes"] = t.l2_bytes;
+        d["l3_bytes"] = t.l3_bytes;
+        d["missing_here"] = missing_on_host(t);
+        d["description"] = t.describe();
+        return d;
+      },
+      py::arg("name"), "The Target of a name, as a dict (missing_here: what this CPU lacks to run its code).");
+
 }
 
 }  // namespace pypto::bindings

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "ir/target.h"
 #include "runtime/runtime.h"
 
 namespace py = pybind11;
@@ -183,6 +185,14 @@ void bind_testing(py::module_& m) {
          "Bytes of one region of rank ndim stored in a task record.");
   t.def("link_bytes", &runtime::Runtime::link_bytes, "Bytes of one successor link stored in a task record.");
   t.def("region_bytes", [] { return sizeof(pypto_region); }, "sizeof(pypto_region).");
+  t.def(
+      "set_host_features",
+      [](const std::optional<std::vector<std::string>>& features) {
+        set_host_features_for_testing(features ? &*features : nullptr);
+      },
+      py::arg("features"),
+      "Pretends this CPU has exactly these /proc/cpuinfo features (None: the real ones again), to test "
+      "what happens with code built for a CPU target it lacks.");
 }
 
 }  // namespace pypto::bindings

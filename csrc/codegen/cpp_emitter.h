@@ -5,12 +5,14 @@
 #include <string>
 
 #include "ir/program.h"
+#include "ir/target.h"
 
 namespace pypto::codegen {
 
-/// The whole self-contained source file of a program.
-/// With `empty_kernels`, every kernel returns at once (runtime benchmarks).
-std::string emit_cpp(const ExecutionGraph& g, bool empty_kernels = false);
+/// The whole self-contained source file of a program, for `target` (it selects the tile library's
+/// variant: PTO_ISA and PTO_VECTOR_BYTES). With `empty_kernels`, every kernel returns at once
+/// (runtime benchmarks).
+std::string emit_cpp(const ExecutionGraph& g, const Target& target, bool empty_kernels = false);
 /// Name of the orchestration symbol every generated library exports.
 inline constexpr const char* kEntrySymbol = "pypto_orchestrate";
 /// Name of the symbol that returns the message of a failed region check or zero divisor

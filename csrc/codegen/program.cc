@@ -76,12 +76,24 @@ std::vector<std::vector<int64_t>> CompiledProgram::output_shapes(const std::vect
   return out;
 }
 
+void CompiledProgram::check_runs_here() const {
+  std::vector<std::string> missing = missing_on_host(target);
+  if (missing.empty()) return;
+  std::string what;
+  for (const auto& m : missing) what += (what.empty() ? "" : ", ") + m;
+  throw NotSupportedError(fmt::format(
+      "'{}' was compiled for CPU target {}, whose code this CPU cannot run (it lacks {}); compile it for a "
+      "target this CPU has (pypto.set_cpu_target('native') or PYPTO_CPU_TARGET=native)",
+      ir.execution.name, target.name, what));
+}
+
 int64_t CompiledProgram::count_tasks(const std::vector<int64_t>& dyn) const {
   // The generated entry itself, in the runtime's build mode (no kernel runs, no record is kept), on
   // tensors of the shapes these dims give. Their addresses are distinct and never dereferenced:
   // build mode only tracks regions.
   const ExecutionGraph& g = ir.execution;
   if (entry == nullptr) throw InternalError(fmt::format("count_tasks: '{}' has no loaded entry", g.name));
+  check_runs_here();
   if (dyn.size() != g.dyn_dims.size())
     throw InternalError(fmt::format("count_tasks: {} symbolic dims given, {} expected", dyn.size(), g.dyn_dims.size()));
   auto env = [&](const std::string& n) -> int64_t {
@@ -213,10 +225,10 @@ void entry_tensor_access(const ExecutionGraph& g, CompiledProgram& p) {
 /// C++ for the Execution Graph, built (or loaded from the cache) and bound.
 void generate_and_build(CompiledProgram& p, std::chrono::steady_clock::time_point t0, bool empty_kernels) {
   auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  p.cpp = emit_cpp(p.ir.execution, empty_kernels);
+  p.cpp = emit_cpp(p.ir.execution, p.target, empty_kernels);
   entry_tensor_access(p.ir.execution, p);
   p.pass_seconds = since();
-  p.build = build_library(p.cpp, p.ir.execution.name);
+  p.build = build_library(p.cpp, p.ir.execution.name, p.target);
   p.entry = reinterpret_cast<pypto_orchestration_fn>(library_symbol(p.build.handle, kEntrySymbol, p.build.library));
   p.error_message = reinterpret_cast<const char* (*)()>(library_symbol(p.build.handle, kErrorSymbol, p.build.library));
   p.take_kernel_error = reinterpret_cast<int32_t (*)(char*, int32_t)>(
@@ -229,6 +241,7 @@ void generate_and_build(CompiledProgram& p, std::chrono::steady_clock::time_poin
 std::shared_ptr<CompiledProgram> compile_program(const TensorGraph& g, const PassOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
   auto p = std::make_shared<CompiledProgram>();
+  p->target = opts.target;
   p->ir = run_pipeline(g, opts);
   p->pto = print_pto(p->ir.execution);
   if (opts.verify) check_round_trip(p->pto, g.name);
@@ -239,6 +252,7 @@ std::shared_ptr<CompiledProgram> compile_program(const TensorGraph& g, const Pas
 std::shared_ptr<CompiledProgram> compile_pto(const std::string& text, const PassOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
   auto p = std::make_shared<CompiledProgram>();
+  p->target = opts.target;
   ExecutionGraph g = parse_pto(text);
   if (opts.verify) verify(g);
   p->ir.tensor.name = g.name;

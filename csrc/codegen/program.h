@@ -27,6 +27,7 @@ struct CompiledProgram {
   /// Pairs (written tensor w, other tensor j) that may be the same array: every CALL reading j
   /// writes w at exactly the region it reads (elementwise in-place use).
   std::vector<std::pair<int, int>> alias_ok;
+  Target target;                 ///< the machine the code was compiled for
   double pass_seconds = 0.0;     ///< passes + codegen
   double compile_seconds = 0.0;  ///< passes + codegen + host compiler
 
@@ -38,6 +39,8 @@ struct CompiledProgram {
   /// Number of tasks the orchestration submits for given symbolic dims: the generated entry run in
   /// the runtime's build mode (no kernel runs) on placeholder tensors of the shapes they give.
   int64_t count_tasks(const std::vector<int64_t>& dyn) const;
+  /// Raises NotSupportedError when this CPU cannot run code built for `target`.
+  void check_runs_here() const;
   /// Number of InCore functions.
   int incore_functions() const { return static_cast<int>(ir.execution.functions.size()); }
 };

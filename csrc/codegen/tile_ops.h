@@ -20,12 +20,8 @@
 #include <limits>
 #include <type_traits>
 
-#if defined(__SSE2__)
-#include <immintrin.h>
-#define PTO_STREAM_STORES 1
-#endif
-
 // The parts, in dependency order.
+#include "tile_ops/target.h"
 #include "tile_ops/base.h"
 #include "tile_ops/orchestration.h"
 #include "tile_ops/memory.h"

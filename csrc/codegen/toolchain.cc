@@ -276,12 +276,14 @@ std::vector<std::string> compiler_command() {
   throw CompileError("no C++ compiler found: set CXX or put c++, g++ or clang++ on PATH");
 }
 
-std::vector<std::string> compiler_flags() {
+std::vector<std::string> compiler_flags(const Target& target) {
   // -fno-trapping-math lets GCC if-convert the selects of the vector math (exp, log, tanh, ...) when the
   // ISA has no masked operations (AVX2): without it those loops stay scalar there. Kernels do not read
   // the floating-point exception flags, so nothing else changes.
-  std::vector<std::string> flags = {"-std=c++17", "-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math",
-                                    "-fopenmp-simd", "-fPIC", "-shared", "-w"};
+  std::vector<std::string> flags = {"-std=c++17", "-O3"};
+  flags.insert(flags.end(), target.flags.begin(), target.flags.end());
+  for (const char* f : {"-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-fPIC", "-shared", "-w"})
+    flags.push_back(f);
 #ifdef PYPTO_SANITIZE_FLAGS
   // A sanitized build (CMake PYPTO_SANITIZE) compiles generated kernels with the same sanitizers.
   for (const auto& f : split_spaces(PYPTO_SANITIZE_FLAGS)) flags.push_back(f);
@@ -297,15 +299,16 @@ std::string cache_dir() {
   return std::string(home && *home ? home : "/tmp") + "/.cache/pypto";
 }
 
-BuildResult build_library(const std::string& source, const std::string& kernel) {
+BuildResult build_library(const std::string& source, const std::string& kernel, const Target& target) {
   std::vector<std::string> cmd = compiler_command();
-  std::vector<std::string> flags = compiler_flags();
+  std::vector<std::string> flags = compiler_flags(target);
   std::string key_text = source;
   key_text += "\n--command--\n";
   for (const auto& a : cmd) key_text += a + "\x1f";
   for (const auto& a : flags) key_text += a + "\x1f";
   key_text += "\n--compiler--\n" + compiler_identity(cmd);
-  key_text += "\n--cpu--\n" + cpu_identity();
+  // -march=native code is only valid on this CPU; a named target's runs on any CPU with its features.
+  if (target.name == "native") key_text += "\n--cpu--\n" + cpu_identity();
   key_text += "\n--pypto--\n" PYPTO_VERSION;
   BuildResult r;
   r.key = sha256_hex(key_text);

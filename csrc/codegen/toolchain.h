@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/target.h"
+
 namespace pypto::codegen {
 
 /// A built (or found) shared library of generated code.
@@ -20,7 +22,7 @@ struct BuildResult {
 /// c++, g++, clang++ on PATH; throws CompileError if none is found.
 std::vector<std::string> compiler_command();
 /// Flags pypto compiles generated code with (before -o and the source).
-std::vector<std::string> compiler_flags();
+std::vector<std::string> compiler_flags(const Target& target);
 /// Cache directory: `$PYPTO_CACHE_DIR`, else ~/.cache/pypto.
 std::string cache_dir();
 /// Builds `source` into a shared library, or loads it from the disk cache.
@@ -28,7 +30,7 @@ std::string cache_dir();
 /// (path, size, mtime: no process is started on a hit), the CPU's features
 /// and the pypto version. Entries are written under temporary names and
 /// renamed; a damaged entry is rebuilt. `kernel` names the program in errors.
-BuildResult build_library(const std::string& source, const std::string& kernel);
+BuildResult build_library(const std::string& source, const std::string& kernel, const Target& target);
 /// Looks up a symbol of a loaded library; throws CompileError if absent.
 void* library_symbol(void* handle, const char* name, const std::string& library);
 

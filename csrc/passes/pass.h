@@ -1,6 +1,8 @@
 /// Options shared by the passes and the record the pipeline keeps of each pass.
 #pragma once
 
+#include "ir/target.h"
+
 #include <cstdint>
 #include <set>
 #include <string>
@@ -19,6 +21,8 @@ struct PassOptions {
   std::set<int> cut_before;
   /// Codegen: kernels that return at once (to measure the runtime alone).
   bool empty_kernels = false;
+  /// The machine the generated code is compiled for (passes and the emitter read it).
+  Target target = target_by_name("native");
 };
 
 /// What the pipeline records about one pass run.

@@ -76,7 +76,7 @@ from pypto import experimental
 from pypto.element import Element, convert_to_element, element
 from pypto.golden import VerifyWarning, pass_verify_print, pass_verify_save, set_verify_golden_data, verify
 from pypto.frontend.function_base import Function
-from pypto.frontend.config import op_wrapper
+from pypto.frontend.config import get_cpu_target, op_wrapper, set_cpu_target
 from pypto.frontend.function_block import from_torch, function, get_current_function, get_last_function
 from pypto.log import (
     LogLevel, check, get_log_level, internal_check, log_debug, log_error, log_event, log_fatal, log_info, log_warn,
@@ -112,7 +112,7 @@ __all__ = [
     "SymbolicScalar", "symbolic_scalar", "SymInt", "to_sym", "to_syms", "CubeTile", "tensor",
     "gather", "scatter", "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "experimental", "Element", "element", "convert_to_element", "VerifyWarning", "set_verify_golden_data", "from_torch", "function", "get_current_function", "get_last_function", "LogLevel", "check", "get_log_level", "internal_check", "log_debug", "log_error", "log_event", "log_fatal", "log_info", "log_warn", "raise_error", "set_log_level", "PassConfigKey", "PassConfigs", "get_pass_config", "get_pass_configs", "get_pass_default_config", "set_pass_config", "set_pass_default_config", "get_pass_options", "set_host_options", "get_host_options", "set_codegen_options", "get_codegen_options", "set_verify_options", "get_verify_options", "set_debug_options", "get_debug_options", "set_runtime_options", "get_runtime_options", "set_options", "reset_options", "set_print_options", "set_global_config", "get_global_config", "get_options_tree", "CompStage", "ConfigScope", "get_current_scope", "set_semantic_label", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "CastMode", "SaturationMode", "PrecisionType", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
     "PyptoError", "FeError", "Function", "op_wrapper", "verify", "pass_verify_print", "pass_verify_save",
-    "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
+    "set_cpu_target", "get_cpu_target", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "TracingError", "PtoSyntaxError",
 ] + sorted(_TABLE_FUNCTIONS)

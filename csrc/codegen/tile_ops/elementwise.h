@@ -204,14 +204,8 @@ inline void tcast(D* __restrict dst, const T* __restrict src) {
   for (int64_t i = 0; i < N; ++i) dst[i] = cvt<D>(cvt<S>(src[i]));
 }
 
-/// Floats in a native SIMD vector (bytes / 4).
-#if defined(__AVX512F__)
-constexpr int64_t kVecFloats = 16;
-#elif defined(__AVX__)
-constexpr int64_t kVecFloats = 8;
-#else
-constexpr int64_t kVecFloats = 4;
-#endif
+/// Floats in a native SIMD vector of the target (bytes / 4).
+constexpr int64_t kVecFloats = PTO_VECTOR_BYTES / 4;
 
 /// Reduces axis RED of a tile viewed as [OUTER, RED, INNER] over its first
 /// `valid` entries (TROW*: INNER = 1; TCOL*: OUTER = 1; TRED*: a middle axis).

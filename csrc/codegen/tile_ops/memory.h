@@ -81,9 +81,9 @@ inline const T* tload_view(T* __restrict buf, int rank, const int64_t* tshape, c
 /// which do not first read the destination's cache lines from memory.
 template <int64_t C>
 inline void stream_row(float* drow, const float* srow) {
-#if defined(__AVX512F__)
+#if PTO_ISA >= PTO_ISA_AVX512
   for (int64_t c = 0; c < C; c += 16) _mm512_stream_ps(drow + c, _mm512_loadu_ps(srow + c));
-#elif defined(__AVX__)
+#elif PTO_ISA >= PTO_ISA_AVX2
   for (int64_t c = 0; c < C; c += 8) _mm256_stream_ps(drow + c, _mm256_loadu_ps(srow + c));
 #else
   for (int64_t c = 0; c < C; c += 4) _mm_stream_ps(drow + c, _mm_loadu_ps(srow + c));

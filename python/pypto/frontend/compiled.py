@@ -55,10 +55,11 @@ class Compiled(Function):
 
     def stats(self) -> dict:
         """Facts about this compilation: ``incore_functions``, ``buffer_bytes``,
-        ``tasks`` (for the example arguments), ``compile_seconds``, ``cache``."""
+        ``tasks`` (for the example arguments; None when this CPU cannot run the code's target),
+        ``compile_seconds``, ``cache``, ``cpu_target`` (what the code was built for)."""
         s = self._program.stats()
         s["cache"] = self._cache
-        s["tasks"] = self._program.count_tasks(self._example_dyn)
+        s["tasks"] = self._program.count_tasks(self._example_dyn) if self._program.runs_here else None
         return s
 
     def _check_dims(self, bound: _Bound) -> None:

@@ -338,7 +338,46 @@ def set_pass_options(**opts: Any) -> None:
 
 
 def global_pass_options() -> dict[str, Any]:
-    return dict(_global_pass_options)
+    """The process-wide pass options, with the CPU target (part of every cache key)."""
+    return {**_global_pass_options, "cpu_target": get_cpu_target()}
+
+
+_cpu_target: str | None = None  # set_cpu_target's choice; None: PYPTO_CPU_TARGET, else native
+
+
+def _check_target(name: Any, where: str) -> str:
+    known = list(_C.cpu_targets())
+    if not isinstance(name, str) or name not in known:
+        raise UserError(f"{where}: {name!r} is not a CPU target (known: {', '.join(known)})")
+    _known_targets.add(name)
+    return name
+
+
+def set_cpu_target(name: str | None) -> None:
+    """Chooses what kernels compiled afterwards are built for: ``"native"`` (this CPU, the default),
+    ``"x86-64-v2"``, ``"x86-64-v3"`` (AVX2 + FMA), ``"x86-64-v4"`` (AVX-512) or ``"generic"``
+    (portable vector code). ``None`` returns to ``PYPTO_CPU_TARGET`` (or native). Any x86 target
+    compiles here; running code this CPU cannot execute raises ``NotImplementedError`` before the
+    call."""
+    global _cpu_target
+    _cpu_target = None if name is None else _check_target(name, "pypto.set_cpu_target")
+    bump_version()
+
+
+def get_cpu_target() -> str:
+    """The CPU target kernels are compiled for now: set_cpu_target's, else ``PYPTO_CPU_TARGET``'s,
+    else ``"native"``."""
+    if _cpu_target is not None:
+        return _cpu_target
+    env = os.environ.get("PYPTO_CPU_TARGET", "")
+    if not env:
+        return "native"
+    if env not in _known_targets:
+        _check_target(env, "PYPTO_CPU_TARGET")
+    return env
+
+
+_known_targets: set[str] = set()
 
 
 _context_options: list[dict[str, Any]] = []
@@ -362,4 +401,5 @@ def make_pass_options(opts: dict[str, Any]) -> "_C.PassOptions":
         po.disabled = set(opts["disable_passes"])
     if "sram_budget_kb" in opts:
         po.sram_budget_kb = opts["sram_budget_kb"]
+    po.cpu_target = opts.get("cpu_target") or get_cpu_target()
     return po

@@ -181,7 +181,7 @@ class JitFunction:
         """The key of a call eligible for the cached-call path, or None."""
         if not self._all_tensors or len(args) != len(self._sig.params):
             return None
-        key = [config.version()]
+        key = [config.version(), config.get_cpu_target()]
         for a in args:
             if not memory.is_array(a):
                 return None

@@ -135,7 +135,7 @@ def compile(module, entry: Optional[str] = None, *, empty_kernels: bool = False,
         text = module.to_pto(entry)
     else:
         raise UserTypeError(f"pypto.pto.compile: expected a PTOModule or .pto text, found {type(module).__name__}")
-    opts = config.make_pass_options(config.normalize_pass_options(pass_options)) if pass_options else _C.PassOptions()
+    opts = config.make_pass_options(config.normalize_pass_options(pass_options) if pass_options else {})
     opts.empty_kernels = bool(empty_kernels)
     program = _C.compile_pto(check_text(text, "pypto.pto.compile"), opts)
     return PTOProgram(program, _entry_name(program.pto))

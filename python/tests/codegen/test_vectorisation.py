@@ -39,7 +39,9 @@ PACKED = re.compile(r"^\s+v?(fmadd|fnmadd|fmsub|mul|add|sub|div|max|sqrt)\w*ps\s
 # A fused multiply-add on one float: the vector math (exp, log, tanh, erf) left scalar, as GCC leaves
 # it on ISAs without masked operations (AVX2) unless it may if-convert (-fno-trapping-math).
 SCALAR_FMA = re.compile(r"^\s+vfn?m(add|sub)\w*ss\s", re.M)
-SCALAR_LIBM = re.compile(r"call\s+\S*\b(expf|logf|tanhf|erff|exp|log|tanh|erf)(@PLT)?\b")
+SCALAR_LIBM = re.compile(r"call\s+\S*\b(expf|logf|tanhf|erff|exp|log|tanh|erf|fmaf|fma)(@PLT)?\b")
+# The widest registers each x86 CPU target's packed code uses.
+REGISTERS = {"x86-64-v2": "xmm", "generic": "xmm", "x86-64-v3": "ymm", "x86-64-v4": "zmm"}
 
 
 def kernel_assembly(compiled, tmp_path):
@@ -47,7 +49,8 @@ def kernel_assembly(compiled, tmp_path):
     src = tmp_path / "kernel.cc"
     src.write_text(compiled.source())
     asm = tmp_path / "kernel.s"
-    flags = [f for f in _C.compiler_flags() if f not in ("-shared", "-fPIC")]
+    target = compiled.stats()["cpu_target"]
+    flags = [f for f in _C.compiler_flags(target) if f not in ("-shared", "-fPIC")]
     subprocess.run(_C.compiler_command() + flags + ["-S", "-o", str(asm), str(src)], check=True)
     text = asm.read_text()
     out = {}
@@ -63,19 +66,34 @@ def kernel_assembly(compiled, tmp_path):
     (gelu_tanh_log, (np.zeros((M, N), np.float32),)),
     (rms_norm, (np.zeros((M, N), np.float32), np.ones(N, np.float32))),
 ])
-def test_generated_kernels_use_packed_simd(kernel, args, tmp_path):
-    compiled = pypto.compile(kernel, *args)
+@pytest.mark.parametrize("target", ["native", "x86-64-v2", "x86-64-v3", "x86-64-v4", "generic"])
+def test_generated_kernels_use_packed_simd(kernel, args, target, tmp_path):
+    # Compile-only: the assembly of each target, whether or not this CPU can run it.
+    pypto.set_cpu_target(target)
+    try:
+        compiled = pypto.compile(kernel, *args)
+    finally:
+        pypto.set_cpu_target(None)
+    assert compiled.stats()["cpu_target"] == target
     kernels = kernel_assembly(compiled, tmp_path)
     assert kernels, "no kernel function found in the assembly"
+    reg = REGISTERS.get(target)
     for name, asm in kernels.items():
         packed = PACKED.findall(asm)
         assert len(packed) >= 4, f"{name}: only {len(packed)} packed float instructions"
         assert not SCALAR_LIBM.search(asm), f"{name} calls a scalar libm function"
         scalar = SCALAR_FMA.findall(asm)
         assert not scalar, f"{name}: {len(scalar)} scalar fused multiply-adds (vector math left scalar)"
+        if reg is not None:
+            wide = re.findall(r"^\s+v?(?:fmadd|mul|add|max)\w*ps\s.*%(xmm|ymm|zmm)", asm, re.M)
+            assert reg in wide, f"{name} ({target}): no packed arithmetic on {reg} registers"
+            wider = {"xmm": ("ymm", "zmm"), "ymm": ("zmm",), "zmm": ()}[reg]
+            assert not any(w in asm for w in wider), f"{name} ({target}) uses registers wider than {reg}"
 
 
 def test_host_cpu_flags_are_used():
-    # Code is built for the host CPU; the CPU's identity is part of the cache key (test_cache.py).
+    # Code is built for the host CPU by default; the CPU's identity is part of the cache key (test_cache.py).
     assert "-march=native" in _C.compiler_flags()
+    assert "-march=x86-64-v3" in _C.compiler_flags("x86-64-v3")
+    assert "-march=native" not in _C.compiler_flags("generic")
     assert os.path.isabs(_C.cache_dir())

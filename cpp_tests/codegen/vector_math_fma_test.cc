@@ -1,0 +1,7 @@
+// Accuracy of the vectorisable float math (pto::vm) as the AVX2 and AVX-512 CPU targets compile it:
+// with fused multiply-adds (this file is compiled with -mavx2 -mfma; CMakeLists.txt).
+#define PTO_ISA 3
+#define PTO_VECTOR_BYTES 32
+#define VM_SUITE VectorMathFmaTest
+#define VM_ERF_ULPS 2
+#include "vector_math_cases.inc"

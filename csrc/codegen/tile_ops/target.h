@@ -1,0 +1,32 @@
+// The tile library's variant. Generated code defines PTO_ISA (1 generic, 2 SSE, 3 AVX2 + FMA,
+// 4 AVX-512; the TileLibrary of its CPU target) and PTO_VECTOR_BYTES before this header; code that
+// includes the header by itself (pypto's C++ tests) gets them from the compiler's ISA macros.
+#ifndef PTO_ISA
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define PTO_ISA 4
+#elif defined(__AVX2__) && defined(__FMA__)
+#define PTO_ISA 3
+#elif defined(__SSE2__)
+#define PTO_ISA 2
+#else
+#define PTO_ISA 1
+#endif
+#endif
+#ifndef PTO_VECTOR_BYTES
+#define PTO_VECTOR_BYTES (PTO_ISA == 4 ? 64 : PTO_ISA == 3 ? 32 : 16)
+#endif
+// Fused multiply-add instructions: AVX2 targets and up on x86, always on AArch64.
+#if PTO_ISA >= 3 || defined(__aarch64__) || (defined(__FMA__) && PTO_ISA != 1)
+#define PTO_HAS_FMA 1
+#else
+#define PTO_HAS_FMA 0
+#endif
+#define PTO_ISA_SSE 2
+#define PTO_ISA_AVX2 3
+#define PTO_ISA_AVX512 4
+
+// x86 intrinsics only in the x86 variants; the generic variant is portable C++ and vector extensions.
+#if PTO_ISA >= PTO_ISA_SSE
+#include <immintrin.h>
+#define PTO_STREAM_STORES 1
+#endif

@@ -1,0 +1,47 @@
+// The machine generated code is compiled for: its ISA, vector width, caches, compiler flags and the
+// tile-library variant. Passes and the emitter read these facts from a Target; none tests the
+// compiler's ISA macros of its own. A GPU backend would be another kind of Target.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pypto {
+
+/// Tile-library variants, in increasing ISA order (the generated source defines PTO_ISA to one).
+enum class TileLibrary { Generic = 1, Sse = 2, Avx2 = 3, Avx512 = 4 };
+
+struct Target {
+  std::string name;                   ///< native, x86-64-v2, x86-64-v3, x86-64-v4 or generic
+  std::string arch;                   ///< x86_64 or aarch64 (the architecture the code is for)
+  std::vector<std::string> features;  ///< CPU features the code may use (/proc/cpuinfo names)
+  int vector_bytes = 16;              ///< the widest SIMD register the code uses
+  int64_t l1d_bytes = 32 << 10;       ///< data caches (this machine's: tuning only)
+  int64_t l2_bytes = 1 << 20;
+  int64_t l3_bytes = 32 << 20;
+  std::vector<std::string> flags;     ///< host-compiler flags that select the ISA
+  TileLibrary library = TileLibrary::Generic;
+
+  bool has(const std::string& feature) const;
+  /// "avx512", "avx2", "sse" or "generic".
+  std::string library_name() const;
+  /// One line: name, ISA, vector width, library, caches, flags (for dumps and stats).
+  std::string describe() const;
+};
+
+/// The names `target_by_name` accepts, "native" first.
+const std::vector<std::string>& target_names();
+
+/// The target of a name; "" means native. An unknown name raises UserError listing the names.
+Target target_by_name(const std::string& name);
+
+/// The features (of `t.features`) this CPU lacks, or code of another architecture: empty when
+/// code built for `t` runs here.
+std::vector<std::string> missing_on_host(const Target& t);
+
+/// The features this CPU reports (for tests: `set_host_features_for_testing` replaces them).
+const std::vector<std::string>& host_features();
+void set_host_features_for_testing(const std::vector<std::string>* features);
+
+}  // namespace pypto
