@@ -13,6 +13,9 @@ namespace pypto::codegen {
 /// variant: PTO_ISA and PTO_VECTOR_BYTES). With `empty_kernels`, every kernel returns at once
 /// (runtime benchmarks).
 std::string emit_cpp(const ExecutionGraph& g, const Target& target, bool empty_kernels = false);
+/// What every source for `target` starts with after its first line: the target's defines, the ABI
+/// header and the tile library. The toolchain compiles it once per target as a precompiled header.
+std::string emit_prelude(const Target& target);
 /// Name of the orchestration symbol every generated library exports.
 inline constexpr const char* kEntrySymbol = "pypto_orchestrate";
 /// Name of the symbol that returns the message of a failed region check or zero divisor

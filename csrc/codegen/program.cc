@@ -228,7 +228,7 @@ void generate_and_build(CompiledProgram& p, std::chrono::steady_clock::time_poin
   p.cpp = emit_cpp(p.ir.execution, p.target, empty_kernels);
   entry_tensor_access(p.ir.execution, p);
   p.pass_seconds = since();
-  p.build = build_library(p.cpp, p.ir.execution.name, p.target);
+  p.build = build_library(p.cpp, p.ir.execution.name, p.target, emit_prelude(p.target));
   p.entry = reinterpret_cast<pypto_orchestration_fn>(library_symbol(p.build.handle, kEntrySymbol, p.build.library));
   p.error_message = reinterpret_cast<const char* (*)()>(library_symbol(p.build.handle, kErrorSymbol, p.build.library));
   p.take_kernel_error = reinterpret_cast<int32_t (*)(char*, int32_t)>(

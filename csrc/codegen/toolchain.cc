@@ -299,7 +299,41 @@ std::string cache_dir() {
   return std::string(home && *home ? home : "/tmp") + "/.cache/pypto";
 }
 
-BuildResult build_library(const std::string& source, const std::string& kernel, const Target& target) {
+namespace {
+
+/// The prelude as a header with a precompiled form beside it (built once per prelude, flags and
+/// compiler), or "" when the cache folder cannot hold it. A failed precompile leaves the plain
+/// header: including it is still correct, only slower.
+std::string precompiled_prelude(const std::vector<std::string>& cmd, const std::vector<std::string>& flags,
+                                const std::string& prelude) {
+  std::string key = prelude + "\n--flags--\n";
+  for (const auto& f : flags) key += f + "\x1f";
+  key += "\n--compiler--\n" + compiler_identity(cmd) + "\n--pypto--\n" PYPTO_VERSION;
+  const std::string dir = safe_cache_dir() + "/pch";
+  make_dirs(dir);
+  if (!unsafe_reason(dir).empty()) return "";
+  const std::string header = dir + "/prelude_" + sha256_hex(key).substr(0, 32) + ".h";
+  const std::string gch = header + ".gch";
+  struct stat st;
+  if (::stat(gch.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && read_file(header) == prelude)
+    return header;
+  write_atomic(header, prelude);
+  const std::string tmp = gch + ".tmp." + unique_suffix();
+  std::vector<std::string> argv = cmd;
+  for (const auto& f : flags)
+    if (f != "-shared") argv.push_back(f);
+  argv.insert(argv.end(), {"-x", "c++-header", header, "-o", tmp});
+  const std::string log = tmp + ".log";
+  const int rc = run_process(argv, log, compile_timeout());
+  std::remove(log.c_str());
+  if (rc != 0 || std::rename(tmp.c_str(), gch.c_str()) != 0) std::remove(tmp.c_str());
+  return header;
+}
+
+}  // namespace
+
+BuildResult build_library(const std::string& source, const std::string& kernel, const Target& target,
+                          const std::string& prelude) {
   std::vector<std::string> cmd = compiler_command();
   std::vector<std::string> flags = compiler_flags(target);
   std::string key_text = source;
@@ -332,12 +366,30 @@ BuildResult build_library(const std::string& source, const std::string& kernel, 
   std::string tmp_lib = base + ".so.tmp." + unique_suffix();
   std::string log = base + ".log";
   std::string tmp_log = log + ".tmp." + unique_suffix();
-  std::vector<std::string> argv = cmd;
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.insert(argv.end(), {"-o", tmp_lib, r.source_path});
   const double timeout = compile_timeout();
   auto t0 = std::chrono::steady_clock::now();
-  int rc = run_process(argv, tmp_log, timeout);
+  auto compile = [&](const std::string& path) {
+    std::vector<std::string> argv = cmd;
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"-o", tmp_lib, path});
+    return run_process(argv, tmp_log, timeout);
+  };
+  int rc = -1;
+  // The source's prelude (after its first line) as a precompiled header: the kernels alone are parsed.
+  const size_t first_line = source.find('\n') + 1;
+  bool compiled = false;
+  if (!prelude.empty() && first_line > 0 && source.compare(first_line, prelude.size(), prelude) == 0) {
+    if (std::string header = precompiled_prelude(cmd, flags, prelude); !header.empty()) {
+      const std::string short_source = base + ".pch." + unique_suffix() + ".cc";
+      write_atomic(short_source, source.substr(0, first_line) + "#include \"" + header + "\"\n" +
+                                     source.substr(first_line + prelude.size()));
+      rc = compile(short_source);
+      std::remove(short_source.c_str());
+      compiled = rc == 0 || rc == kTimedOut;
+    }
+  }
+  // Otherwise, or when that failed (its log would name the short file), the whole source.
+  if (!compiled) rc = compile(r.source_path);
   r.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::rename(tmp_log.c_str(), log.c_str());
   if (rc == kTimedOut) {

@@ -81,13 +81,21 @@ inline const T* tload_view(T* __restrict buf, int rank, const int64_t* tshape, c
 /// which do not first read the destination's cache lines from memory.
 template <int64_t C>
 inline void stream_row(float* drow, const float* srow) {
-#if PTO_ISA >= PTO_ISA_AVX512
-  for (int64_t c = 0; c < C; c += 16) _mm512_stream_ps(drow + c, _mm512_loadu_ps(srow + c));
-#elif PTO_ISA >= PTO_ISA_AVX2
-  for (int64_t c = 0; c < C; c += 8) _mm256_stream_ps(drow + c, _mm256_loadu_ps(srow + c));
+  typedef float V __attribute__((vector_size(PTO_VECTOR_BYTES)));
+  constexpr int64_t kW = PTO_VECTOR_BYTES / 4;
+  for (int64_t c = 0; c < C; c += kW) {
+    V v;
+    memcpy(&v, srow + c, sizeof v);  // an unaligned load
+#if defined(__clang__)
+    __builtin_nontemporal_store(v, reinterpret_cast<V*>(drow + c));
+#elif PTO_VECTOR_BYTES == 64
+    __builtin_ia32_movntps512(drow + c, v);
+#elif PTO_VECTOR_BYTES == 32
+    __builtin_ia32_movntps256(drow + c, v);
 #else
-  for (int64_t c = 0; c < C; c += 4) _mm_stream_ps(drow + c, _mm_loadu_ps(srow + c));
+    __builtin_ia32_movntps(drow + c, v);
 #endif
+  }
 }
 #endif
 
@@ -149,7 +157,7 @@ inline void tstore_stream(S* __restrict dst, const int64_t* stride, const int64_
 /// Orders a kernel's streaming stores before the runtime marks its task finished.
 inline void stream_fence() {
 #ifdef PTO_STREAM_STORES
-  _mm_sfence();
+  __builtin_ia32_sfence();
 #endif
 }
 

@@ -25,8 +25,9 @@
 #define PTO_ISA_AVX2 3
 #define PTO_ISA_AVX512 4
 
-// x86 intrinsics only in the x86 variants; the generic variant is portable C++ and vector extensions.
-#if PTO_ISA >= PTO_ISA_SSE
-#include <immintrin.h>
+// Streaming (non-temporal) stores in the x86 variants, through compiler builtins: <immintrin.h>
+// would cost most of a kernel's compile time. The generic variant is portable C++ and vector
+// extensions.
+#if PTO_ISA >= PTO_ISA_SSE && (defined(__GNUC__) || defined(__clang__))
 #define PTO_STREAM_STORES 1
 #endif

@@ -37,6 +37,11 @@ def _wrapper(tmp_path):
     return wrapper, log
 
 
+def _kernel_compiles(log):
+    """The logged compiler calls that built a kernel library (not the precompiled prelude)."""
+    return [c for c in log.read_text().splitlines() if "-shared" in c]
+
+
 def _run(tmp_path, env_extra):
     env = dict(os.environ, PYPTO_CACHE_DIR=str(tmp_path / "cache"), **env_extra)
     script = tmp_path / "kernel.py"
@@ -50,7 +55,8 @@ def test_second_process_does_not_run_the_compiler(tmp_path):
     wrapper, log = _wrapper(tmp_path)
     assert _run(tmp_path, {"CXX": str(wrapper)}) == "compiled"
     calls = log.read_text().splitlines()
-    assert len(calls) == 1 and "-shared" in calls[0]
+    # The prelude (target defines, ABI header, tile library) once as a precompiled header, then the kernel.
+    assert len(calls) == 2 and "c++-header" in calls[0] and "-shared" in calls[1]
     assert _run(tmp_path, {"CXX": str(wrapper)}) == "disk"
     assert log.read_text().splitlines() == calls  # no new compiler call
 
@@ -62,7 +68,8 @@ def test_damaged_cache_entry_is_rebuilt(tmp_path):
     assert len(libs) == 1
     libs[0].write_bytes(b"not a shared library")
     assert _run(tmp_path, {"CXX": str(wrapper)}) == "compiled"
-    assert len(log.read_text().splitlines()) == 2
+    calls = log.read_text().splitlines()
+    assert len(calls) == 3 and "-shared" in calls[2]  # the kernel again; the precompiled prelude is reused
 
 
 def test_cache_dir_holds_source_and_log(tmp_path):
@@ -70,6 +77,21 @@ def test_cache_dir_holds_source_and_log(tmp_path):
     cache = tmp_path / "cache"
     assert list(cache.rglob("*.cc")) and list(cache.rglob("*.log")) and list(cache.rglob("*.so"))
     assert not list(cache.rglob("*.tmp.*"))
+
+
+def test_the_prelude_is_precompiled_once_and_a_damaged_one_is_harmless(tmp_path):
+    wrapper, log = _wrapper(tmp_path)
+    _run(tmp_path, {"CXX": str(wrapper)})
+    pch = tmp_path / "cache" / "pch"
+    headers, gch = list(pch.glob("prelude_*.h")), list(pch.glob("prelude_*.h.gch"))
+    assert len(headers) == 1 and len(gch) == 1 and gch[0].stat().st_size > 0
+    source = next((tmp_path / "cache").rglob("*.cc")).read_text()
+    assert headers[0].read_text() in source  # the stored source stays self-contained
+    assert not [p for p in (tmp_path / "cache").rglob("*.pch.*")]  # the short file is removed
+    gch[0].write_bytes(b"garbage, not a precompiled header")
+    for lib in (tmp_path / "cache").rglob("*.so"):
+        lib.unlink()
+    assert _run(tmp_path, {"CXX": str(wrapper)}) == "compiled"  # right results: SCRIPT checks them
 
 
 def test_missing_compiler_is_a_clear_error(tmp_path, monkeypatch):
@@ -112,7 +134,7 @@ def test_a_truncated_library_is_rebuilt_not_loaded(tmp_path, cut):
     with open(lib, "r+b") as f:
         f.truncate(keep)
     assert _run(tmp_path, {"CXX": str(wrapper)}) == "compiled"
-    assert len(log.read_text().splitlines()) == 2
+    assert len(_kernel_compiles(log)) == 2
     assert _run(tmp_path, {"CXX": str(wrapper)}) == "disk"
 
 
@@ -161,7 +183,7 @@ def test_an_abi_mismatch_is_repaired_within_the_process(tmp_path):
     data = lib.read_bytes()
     lib.with_suffix(".sum").write_text(f"pypto-library {len(data)} {hashlib.sha256(data).hexdigest()}\n")
     assert _run(tmp_path, {"CXX": str(wrapper)}) == "compiled"  # the script also checks the results
-    assert len(log.read_text().splitlines()) == 2
+    assert len(_kernel_compiles(log)) == 2
     assert _run(tmp_path, {"CXX": str(wrapper)}) == "disk"
 
 
