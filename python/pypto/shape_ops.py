@@ -11,7 +11,7 @@ import numbers
 from typing import Any, Sequence
 
 from pypto import _dtypes
-from pypto._dtypes import DataType, dtype_name
+from pypto._dtypes import DataType
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend.config import current_trace, user_location
 from pypto.frontend.symbolic import SymExpr, to_expr
@@ -101,6 +101,17 @@ class _BoundaryTile:
 
         config.push_trace(self.trace)
         self.ctx.vec_tile = self.saved
+
+
+def packed_param(ctx, name: str, dims: list, carrier_dtype: DataType, dtype: DataType) -> tuple[int, Tensor]:
+    """A 4-bit parameter of kernel dims ``dims`` (ints or dynamic dim names): the parameter its
+    caller's ``carrier_dtype`` array is bound to (half the last dim), and the tensor the kernel sees
+    (``unpacked_param``). Returns (the parameter's value id, that tensor)."""
+    from pypto import _C
+
+    last = dims[-1] // 2 if isinstance(dims[-1], int) else _C.Expr.var(dims[-1]).floordiv(_C.Expr(2))
+    vid = ctx.builder.add_param(name, list(dims[:-1]) + [last], carrier_dtype)
+    return vid, unpacked_param(ctx, Tensor._traced(ctx, vid, name), dtype)
 
 
 def unpacked_param(ctx, carrier: Tensor, dtype: DataType) -> Tensor:

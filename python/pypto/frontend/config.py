@@ -28,8 +28,12 @@ class TraceContext:
         self.loops: list = []
         # Values that are 0-d for the user (a reduction over every dim): held as shape [1].
         self.zero_d: set[int] = set()
-        # Compiled with enable_pass_verify (pypto.pass_verify_print/save act only then).
+        # Compiled with enable_pass_verify (pypto.pass_verify_print/save act only then), and what
+        # those calls recorded: their sites, hidden parameters and trace order (probes.py).
         self.verify = False
+        self.probe_sites: list = []
+        self.probe_params: list = []
+        self.probe_serial = 0
 
 
 _local = threading.local()
@@ -340,6 +344,13 @@ def set_pass_options(**opts: Any) -> None:
 def global_pass_options() -> dict[str, Any]:
     """The process-wide pass options, with the CPU target (part of every cache key)."""
     return {**_global_pass_options, "cpu_target": get_cpu_target()}
+
+
+def pass_options_in_force() -> dict[str, Any]:
+    """The process-wide pass options updated by those of the enclosing ``with pypto.options`` blocks."""
+    opts = global_pass_options()
+    opts.update(context_pass_options())
+    return opts
 
 
 _cpu_target: str | None = None  # set_cpu_target's choice; None: PYPTO_CPU_TARGET, else native

@@ -92,7 +92,7 @@ class function(Function):  # noqa: N801 - PyPTO's name
                                 f"last dim, found {dims[-1]} (its arrays hold two elements per byte)")
             self._params.append((pname, dims, t.dtype))
         self._ctx = ctx = config.TraceContext(self.name, config.default_vec_tile())
-        ctx.verify = bool({**config.global_pass_options(), **config.context_pass_options()}.get("verify"))
+        ctx.verify = bool(config.pass_options_in_force().get("verify"))
         self._saved = [(t._ctx, t._id) for t in self._tensors]
         for t, (pname, dims, dt) in zip(self._tensors, self._params):
             for d in dims:
@@ -101,10 +101,7 @@ class function(Function):  # noqa: N801 - PyPTO's name
             if _dtypes.is_packed(dt):  # the caller's bytes, packed two per byte; the block sees them unpacked
                 from pypto import shape_ops
 
-                last = dims[-1] // 2 if isinstance(dims[-1], int) else _C.Expr.var(dims[-1]).floordiv(_C.Expr(2))
-                carrier = _dtypes.packed_carriers(dt)[0]
-                vid = ctx.builder.add_param(pname, list(dims[:-1]) + [last], carrier)
-                unpacked = shape_ops.unpacked_param(ctx, Tensor._traced(ctx, vid, pname), dt)
+                _, unpacked = shape_ops.packed_param(ctx, pname, dims, _dtypes.packed_carriers(dt)[0], dt)
                 t._ctx, t._id = ctx, unpacked._id
                 continue
             vid = ctx.builder.add_param(pname, dims, dt)
@@ -120,10 +117,9 @@ class function(Function):  # noqa: N801 - PyPTO's name
             t._ctx, t._id = c, i
         if exc_type is not None:
             return False
-        opts = config.global_pass_options()
-        opts.update(config.context_pass_options())
+        opts = config.pass_options_in_force()
         self._opts = opts
-        self._probes = (getattr(self._ctx, "probe_sites", []), getattr(self._ctx, "probe_params", []))
+        self._probes = (self._ctx.probe_sites, self._ctx.probe_params)
         from pypto import shape_ops
 
         prev = config.push_trace(self._ctx)

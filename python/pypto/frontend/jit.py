@@ -54,8 +54,7 @@ class JitFunction:
         self._converted = None
 
     def _effective_pass_options(self) -> dict:
-        opts = config.global_pass_options()
-        opts.update(config.context_pass_options())
+        opts = config.pass_options_in_force()
         opts.update(self._pass_options)
         return opts
 
@@ -93,10 +92,9 @@ class JitFunction:
                 if isinstance(d, str):
                     b.add_dyn_dim(d)
             if _dtypes.is_packed(dt):  # the caller's bytes; the kernel sees them unpacked
-                last = dims[-1] // 2 if isinstance(dims[-1], int) else _C.Expr.var(dims[-1]).floordiv(_C.Expr(2))
-                vid = b.add_param(name, list(dims[:-1]) + [last], memory.dtype_of(array))
+                vid, unpacked = shape_ops.packed_param(ctx, name, dims, memory.dtype_of(array), dt)
                 param_ids.append(vid)
-                args.append(shape_ops.unpacked_param(ctx, Tensor._traced(ctx, vid, name), dt))
+                args.append(unpacked)
                 continue
             vid = b.add_param(name, dims, dt)
             param_ids.append(vid)
@@ -133,8 +131,7 @@ class JitFunction:
         compiled._dim_checks = b.dim_checks()
         compiled._verify = bool(opts.get("verify"))
         compiled._copy_params = {param_ids.index(v) for v in ctx.reshaped_params if v in param_ids}
-        compiled._probe_sites = getattr(ctx, "probe_sites", [])
-        compiled._probe_params = getattr(ctx, "probe_params", [])
+        compiled._probe_sites, compiled._probe_params = ctx.probe_sites, ctx.probe_params
         compiled._trace_seconds = time.perf_counter() - t0
         function_block.set_last_compiled(compiled)
         if opts.get("debug.compile_debug_mode") == 1 or opts.get("debug.dump_pass_graph") or \

@@ -17,15 +17,13 @@ import numpy as np
 
 from pypto import _dtypes
 from pypto.errors import NotSupportedError
-from pypto.frontend.symbolic import SymExpr, to_expr, wrap
+from pypto.frontend.symbolic import SymExpr, to_expr
 
 
 @dataclass
 class Site:
     kind: str  # "print" or "save"
-    where: str  # "file:line" of the call
     parts: list  # print: ("text", s) | ("tensor", k) | ("scalar", j); save: the file name with "{j}" holes
-    n_loops: int
     n_scalars: int
     ranks: list[int]
     order: list[int]  # trace serials: each enclosing loop's, then the site's (program order)
@@ -43,7 +41,8 @@ def _serial(ctx, obj=None) -> int:
     """The trace order of a loop (numbered when a site inside it is first traced) or of a new site."""
     s = getattr(obj, "_probe_serial", None)
     if s is None:
-        s = ctx.probe_serial = getattr(ctx, "probe_serial", 0) + 1
+        ctx.probe_serial += 1
+        s = ctx.probe_serial
         if obj is not None:
             obj._probe_serial = s
     return s
@@ -53,7 +52,6 @@ def record(ctx, kind: str, fn: str, parts: list, tensors: list, scalars: list, c
     """Traces one pass_verify_* call: ``parts`` as in ``Site``; ``tensors`` and ``scalars`` the
     values the parts refer to; ``cond`` an int or a symbolic scalar."""
     from pypto import ops, shape_ops
-    from pypto.frontend.config import user_location
     from pypto.frontend.tensor import Tensor
 
     loops = list(ctx.loops)
@@ -73,11 +71,8 @@ def record(ctx, kind: str, fn: str, parts: list, tensors: list, scalars: list, c
         if len(trips) + len(t.shape) > 6:
             raise NotSupportedError(f"pypto.{fn}: a rank-{len(t.shape)} tensor inside {len(trips)} loops needs a "
                                     f"rank-{len(trips) + len(t.shape)} record; at most 6 is supported")
-    hidden = ctx.__dict__.setdefault("probe_params", [])
-    sites = ctx.__dict__.setdefault("probe_sites", [])
-    file, line = user_location()
-    n = len(sites)
-    site = Site(kind, f"{file}:{line}", parts, len(trips), len(scalars), [len(t.shape) for t in tensors],
+    hidden, n = ctx.probe_params, len(ctx.probe_sites)
+    site = Site(kind, parts, len(scalars), [len(t.shape) for t in tensors],
                 [_serial(ctx, info) for info in loops] + [_serial(ctx)])
     column_values = [cond] + list(scalars)
     for k, t in enumerate(tensors):
@@ -88,7 +83,7 @@ def record(ctx, kind: str, fn: str, parts: list, tensors: list, scalars: list, c
         shape = trips + list(t.shape)
         pid = ctx.builder.add_param(f"probe{n}_t{k}", [to_expr(d) for d in shape], t.dtype)
         site.params.append(len(hidden))
-        hidden.append((pid, Hidden(shape, t.dtype)))
+        hidden.append(Hidden(shape, t.dtype))
         slot = t
         for _ in trips:
             slot = shape_ops.unsqueeze(slot, 0)
@@ -97,17 +92,17 @@ def record(ctx, kind: str, fn: str, parts: list, tensors: list, scalars: list, c
     shape = trips + [len(column_values)]
     pid = ctx.builder.add_param(f"probe{n}_marks", [to_expr(d) for d in shape], _dtypes.DT_INT64)
     site.params.append(len(hidden))
-    hidden.append((pid, Hidden(shape, _dtypes.DT_INT64)))
+    hidden.append(Hidden(shape, _dtypes.DT_INT64))
     marks = Tensor._traced(ctx, pid)
     saved = ctx.vec_tile
     ctx.vec_tile = (1,) * (len(trips) + 1)
     try:
         for j, v in enumerate(column_values):
-            v = wrap(to_expr(v)) if isinstance(v, SymExpr) else int(v)
+            v = v if isinstance(v, SymExpr) else int(v)
             shape_ops.assemble(shape_ops.full([1] * (len(trips) + 1), v, _dtypes.DT_INT64), iters + [j], marks)
     finally:
         ctx.vec_tile = saved
-    sites.append(site)
+    ctx.probe_sites.append(site)
 
 
 def _host_dtype(dt) -> np.dtype | None:
@@ -121,7 +116,7 @@ def arrays(compiled, env: dict) -> list[np.ndarray]:
     """Zero-filled hidden parameters for a call with dyn values ``env`` (a dtype NumPy lacks is held
     in unsigned integers of its width, for saving its bytes)."""
     out = []
-    for _, h in compiled._probe_params:
+    for h in compiled._probe_params:
         shape = [d if isinstance(d, int) else int(to_expr(d).eval(env)) for d in h.shape]
         dt = _host_dtype(h.dtype) or np.dtype(f"uint{8 * _dtypes.bytes_of(h.dtype)}")
         out.append(np.zeros(shape, dt))
@@ -180,5 +175,5 @@ def report(compiled, hidden: list[np.ndarray]) -> None:
             f.write(t.tobytes())
         with open(os.path.join(folder, f"{name}.csv"), "w", encoding="utf-8") as f:
             f.write("dtype,shape\n")
-            dt = compiled._probe_params[site.params[0]][1].dtype
+            dt = compiled._probe_params[site.params[0]].dtype
             f.write(f"{dt.name},{' '.join(str(d) for d in t.shape)}\n")
