@@ -90,6 +90,13 @@ def test_verify_with_a_jitted_kernel_and_options():
     bad = torch.exp(x) * 1.5
     with pytest.warns(pypto.VerifyWarning, match=r"kern: verify: parameter 'y' differs"):
         pypto.verify(lambda ins, outs: kern(ins[0], outs[0]), [x], [y], [None, bad])
+    y.zero_()
+    with warnings.catch_warnings():  # pass verify off: the kernel runs, nothing is compared
+        warnings.simplefilter("error", pypto.VerifyWarning)
+        pypto.verify(lambda ins, outs: kern(ins[0], outs[0]), [x], [y], [None, bad],
+                     verify_options={"enable_pass_verify": False})
+    torch.testing.assert_close(y, torch.exp(x))
+    assert not pypto.golden.pending()
 
 
 def test_verify_errors_name_the_argument():
