@@ -279,7 +279,6 @@ void bind_compile(py::module_& m) {
         return d;
       },
       py::arg("name"), "The Target of a name, as a dict (missing_here: what this CPU lacks to run its code).");
-
 }
 
 }  // namespace pypto::bindings

@@ -9,13 +9,14 @@
 
 namespace pypto::codegen {
 
-/// The whole self-contained source file of a program, for `target` (it selects the tile library's
-/// variant: PTO_ISA and PTO_VECTOR_BYTES). With `empty_kernels`, every kernel returns at once
-/// (runtime benchmarks).
-std::string emit_cpp(const ExecutionGraph& g, const Target& target, bool empty_kernels = false);
-/// What every source for `target` starts with after its first line: the target's defines, the ABI
-/// header and the tile library. The toolchain compiles it once per target as a precompiled header.
+/// What every source for `target` starts with after its first line: the target's defines (which
+/// select the tile library's variant: PTO_ISA and PTO_VECTOR_BYTES), the ABI header and the tile
+/// library. The toolchain compiles it once per target as a precompiled header.
 std::string emit_prelude(const Target& target);
+/// The whole self-contained source file of a program: a first line, `prelude` (emit_prelude's)
+/// and the kernels and orchestration. With `empty_kernels`, every kernel returns at once
+/// (runtime benchmarks).
+std::string emit_cpp(const ExecutionGraph& g, const std::string& prelude, bool empty_kernels = false);
 /// Name of the orchestration symbol every generated library exports.
 inline constexpr const char* kEntrySymbol = "pypto_orchestrate";
 /// Name of the symbol that returns the message of a failed region check or zero divisor

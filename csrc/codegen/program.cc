@@ -225,10 +225,11 @@ void entry_tensor_access(const ExecutionGraph& g, CompiledProgram& p) {
 /// C++ for the Execution Graph, built (or loaded from the cache) and bound.
 void generate_and_build(CompiledProgram& p, std::chrono::steady_clock::time_point t0, bool empty_kernels) {
   auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  p.cpp = emit_cpp(p.ir.execution, p.target, empty_kernels);
+  const std::string prelude = emit_prelude(p.target);
+  p.cpp = emit_cpp(p.ir.execution, prelude, empty_kernels);
   entry_tensor_access(p.ir.execution, p);
   p.pass_seconds = since();
-  p.build = build_library(p.cpp, p.ir.execution.name, p.target, emit_prelude(p.target));
+  p.build = build_library(p.cpp, p.ir.execution.name, p.target, prelude);
   p.entry = reinterpret_cast<pypto_orchestration_fn>(library_symbol(p.build.handle, kEntrySymbol, p.build.library));
   p.error_message = reinterpret_cast<const char* (*)()>(library_symbol(p.build.handle, kErrorSymbol, p.build.library));
   p.take_kernel_error = reinterpret_cast<int32_t (*)(char*, int32_t)>(

@@ -305,10 +305,10 @@ namespace {
 /// compiler), or "" when the cache folder cannot hold it. A failed precompile leaves the plain
 /// header: including it is still correct, only slower.
 std::string precompiled_prelude(const std::vector<std::string>& cmd, const std::vector<std::string>& flags,
-                                const std::string& prelude) {
+                                const std::string& compiler, const std::string& prelude) {
   std::string key = prelude + "\n--flags--\n";
   for (const auto& f : flags) key += f + "\x1f";
-  key += "\n--compiler--\n" + compiler_identity(cmd) + "\n--pypto--\n" PYPTO_VERSION;
+  key += "\n--compiler--\n" + compiler + "\n--pypto--\n" PYPTO_VERSION;
   const std::string dir = safe_cache_dir() + "/pch";
   make_dirs(dir);
   if (!unsafe_reason(dir).empty()) return "";
@@ -340,7 +340,8 @@ BuildResult build_library(const std::string& source, const std::string& kernel, 
   key_text += "\n--command--\n";
   for (const auto& a : cmd) key_text += a + "\x1f";
   for (const auto& a : flags) key_text += a + "\x1f";
-  key_text += "\n--compiler--\n" + compiler_identity(cmd);
+  const std::string compiler = compiler_identity(cmd);
+  key_text += "\n--compiler--\n" + compiler;
   // -march=native code is only valid on this CPU; a named target's runs on any CPU with its features.
   if (target.name == "native") key_text += "\n--cpu--\n" + cpu_identity();
   key_text += "\n--pypto--\n" PYPTO_VERSION;
@@ -379,7 +380,7 @@ BuildResult build_library(const std::string& source, const std::string& kernel, 
   const size_t first_line = source.find('\n') + 1;
   bool compiled = false;
   if (!prelude.empty() && first_line > 0 && source.compare(first_line, prelude.size(), prelude) == 0) {
-    if (std::string header = precompiled_prelude(cmd, flags, prelude); !header.empty()) {
+    if (std::string header = precompiled_prelude(cmd, flags, compiler, prelude); !header.empty()) {
       const std::string short_source = base + ".pch." + unique_suffix() + ".cc";
       write_atomic(short_source, source.substr(0, first_line) + "#include \"" + header + "\"\n" +
                                      source.substr(first_line + prelude.size()));
