@@ -52,6 +52,10 @@ TEST(MatmulKernelTest, RowRemainders) {
   CheckMatmul<float, 7, 5, pto::kMatmulCols>();
   CheckMatmul<float, 9, 16, pto::kMatmulCols>();
   CheckMatmul<float, 13, 3, 2 * pto::kMatmulCols>();
+  // Rows split into balanced register blocks (32 with blocks of at most 6: two of 6, four of 5).
+  CheckMatmul<float, 30, 8, pto::kMatmulCols>();
+  CheckMatmul<float, 32, 8, pto::kMatmulCols>();
+  CheckMatmul<float, 47, 4, pto::kMatmulCols>();
 }
 
 TEST(MatmulKernelTest, ColumnRemainders) {

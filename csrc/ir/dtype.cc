@@ -99,7 +99,7 @@ std::string dtype_pto_name(DataType dt) {
 std::string dtype_cpp_type(DataType dt) {
   switch (dt) {
     case DataType::FP32: return "float";
-    case DataType::FP16: return "_Float16";
+    case DataType::FP16: return "pto::f16";
     case DataType::BF16: return "pto::bf16";
     case DataType::DOUBLE: return "double";
     case DataType::INT8: return "int8_t";

@@ -394,6 +394,17 @@ def var(x, dim=None, correction=1, keepdim=False, unbiased=None) -> Tensor:
 DEFAULT_CUBE_TILE = ((32, 32), (64, 128), (64, 64))
 
 
+def default_cube_tile(m, n) -> tuple:
+    """The cube tile ((L0, L1) for m, k and n) of a matmul with no pypto.set_cube_tile_shapes, for
+    result dims m and n: 128x128x128 tiles in 64x128x64 blocks where m and n are known (a tile
+    clamps to a smaller dim, and measured on AVX2 and AVX-512 this size is the fastest that fits the
+    buffer budget), DEFAULT_CUBE_TILE's smaller m and n where a dim is dynamic, so that a few rows
+    do not pay for a 128-row tile."""
+    fixed_m, fixed_n = isinstance(m, int), isinstance(n, int)
+    return ((64, 128) if fixed_m else DEFAULT_CUBE_TILE[0], (128, 128),
+            (64, 128) if fixed_n else DEFAULT_CUBE_TILE[2])
+
+
 @_documented
 def matmul(a, b, out_dtype: DataType | None = None, a_trans: bool = False, b_trans: bool = False,
            c_matrix_nz: bool = False, extend_params=None) -> Tensor:
@@ -442,7 +453,7 @@ def _matmul_extended(a, b, out_dtype, a_trans, b_trans, params) -> Tensor:
         return _epilogue(acc, params, out_dtype, relu)
     # As PyPTO's fused epilogue, it needs no vec tile shape: without one, it is tiled as the
     # matmul's result, by the cube tile's L1 m and n.
-    cube = ctx.cube_tile or DEFAULT_CUBE_TILE
+    cube = ctx.cube_tile or default_cube_tile(acc.shape[-2], acc.shape[-1])
     ctx.vec_tile = (1,) * (len(acc.shape) - 2) + (cube[0][1], cube[2][1])
     try:
         return _epilogue(acc, params, out_dtype, relu)
@@ -522,7 +533,7 @@ def _tf32(x: Tensor, mode) -> Tensor:
 
     ctx = _ctx("matmul")
     if ctx.vec_tile is None:  # as the epilogue: without a vec tile shape, tiled by the cube tile's L1 sizes
-        cube = ctx.cube_tile or DEFAULT_CUBE_TILE
+        cube = ctx.cube_tile or default_cube_tile(x.shape[-2], x.shape[-1])
         ctx.vec_tile = (1,) * (len(x.shape) - 2) + (cube[0][1], cube[1][1])
         try:
             return _tf32(x, mode)
@@ -557,7 +568,7 @@ def _matmul(a, b, out_dtype: DataType | None, a_trans: bool, b_trans: bool) -> T
         out_dtype = a.dtype
     if not isinstance(out_dtype, DataType):
         raise UserTypeError(f"pypto.matmul: out_dtype must be a pypto dtype, found {out_dtype!r}")
-    cube = ctx.cube_tile or DEFAULT_CUBE_TILE
+    cube = ctx.cube_tile or default_cube_tile(a.shape[-2], b.shape[-1])
     file, line = user_location()
     vid = ctx.builder.add_matmul(ia, ib, out_dtype, [cube[0][1], cube[1][1], cube[2][1]],
                                  [cube[0][0], cube[1][0], cube[2][0]], file, line)

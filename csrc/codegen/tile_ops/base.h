@@ -8,6 +8,12 @@ struct bf16 {
   uint16_t bits;
 };
 
+/// IEEE half-precision storage. Bits rather than the compiler's _Float16, whose loads and
+/// conversions keep conversion loops scalar (and which not every target's compiler has).
+struct f16 {
+  uint16_t bits;
+};
+
 /// FP8 storage: one byte each. E4M3 (bias 7, no infinities, NaN 0x7f), E5M2 (bias 15, IEEE-like)
 /// and E8M0 (an unsigned power of two 2^(b-127), NaN 0xff). Tiles hold them as float.
 struct f8e4m3 {
@@ -287,8 +293,13 @@ inline D cvt(S v) {
   } else if constexpr (std::is_same_v<S, i4>) {
     return cvt<D>(i4_value(v));
   } else if constexpr (std::is_same_v<D, i4>) {
-    if constexpr (is_f8<S>::value || std::is_same_v<S, bf16>) return i4_from_value(cvt<float>(v));
+    if constexpr (is_f8<S>::value || std::is_same_v<S, bf16> || std::is_same_v<S, f16>) return i4_from_value(cvt<float>(v));
     else return i4_from_value(v);
+  } else if constexpr (std::is_same_v<S, f16>) {
+    return cvt<D>(cvt<float>(v));
+  } else if constexpr (std::is_same_v<D, f16>) {
+    if constexpr (is_f8<S>::value || std::is_same_v<S, bf16>) return cvt<f16>(cvt<float>(v));
+    else return cvt<f16>(static_cast<double>(v));
   } else if constexpr (is_f8<S>::value && is_f8<D>::value) {
     return f8_from_float<D>(f8_to_float(v));
   } else if constexpr (is_f8<S>::value) {
@@ -313,6 +324,59 @@ inline bf16 cvt<bf16, float>(float f) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{uint16_t((u >> 16) | 0x40)};  // quiet NaN
   u += 0x7fffu + ((u >> 16) & 1u);
   return bf16{uint16_t(u >> 16)};
+}
+/// fp16 <-> float by integer arithmetic and masks, so loops of conversions vectorise on every
+/// target (selects would become branches). Round to nearest even, as the hardware conversions;
+/// NaN stays NaN with the high bits of its payload, quieted.
+template <>
+inline float cvt<float, f16>(f16 v) {
+  const uint32_t em = v.bits & 0x7fffu, sign = uint32_t(v.bits & 0x8000u) << 16;
+  // The bits shifted into a float's place and scaled by 2^112 to rebias the exponent (exact, also
+  // for the subnormals); inf and NaN get the all-ones exponent.
+  uint32_t u = em << 13;
+  float f;
+  memcpy(&f, &u, 4);
+  f *= 5.192296858534828e+33f;  // 2^112
+  memcpy(&u, &f, 4);
+  u |= ((0u - uint32_t(em >= 0x7c00u)) & 0x7f800000u) | sign;
+  memcpy(&f, &u, 4);
+  return f;
+}
+template <>
+inline f16 cvt<f16, float>(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  // Below 2^-14 (fp16 subnormals and zero): adding 0.5 lets the float adder round the mantissa.
+  float t;
+  memcpy(&t, &x, 4);
+  t += 0.5f;
+  uint32_t sub;
+  memcpy(&sub, &t, 4);
+  sub -= 0x3f000000u;
+  // The normal range: rebias and round to nearest even on the 13 dropped bits.
+  const uint32_t norm = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
+  const uint32_t small = 0u - uint32_t(x < 0x38800000u);
+  uint32_t o = (sub & small) | (norm & ~small);
+  const uint32_t over = 0u - uint32_t(x >= 0x47800000u), nan = 0u - uint32_t(x > 0x7f800000u);
+  o = (o & ~over) | (0x7c00u & over);                                        // overflow: inf
+  o = (o & ~nan) | ((0x7e00u | ((x >> 13) & 0x3ffu)) & nan);                 // NaN
+  return f16{static_cast<uint16_t>(o | sign)};
+}
+/// fp16 from double through a float rounded to odd (float has more than two bits beyond fp16's,
+/// so rounding that float to fp16 rounds the double correctly, with no double rounding).
+template <>
+inline f16 cvt<f16, double>(double d) {
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) != d && f == f && std::fabs(f) != INFINITY) {
+    if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u |= 1u;
+    memcpy(&f, &u, 4);
+  }
+  return cvt<f16>(f);
 }
 template <>
 inline bool cvt<bool, float>(float v) {

@@ -14,10 +14,10 @@ inline vfloat vload(const float* p) {
 inline void vstore(float* p, vfloat v) { memcpy(p, &v, sizeof v); }
 
 /// Register block of the float matmul: kMatmulRows rows x kMatmulVecs vectors of accumulators
-/// (8 x 2 = 16 vector registers), each step loading kMatmulVecs vectors of b and broadcasting
+/// (per target, tile_ops/target.h), each step loading kMatmulVecs vectors of b and broadcasting
 /// kMatmulRows elements of a.
-constexpr int64_t kMatmulRows = 8;
-constexpr int64_t kMatmulVecs = 2;
+constexpr int64_t kMatmulRows = PTO_MATMUL_ROWS;
+constexpr int64_t kMatmulVecs = PTO_MATMUL_VECS;
 constexpr int64_t kMatmulCols = kMatmulVecs * kVecFloats;
 
 /// The micro-kernel: d (MR x NV vectors, row stride N) = or += a (MR rows, row stride KA) @ b (K rows, row stride N).
@@ -39,13 +39,15 @@ inline void matmul_block(float* __restrict d, const float* __restrict a, const f
 }
 
 /// Rows [0, M) of one column block of NV vectors (row strides: KA in a, NS in b and d), in
-/// register blocks of kMatmulRows rows (the last block takes the remaining rows).
+/// register blocks of at most kMatmulRows rows, balanced so no block is much shorter than the
+/// others (32 rows with at most 6 per block: two blocks of 6 and four of 5, not five of 6 and 2).
 template <int64_t NV, bool ACC, int64_t M, int64_t K, int64_t NS, int64_t KA>
 inline void matmul_column_block(float* __restrict d, const float* __restrict a, const float* __restrict b) {
-  constexpr int64_t full = M / kMatmulRows * kMatmulRows;
-  for (int64_t i0 = 0; i0 < full; i0 += kMatmulRows)
-    matmul_block<kMatmulRows, NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b);
-  if constexpr (M % kMatmulRows != 0) matmul_block<M % kMatmulRows, NV, ACC, K, NS, KA>(d + full * NS, a + full * KA, b);
+  constexpr int64_t blocks = (M + kMatmulRows - 1) / kMatmulRows;
+  constexpr int64_t small = M / blocks, big = small + 1, nbig = M % blocks;
+  for (int64_t i0 = 0; i0 < nbig * big; i0 += big) matmul_block<big, NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b);
+  for (int64_t i0 = nbig * big; i0 < M; i0 += small)
+    matmul_block<small, NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b);
 }
 
 /// d (M x N, row stride NS) = or += a (M x K, row stride KA) @ b (K x N, row stride NS) for any

@@ -21,6 +21,17 @@
 #else
 #define PTO_HAS_FMA 0
 #endif
+// The float matmul micro-kernel's register block (rows x vectors of accumulators): 16 of 32
+// vector registers on AVX-512 and AArch64, 12 of 16 on AVX2, SSE and generic x86 (with two
+// vectors of b and a broadcast, a larger block spills).
+#ifndef PTO_MATMUL_ROWS
+#if PTO_ISA == 4 || defined(__aarch64__)
+#define PTO_MATMUL_ROWS 8
+#else
+#define PTO_MATMUL_ROWS 6
+#endif
+#define PTO_MATMUL_VECS 2
+#endif
 #define PTO_ISA_SSE 2
 #define PTO_ISA_AVX2 3
 #define PTO_ISA_AVX512 4

@@ -77,7 +77,7 @@ def test_every_form_of_the_score_scale_is_folded_into_the_fused_op(scale):
     torch.testing.assert_close(fn(q, k, v), _reference(q, k, v, scale).float(), atol=2e-5, rtol=1e-4)
     tg = pypto.compile(fn, q, k, v).dump("passes").split("-- pass fuse_attention")[1].split("-- pass")[0]
     factor = {"mul": 1 / math.sqrt(32), "div": 1 / math.sqrt(32), "rmul": 0.5, "none": 1.0}[scale]
-    assert re.search(r"= attention\(%q, %k_t, %v, scale=([\d.e-]+), rows=32, key_block=64\)", tg)
+    assert re.search(r"= attention\(%q, %k_t, %v, scale=([\d.e-]+), rows=128, key_block=128\)", tg)  # the default cube tile
     found = float(re.search(r"scale=([\d.e-]+)", tg).group(1))
     assert found == pytest.approx(factor, rel=1e-6)
 
@@ -87,6 +87,7 @@ def test_batched_attention_and_the_composite_softmax_fuse():
     def attention(q: pypto.Tensor((3, 70, 32), pypto.DT_FP32), k: pypto.Tensor((3, 90, 32), pypto.DT_FP32),
                   v: pypto.Tensor((3, 90, 16), pypto.DT_FP32)):
         pypto.set_vec_tile_shapes(1, 8, 64)
+        pypto.set_cube_tile_shapes([32, 32], [64, 128], [64, 64])  # blocks of 32 query rows
         return pypto.matmul(pypto.softmax(pypto.matmul(q, k, b_trans=True) * 0.25, -1), v)
 
     q, k, v = torch.randn(3, 70, 32), torch.randn(3, 90, 32), torch.randn(3, 90, 16)
