@@ -616,8 +616,8 @@ class KernelEmitter {
   /// The constant operand of an instruction as a C++ value of type `ty`.
   static std::string constant(const Instr& in, const std::string& ty) {
     if (in.scalar_expr) return fmt::format("static_cast<{}>({})", ty, cexpr(*in.scalar_expr));
-    if (std::isinf(in.scalar)) return fmt::format("static_cast<{}>({}INFINITY)", ty, in.scalar < 0 ? "-" : "");
-    if (std::isnan(in.scalar)) return fmt::format("static_cast<{}>(NAN)", ty);
+    if (std::isinf(in.scalar)) return fmt::format("static_cast<{}>({}__builtin_inf())", ty, in.scalar < 0 ? "-" : "");
+    if (std::isnan(in.scalar)) return fmt::format("static_cast<{}>(__builtin_nan(\"\"))", ty);
     return fmt::format("static_cast<{}>({:.17g})", ty, in.scalar);
   }
 

@@ -14,9 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <atomic>
 #include <climits>
-#include <cmath>
 #include <limits>
 #include <type_traits>
 

@@ -13,13 +13,16 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "codegen/cpp_emitter.h"
 #include "runtime/pypto_abi.h"
@@ -301,9 +304,26 @@ std::string cache_dir() {
 
 namespace {
 
-/// The prelude as a header with a precompiled form beside it (built once per prelude, flags and
-/// compiler), or "" when the cache folder cannot hold it. A failed precompile leaves the plain
-/// header: including it is still correct, only slower.
+/// Builds the precompiled form of `header` (holding `prelude`) into `gch`; a failure leaves none.
+void build_precompiled_prelude(const std::vector<std::string>& cmd, const std::vector<std::string>& flags,
+                               const std::string& prelude, const std::string& header, const std::string& gch) {
+  write_atomic(header, prelude);
+  const std::string tmp = gch + ".tmp." + unique_suffix();
+  std::vector<std::string> argv = cmd;
+  for (const auto& f : flags)
+    if (f != "-shared") argv.push_back(f);
+  argv.insert(argv.end(), {"-x", "c++-header", header, "-o", tmp});
+  const std::string log = tmp + ".log";
+  const int rc = run_process(argv, log, compile_timeout());
+  std::remove(log.c_str());
+  if (rc != 0 || std::rename(tmp.c_str(), gch.c_str()) != 0) std::remove(tmp.c_str());
+}
+
+/// The prelude as a header whose precompiled form (one per prelude, flags and compiler) is built,
+/// or "" when it is not built yet or the cache folder cannot hold it. A missing one is built on a
+/// background thread (once per process), so the compile that finds it missing compiles its whole
+/// source at once rather than wait: a cold compile costs one compile, not a precompile and then a
+/// compile; the kernels compiled after it include the header.
 std::string precompiled_prelude(const std::vector<std::string>& cmd, const std::vector<std::string>& flags,
                                 const std::string& compiler, const std::string& prelude) {
   std::string key = prelude + "\n--flags--\n";
@@ -317,17 +337,30 @@ std::string precompiled_prelude(const std::vector<std::string>& cmd, const std::
   struct stat st;
   if (::stat(gch.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && read_file(header) == prelude)
     return header;
-  write_atomic(header, prelude);
-  const std::string tmp = gch + ".tmp." + unique_suffix();
-  std::vector<std::string> argv = cmd;
-  for (const auto& f : flags)
-    if (f != "-shared") argv.push_back(f);
-  argv.insert(argv.end(), {"-x", "c++-header", header, "-o", tmp});
-  const std::string log = tmp + ".log";
-  const int rc = run_process(argv, log, compile_timeout());
-  std::remove(log.c_str());
-  if (rc != 0 || std::rename(tmp.c_str(), gch.c_str()) != 0) std::remove(tmp.c_str());
-  return header;
+  // Never destroyed, and waited for at exit: a build that outlived the process would leave its
+  // temporary file in the cache.
+  static auto* mu = new std::mutex;
+  static auto* done = new std::condition_variable;
+  static auto* building = new std::set<std::string>;
+  {
+    std::lock_guard<std::mutex> lock(*mu);
+    if (!building->insert(gch).second) return "";
+    static const bool registered = [] {
+      std::atexit([] {
+        std::unique_lock<std::mutex> lock(*mu);
+        done->wait(lock, [] { return building->empty(); });
+      });
+      return true;
+    }();
+    (void)registered;
+  }
+  std::thread([cmd, flags, prelude, header, gch] {
+    build_precompiled_prelude(cmd, flags, prelude, header, gch);
+    std::lock_guard<std::mutex> lock(*mu);
+    building->erase(gch);
+    done->notify_all();
+  }).detach();
+  return "";
 }
 
 }  // namespace

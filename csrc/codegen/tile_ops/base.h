@@ -3,6 +3,50 @@
 
 namespace pto {
 
+/// The libm functions the tile library uses, as compiler builtins for float and double (integer
+/// arguments compute in double, as <cmath>'s overloads do). Generated code does not include
+/// <cmath>: parsing it was a third of a kernel's compile time.
+namespace fp {
+#define PTO_FP1(name)                                                            \
+  inline float name(float x) { return __builtin_##name##f(x); }                 \
+  inline double name(double x) { return __builtin_##name(x); }                  \
+  template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>     \
+  inline double name(T x) { return __builtin_##name(static_cast<double>(x)); }
+#define PTO_FP2(name)                                                                    \
+  inline float name(float x, float y) { return __builtin_##name##f(x, y); }              \
+  inline double name(double x, double y) { return __builtin_##name(x, y); }
+PTO_FP1(fabs)
+PTO_FP1(sqrt)
+PTO_FP1(exp)
+PTO_FP1(exp2)
+PTO_FP1(expm1)
+PTO_FP1(log)
+PTO_FP1(tanh)
+PTO_FP1(erf)
+PTO_FP1(erfc)
+PTO_FP1(floor)
+PTO_FP1(ceil)
+PTO_FP1(trunc)
+PTO_FP1(nearbyint)
+PTO_FP2(pow)
+PTO_FP2(fmod)
+PTO_FP2(copysign)
+PTO_FP2(nextafter)
+#undef PTO_FP1
+#undef PTO_FP2
+inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+inline double fma(double a, double b, double c) { return __builtin_fma(a, b, c); }
+inline float ldexp(float x, int e) { return __builtin_ldexpf(x, e); }
+inline double ldexp(double x, int e) { return __builtin_ldexp(x, e); }
+inline int ilogb(float x) { return __builtin_ilogbf(x); }
+inline bool signbit(float x) { return __builtin_signbit(x); }
+inline bool signbit(double x) { return __builtin_signbit(x); }
+inline bool isinf(float x) { return __builtin_isinf(x); }
+inline bool isinf(double x) { return __builtin_isinf(x); }
+inline bool isnan(float x) { return __builtin_isnan(x); }
+inline bool isnan(double x) { return __builtin_isnan(x); }
+}  // namespace fp
+
 /// bfloat16 storage: the top 16 bits of an IEEE float.
 struct bf16 {
   uint16_t bits;
@@ -83,8 +127,8 @@ inline float f8_decode(uint8_t b) {
     if (Ieee) return mant == 0 ? sign * std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
     if (mant == (1 << M) - 1) return std::numeric_limits<float>::quiet_NaN();
   }
-  if (exp == 0) return sign * std::ldexp(static_cast<float>(mant), 1 - bias - M);
-  return sign * std::ldexp(static_cast<float>(mant + (1 << M)), exp - bias - M);
+  if (exp == 0) return sign * fp::ldexp(static_cast<float>(mant), 1 - bias - M);
+  return sign * fp::ldexp(static_cast<float>(mant + (1 << M)), exp - bias - M);
 }
 
 /// `f` rounded to nearest (ties to even) into that format. Past the largest finite value an
@@ -96,18 +140,18 @@ inline uint8_t f8_encode(float f) {
   constexpr int emin = 1 - bias;
   constexpr uint32_t top = (1u << E) - 1;
   constexpr uint32_t max_finite = Ieee ? ((top - 1) << M) | ((1u << M) - 1) : (top << M) | ((1u << M) - 2);
-  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
-  const float a = std::fabs(f);
+  const uint8_t sign = fp::signbit(f) ? 0x80 : 0;
+  const float a = fp::fabs(f);
   if (a != a) return sign | 0x7f;
   if (a == 0.0f) return sign;
   uint32_t bits;
-  if (std::isinf(a)) {
+  if (fp::isinf(a)) {
     bits = Ieee ? top << M : max_finite;
   } else {
-    int e = std::ilogb(a);
+    int e = fp::ilogb(a);
     const int eq = e < emin ? emin : e;
     // The number of quanta of 2^(eq-M): exact scaling, then the current (nearest-even) rounding.
-    uint32_t n = static_cast<uint32_t>(std::nearbyint(std::ldexp(a, M - eq)));
+    uint32_t n = static_cast<uint32_t>(fp::nearbyint(fp::ldexp(a, M - eq)));
     if (e < emin) {
       bits = n;  // a subnormal; n == 2^M is the smallest normal, which encodes the same way
     } else {
@@ -123,14 +167,14 @@ inline uint8_t f8_encode(float f) {
 inline float f8_to_float(f8e4m3 v) { return f8_decode<4, 3, false>(v.bits); }
 inline float f8_to_float(f8e5m2 v) { return f8_decode<5, 2, true>(v.bits); }
 inline float f8_to_float(f8e8m0 v) {
-  return v.bits == 0xff ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, int(v.bits) - 127);
+  return v.bits == 0xff ? std::numeric_limits<float>::quiet_NaN() : fp::ldexp(1.0f, int(v.bits) - 127);
 }
 inline float f8_to_float(hf8 v) {
   const uint8_t b = v.bits, low = b & 0x7f;
   const float sign = (b & 0x80) ? -1.0f : 1.0f;
   if (low == 0) return b ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
   if (low == 0x6f) return sign * std::numeric_limits<float>::infinity();
-  if ((low >> 3) == 0) return sign * std::ldexp(1.0f, (low & 7) - 23);  // denormal mode
+  if ((low >> 3) == 0) return sign * fp::ldexp(1.0f, (low & 7) - 23);  // denormal mode
   int ebits, mbits;  // widths of the exponent and mantissa fields after the prefix code
   if (low >> 5 == 3) ebits = 4, mbits = 1;
   else if (low >> 5 == 2) ebits = 3, mbits = 2;
@@ -144,7 +188,7 @@ inline float f8_to_float(hf8 v) {
     const int mag = (1 << (ebits - 1)) | (field & ((1 << (ebits - 1)) - 1));
     e = (field >> (ebits - 1)) ? -mag : mag;
   }
-  return sign * std::ldexp(static_cast<float>(mant + (1 << mbits)), e - mbits);
+  return sign * fp::ldexp(static_cast<float>(mant + (1 << mbits)), e - mbits);
 }
 
 /// The HiFloat8 code of `f`: the nearest value, ties away from zero (the rounding PyPTO allows
@@ -174,8 +218,8 @@ inline uint8_t hf8_encode(float f) {
   };
   static const Table t;
   if (f != f) return 0x80;
-  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
-  const float a = std::fabs(f);
+  const uint8_t sign = fp::signbit(f) ? 0x80 : 0;
+  const float a = fp::fabs(f);
   if (a >= 40960.0f) return sign | 0x6f;  // 1.25 * 2^15 and up, infinity included
   // The first entry not below a; a lies between entries hi - 1 and hi.
   int lo = 0, hi = 126;
@@ -213,8 +257,8 @@ inline float f8_to_float(f4e1m2 v) {
 /// (FP4 has no NaN); zero keeps its sign.
 inline uint8_t f4_encode(float f, bool e2m1) {
   const float* v = f4_magnitudes(e2m1);
-  const uint8_t sign = std::signbit(f) ? 8 : 0;
-  const float a = std::fabs(f);
+  const uint8_t sign = fp::signbit(f) ? 8 : 0;
+  const float a = fp::fabs(f);
   if (a != a || a >= v[7]) return sign | 7;
   int k = 0;
   while (k < 7 && v[k + 1] <= a) ++k;  // v[k] <= a < v[k + 1]
@@ -369,8 +413,8 @@ inline f16 cvt<f16, float>(float f) {
 template <>
 inline f16 cvt<f16, double>(double d) {
   float f = static_cast<float>(d);
-  if (static_cast<double>(f) != d && f == f && std::fabs(f) != INFINITY) {
-    if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+  if (static_cast<double>(f) != d && f == f && !fp::isinf(f)) {
+    if (fp::fabs(static_cast<double>(f)) > fp::fabs(d)) f = fp::nextafter(f, 0.0f);
     uint32_t u;
     memcpy(&u, &f, 4);
     u |= 1u;

@@ -33,7 +33,7 @@ struct OpPow {
         if (b & 1) r *= a;
       return r;
     } else {
-      return std::pow(a, b);
+      return fp::pow(a, b);
     }
   }
 };
@@ -60,11 +60,11 @@ struct OpFloorDiv {
       return int_div_rounded<false>(a, b);
     } else {
       if (b == T(0)) return a / b;
-      const T mod = std::fmod(a, b);
+      const T mod = fp::fmod(a, b);
       T div = (a - mod) / b;
       if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
-      if (div == T(0)) return std::copysign(T(0), a / b);
-      T fl = std::floor(div);
+      if (div == T(0)) return fp::copysign(T(0), a / b);
+      T fl = fp::floor(div);
       if (div - fl > T(0.5)) fl += T(1);
       return fl;
     }
@@ -76,7 +76,7 @@ struct OpCeilDiv {
     if constexpr (std::is_integral<T>::value) {
       return int_div_rounded<true>(a, b);
     } else {
-      return std::ceil(a / b);
+      return fp::ceil(a / b);
     }
   }
 };
@@ -90,7 +90,7 @@ struct OpFmod {
       }
       return a % b;
     } else {
-      return std::fmod(a, b);
+      return fp::fmod(a, b);
     }
   }
 };
@@ -116,7 +116,7 @@ struct FnExp { template <typename T> static T f(T x) { return vm::exp(x); } };
 struct FnNeg { template <typename T> static T f(T x) { return -x; } };
 struct FnAbs { template <typename T> static T f(T x) { return x < T(0) ? T(-x) : (x == T(0) ? T(0) : x); } };
 struct FnLog { template <typename T> static T f(T x) { return vm::log(x); } };
-struct FnSqrt { template <typename T> static T f(T x) { return std::sqrt(x); } };
+struct FnSqrt { template <typename T> static T f(T x) { return fp::sqrt(x); } };
 struct FnRsqrt { template <typename T> static T f(T x) { return vm::rsqrt(x); } };
 struct FnRecip { template <typename T> static T f(T x) { return T(1) / x; } };
 struct FnRelu { template <typename T> static T f(T x) { return x < T(0) ? T(0) : x; } };
@@ -125,20 +125,20 @@ struct FnTanh { template <typename T> static T f(T x) { return vm::tanh(x); } };
 struct FnSilu { template <typename T> static T f(T x) { return x / (T(1) + vm::exp(T(-x))); } };
 struct FnGelu { template <typename T> static T f(T x) { return vm::gelu(x); } };
 struct FnErf { template <typename T> static T f(T x) { return vm::erf(x); } };
-struct FnErfc { template <typename T> static T f(T x) { return std::erfc(x); } };
-struct FnFloor { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::floor(x)); } };
-struct FnCeil { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::ceil(x)); } };
-struct FnRound { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::nearbyint(x)); } };
-struct FnTrunc { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(std::trunc(x)); } };
-struct FnExp2 { template <typename T> static T f(T x) { return std::exp2(x); } };
-struct FnExpm1 { template <typename T> static T f(T x) { return std::expm1(x); } };
+struct FnErfc { template <typename T> static T f(T x) { return fp::erfc(x); } };
+struct FnFloor { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(fp::floor(x)); } };
+struct FnCeil { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(fp::ceil(x)); } };
+struct FnRound { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(fp::nearbyint(x)); } };
+struct FnTrunc { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(fp::trunc(x)); } };
+struct FnExp2 { template <typename T> static T f(T x) { return fp::exp2(x); } };
+struct FnExpm1 { template <typename T> static T f(T x) { return fp::expm1(x); } };
 struct FnNot { template <typename T> static T f(T x) { return x == T(0) ? T(1) : T(0); } };
 // torch.sign: NaN and -0.0 give +0.
 struct FnSign { template <typename T> static T f(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0)); } };
 struct FnSignbit {
   template <typename T>
   static T f(T x) {
-    if constexpr (std::is_floating_point<T>::value) return std::signbit(x) ? T(1) : T(0);
+    if constexpr (std::is_floating_point<T>::value) return fp::signbit(x) ? T(1) : T(0);
     else if constexpr (std::is_signed<T>::value) return x < T(0) ? T(1) : T(0);
     else return T(0);
   }

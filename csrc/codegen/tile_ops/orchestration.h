@@ -66,8 +66,8 @@ inline char* kernel_error_text() {
   static char text[512];
   return text;
 }
-inline std::atomic<int>& kernel_error_state() {
-  static std::atomic<int> state{0};
+inline int& kernel_error_state() {  // accessed through the __atomic builtins (no <atomic>: compile time)
+  static int state = 0;
   return state;
 }
 inline int32_t& kernel_error_status() {
@@ -76,10 +76,10 @@ inline int32_t& kernel_error_status() {
 }
 /// Copies the recorded message into `out` and returns its status (0: none recorded).
 inline int32_t take_kernel_error(char* out, int32_t cap) {
-  if (kernel_error_state().load(std::memory_order_acquire) != 2 || cap <= 0) return 0;
+  if (__atomic_load_n(&kernel_error_state(), __ATOMIC_ACQUIRE) != 2 || cap <= 0) return 0;
   snprintf(out, static_cast<size_t>(cap), "%s", kernel_error_text());
   const int32_t status = kernel_error_status();
-  kernel_error_state().store(0, std::memory_order_release);
+  __atomic_store_n(&kernel_error_state(), 0, __ATOMIC_RELEASE);
   return status;
 }
 
@@ -87,10 +87,10 @@ inline int32_t take_kernel_error(char* out, int32_t cap) {
 /// `status`.
 [[gnu::cold, gnu::noinline]] inline int32_t kernel_error(int32_t status, const char* what) {
   int expect = 0;
-  if (kernel_error_state().compare_exchange_strong(expect, 1, std::memory_order_acq_rel)) {
+  if (__atomic_compare_exchange_n(&kernel_error_state(), &expect, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     snprintf(kernel_error_text(), 512, "%s", what);
     kernel_error_status() = status;
-    kernel_error_state().store(2, std::memory_order_release);
+    __atomic_store_n(&kernel_error_state(), 2, __ATOMIC_RELEASE);
   }
   return status;
 }

@@ -16,7 +16,7 @@ namespace vm {
 /// (std::fma would be a libm call there, which keeps the loops calling it scalar).
 inline float fmadd(float a, float b, float c) {
 #if PTO_HAS_FMA
-  return std::fma(a, b, c);
+  return fp::fma(a, b, c);
 #else
   return a * b + c;
 #endif
@@ -95,13 +95,13 @@ inline float log(float x) {
 
 inline float tanh(float x) {
   // |x| < 0.625: x + x^3 P(x^2); otherwise 1 - 2 / (e^(2|x|) + 1) with the sign of x.
-  const float a = std::fabs(x);
+  const float a = fp::fabs(x);
   const float s = x * x;
   const float p = poly(s, -0.3333333432674408f, 0.13333310186862946f, -0.053960226476192474f, 0.021774930879473686f,
                            -0.008359912782907486f, 0.002307977993041277f);
-  const float small = std::copysign(fmadd(x * s, p, x), x);  // keeps tanh(-0) = -0
+  const float small = fp::copysign(fmadd(x * s, p, x), x);  // keeps tanh(-0) = -0
   const float e = vm::exp(2.0f * a);
-  const float large = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
+  const float large = fp::copysign(1.0f - 2.0f / (e + 1.0f), x);
   return a < 0.625f ? small : large;
 }
 
@@ -114,7 +114,7 @@ inline float erf_small(float s) {
 inline float erf(float x) {
   // |x| < 1: x P(x^2). Otherwise 1 - erfc(|x|) with erfc(a) = e^(-a^2) Q(1/a) (Q fits erfcx on
   // [1, 4.1]; a^2 is split exactly into hi + lo), and 1 from |x| >= 4 (erfc(4) < 2^-25).
-  const float a = std::fabs(x);
+  const float a = fp::fabs(x);
   const float s = x * x;
   const float small = x * erf_small(s);
   const float ac = a < 1.0f ? 1.0f : (a > 4.0f ? 4.0f : a);
@@ -125,7 +125,7 @@ inline float erf(float x) {
   const float hi = ac * ac;
   const float lo = square_error(ac, hi);
   const float erfc = vm::exp(-hi) * (1.0f - lo) * q;
-  const float large = std::copysign(a >= 4.0f ? 1.0f : 1.0f - erfc, x);
+  const float large = fp::copysign(a >= 4.0f ? 1.0f : 1.0f - erfc, x);
   return a < 1.0f ? small : large;
 }
 
@@ -138,7 +138,7 @@ inline float erf(float x) {
 /// cpp_tests/codegen/vector_math_test.cc).
 inline float gelu(float x) {
   const float z = x * 0.70710678118654752440f;
-  const float a = std::fabs(z);
+  const float a = fp::fabs(z);
   const float small = fmadd(0.5f * z, erf_small(z * z), 0.5f);
   const float ac = a < 1.0f ? 1.0f : (a > 3.92f ? 3.92f : a);
   const float t = fmadd(ac, 0.6849315f, -1.6849315f);  // [1, 3.92] -> [-1, 1]
@@ -150,13 +150,13 @@ inline float gelu(float x) {
   return x * (a < 1.0f ? small : large);
 }
 
-template <typename T> inline T exp(T x) { return std::exp(x); }
-template <typename T> inline T gelu(T x) { return T(0.5) * x * (T(1) + std::erf(T(x * T(0.70710678118654752440)))); }
-template <typename T> inline T log(T x) { return std::log(x); }
-template <typename T> inline T tanh(T x) { return std::tanh(x); }
-template <typename T> inline T erf(T x) { return std::erf(x); }
+template <typename T> inline T exp(T x) { return fp::exp(x); }
+template <typename T> inline T gelu(T x) { return T(0.5) * x * (T(1) + fp::erf(T(x * T(0.70710678118654752440)))); }
+template <typename T> inline T log(T x) { return fp::log(x); }
+template <typename T> inline T tanh(T x) { return fp::tanh(x); }
+template <typename T> inline T erf(T x) { return fp::erf(x); }
 // rsqrt needs no polynomial: sqrt and divide are packed instructions (1 ulp for float).
-template <typename T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
+template <typename T> inline T rsqrt(T x) { return T(1) / fp::sqrt(x); }
 
 }  // namespace vm
 

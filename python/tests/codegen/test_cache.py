@@ -42,10 +42,10 @@ def _kernel_compiles(log):
     return [c for c in log.read_text().splitlines() if "-shared" in c]
 
 
-def _run(tmp_path, env_extra):
+def _run(tmp_path, env_extra, script_text=SCRIPT):
     env = dict(os.environ, PYPTO_CACHE_DIR=str(tmp_path / "cache"), **env_extra)
     script = tmp_path / "kernel.py"
-    script.write_text(SCRIPT)
+    script.write_text(script_text)
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().splitlines()[-1]
@@ -55,10 +55,23 @@ def test_second_process_does_not_run_the_compiler(tmp_path):
     wrapper, log = _wrapper(tmp_path)
     assert _run(tmp_path, {"CXX": str(wrapper)}) == "compiled"
     calls = log.read_text().splitlines()
-    # The prelude (target defines, ABI header, tile library) once as a precompiled header, then the kernel.
-    assert len(calls) == 2 and "c++-header" in calls[0] and "-shared" in calls[1]
+    # The kernel's whole source at once and, beside it, the prelude (target defines, ABI header,
+    # tile library) as a precompiled header for the kernels compiled after it.
+    assert len(calls) == 2
+    assert sorted("c++-header" in c for c in calls) == [False, True]
+    kernel = next(c for c in calls if "c++-header" not in c)
+    assert "-shared" in kernel and ".pch." not in kernel
     assert _run(tmp_path, {"CXX": str(wrapper)}) == "disk"
     assert log.read_text().splitlines() == calls  # no new compiler call
+
+
+def test_a_kernel_compiled_after_the_precompile_includes_it(tmp_path):
+    wrapper, log = _wrapper(tmp_path)
+    assert _run(tmp_path, {"CXX": str(wrapper)}) == "compiled"
+    # Another shape: another kernel, same prelude, now precompiled.
+    assert _run(tmp_path, {"CXX": str(wrapper)}, SCRIPT.replace("M, N = 48, 80", "M, N = 24, 72")) == "compiled"
+    calls = log.read_text().splitlines()
+    assert len(calls) == 3 and ".pch." in calls[2] and "c++-header" not in calls[2]
 
 
 def test_damaged_cache_entry_is_rebuilt(tmp_path):
