@@ -380,15 +380,21 @@ def get_cpu_target() -> str:
     else ``"native"``."""
     if _cpu_target is not None:
         return _cpu_target
-    env = os.environ.get("PYPTO_CPU_TARGET", "")
-    if not env:
+    raw = _environ_data.get(_TARGET_KEY) if _environ_data is not None else os.environ.get("PYPTO_CPU_TARGET")
+    if not raw:
         return "native"
+    env = os.fsdecode(raw)
     if env not in _known_targets:
         _check_target(env, "PYPTO_CPU_TARGET")
     return env
 
 
 _known_targets: set[str] = set()
+# The process environment as os.environ holds it (bytes keys on POSIX): a cached call reads the
+# variable on every call, and this lookup is a tenth of os.environ.get's cost. os.environ keeps
+# it current (putenv and this mapping together).
+_environ_data = getattr(os.environ, "_data", None) if os.name == "posix" else None
+_TARGET_KEY = b"PYPTO_CPU_TARGET"
 
 
 _context_options: list[dict[str, Any]] = []

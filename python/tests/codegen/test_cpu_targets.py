@@ -91,6 +91,20 @@ def test_the_target_is_part_of_the_cache_key():
     assert pypto.compile(mm, a, b) is v2  # the memory cache keeps both
 
 
+def test_the_variable_changed_between_cached_calls_takes_effect(monkeypatch):
+    a, b = torch.randn(8, 96), torch.randn(96, 80)
+    monkeypatch.setenv("PYPTO_CPU_TARGET", "x86-64-v2")
+    mm(a, b)
+    mm(a, b)  # the cached-call path
+    monkeypatch.setenv("PYPTO_CPU_TARGET", "generic")
+    torch.testing.assert_close(mm(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    built = sorted(c.stats()["cpu_target"] for c in mm._cache.values())
+    assert "generic" in built and "x86-64-v2" in built
+    monkeypatch.setenv("PYPTO_CPU_TARGET", "x86-64-v9")
+    with pytest.raises(ValueError, match=r"PYPTO_CPU_TARGET: 'x86-64-v9' is not a CPU target"):
+        mm(a, b)
+
+
 def test_code_this_cpu_cannot_run_is_refused_before_the_call():
     a, b = np.ones((8, 96), np.float32), np.ones((96, 80), np.float32)
     pypto.set_cpu_target("x86-64-v4")
