@@ -346,7 +346,9 @@ std::string precompiled_prelude(const std::vector<std::string>& cmd, const std::
     std::lock_guard<std::mutex> lock(*mu);
     if (!building->insert(gch).second) return "";
     static const bool registered = [] {
+      static const pid_t owner = ::getpid();
       std::atexit([] {
+        if (::getpid() != owner) return;  // a forked child has no build thread to wait for
         std::unique_lock<std::mutex> lock(*mu);
         done->wait(lock, [] { return building->empty(); });
       });
@@ -355,7 +357,11 @@ std::string precompiled_prelude(const std::vector<std::string>& cmd, const std::
     (void)registered;
   }
   std::thread([cmd, flags, prelude, header, gch] {
-    build_precompiled_prelude(cmd, flags, prelude, header, gch);
+    try {
+      build_precompiled_prelude(cmd, flags, prelude, header, gch);
+    } catch (...) {
+      // Nothing to report to: without a precompiled prelude kernels compile their whole source.
+    }
     std::lock_guard<std::mutex> lock(*mu);
     building->erase(gch);
     done->notify_all();

@@ -238,3 +238,27 @@ def test_a_malformed_compile_timeout_is_a_value_error(tmp_path, monkeypatch, val
 
     with pytest.raises(ValueError, match=f"PYPTO_COMPILE_TIMEOUT must be a positive number of seconds, found '{value}'"):
         softmax_kernel(8, 88, tile=(8, 8))(torch.randn(8, 88))
+
+
+FORK_SCRIPT = textwrap.dedent("""
+    import os, sys, numpy as np, pypto
+    @pypto.frontend.jit
+    def sm(x: pypto.Tensor((8, 48), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 16)
+        return pypto.softmax(x)
+    sm(np.ones((8, 48), np.float32))  # starts the precompile of the prelude in the background
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)  # must not wait for a build thread it does not have
+    _, status = os.waitpid(pid, 0)
+    print(os.waitstatus_to_exitcode(status))
+""")
+
+
+def test_the_background_precompile_survives_fork_and_a_removed_cache(tmp_path):
+    # A child forked while the prelude is being precompiled exits at once; a cache folder removed
+    # under the build (the fuzzer does this) costs the precompiled header, never the process.
+    assert _run(tmp_path, {}, FORK_SCRIPT) == "0"
+    remove = SCRIPT + "\nimport shutil, os\nshutil.rmtree(os.environ['PYPTO_CACHE_DIR'])\nprint('removed')\n"
+    for _ in range(3):
+        assert _run(tmp_path, {}, remove) == "removed"
