@@ -30,9 +30,10 @@ std::string cache_dir();
 /// (path, size, mtime: no process is started on a hit), the CPU's features
 /// and the pypto version. Entries are written under temporary names and
 /// renamed; a damaged entry is rebuilt. `kernel` names the program in errors.
-/// `source` is self-contained. When it starts (after its first line) with `prelude`, the compiler
-/// is given that part as a header precompiled once per prelude, flags and compiler (in the cache's
-/// `pch/` folder); the cache key is the same either way.
+/// `source` is self-contained. When it starts (after its first line) with `prelude` and that
+/// prelude is precompiled (once per prelude, flags and compiler, in the cache's `pch/` folder), the
+/// compiler is given it as that header; otherwise the whole source, while the precompile runs on a
+/// background thread. The cache key is the same either way.
 BuildResult build_library(const std::string& source, const std::string& kernel, const Target& target,
                           const std::string& prelude = "");
 /// Looks up a symbol of a loaded library; throws CompileError if absent.

@@ -47,6 +47,10 @@ inline bool isnan(float x) { return __builtin_isnan(x); }
 inline bool isnan(double x) { return __builtin_isnan(x); }
 }  // namespace fp
 
+/// A float's bits and back.
+inline uint32_t float_bits(float f) { return __builtin_bit_cast(uint32_t, f); }
+inline float bits_float(uint32_t u) { return __builtin_bit_cast(float, u); }
+
 /// bfloat16 storage: the top 16 bits of an IEEE float.
 struct bf16 {
   uint16_t bits;
@@ -283,8 +287,7 @@ inline f8e5m2 f8_from_float<f8e5m2>(float f) { return f8e5m2{f8_encode<5, 2, tru
 /// mantissa bit (torch's rule); zero and subnormals below 2^-127 give 2^-127, inf and NaN NaN.
 template <>
 inline f8e8m0 f8_from_float<f8e8m0>(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
+  const uint32_t u = float_bits(f);
   uint32_t exp = (u >> 23) & 0xff;
   if (exp == 0xff) return f8e8m0{0xff};
   const bool g = u & 0x400000u, r = u & 0x200000u, st = u & 0x1fffffu;
@@ -356,15 +359,11 @@ inline D cvt(S v) {
 }
 template <>
 inline float cvt<float, bf16>(bf16 v) {
-  uint32_t u = uint32_t(v.bits) << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
+  return bits_float(uint32_t(v.bits) << 16);
 }
 template <>
 inline bf16 cvt<bf16, float>(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
+  uint32_t u = float_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{uint16_t((u >> 16) | 0x40)};  // quiet NaN
   u += 0x7fffu + ((u >> 16) & 1u);
   return bf16{uint16_t(u >> 16)};
@@ -377,28 +376,15 @@ inline float cvt<float, f16>(f16 v) {
   const uint32_t em = v.bits & 0x7fffu, sign = uint32_t(v.bits & 0x8000u) << 16;
   // The bits shifted into a float's place and scaled by 2^112 to rebias the exponent (exact, also
   // for the subnormals); inf and NaN get the all-ones exponent.
-  uint32_t u = em << 13;
-  float f;
-  memcpy(&f, &u, 4);
-  f *= 5.192296858534828e+33f;  // 2^112
-  memcpy(&u, &f, 4);
-  u |= ((0u - uint32_t(em >= 0x7c00u)) & 0x7f800000u) | sign;
-  memcpy(&f, &u, 4);
-  return f;
+  const uint32_t u = float_bits(bits_float(em << 13) * 5.192296858534828e+33f);  // 2^112
+  return bits_float(u | ((0u - uint32_t(em >= 0x7c00u)) & 0x7f800000u) | sign);
 }
 template <>
 inline f16 cvt<f16, float>(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  x &= 0x7fffffffu;
+  const uint32_t sign = (float_bits(f) >> 16) & 0x8000u;
+  const uint32_t x = float_bits(f) & 0x7fffffffu;
   // Below 2^-14 (fp16 subnormals and zero): adding 0.5 lets the float adder round the mantissa.
-  float t;
-  memcpy(&t, &x, 4);
-  t += 0.5f;
-  uint32_t sub;
-  memcpy(&sub, &t, 4);
-  sub -= 0x3f000000u;
+  const uint32_t sub = float_bits(bits_float(x) + 0.5f) - 0x3f000000u;
   // The normal range: rebias and round to nearest even on the 13 dropped bits.
   const uint32_t norm = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
   const uint32_t small = 0u - uint32_t(x < 0x38800000u);
@@ -415,10 +401,7 @@ inline f16 cvt<f16, double>(double d) {
   float f = static_cast<float>(d);
   if (static_cast<double>(f) != d && f == f && !fp::isinf(f)) {
     if (fp::fabs(static_cast<double>(f)) > fp::fabs(d)) f = fp::nextafter(f, 0.0f);
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u |= 1u;
-    memcpy(&f, &u, 4);
+    f = bits_float(float_bits(f) | 1u);
   }
   return cvt<f16>(f);
 }

@@ -30,6 +30,8 @@
 #else
 #define PTO_MATMUL_ROWS 6
 #endif
+#endif
+#ifndef PTO_MATMUL_VECS
 #define PTO_MATMUL_VECS 2
 #endif
 #define PTO_ISA_SSE 2

@@ -9,7 +9,7 @@ namespace pto {
 /// cpp_tests/codegen/vector_math_cases.inc (with and without FMA) against double-precision libm:
 /// exp 1 ulp, log 1 ulp, tanh 2 ulp, erf 2 ulp (3 on targets without fused multiply-add),
 /// rsqrt 1 ulp. inf, nan and denormal inputs and results behave as in libm. Other types use
-/// <cmath>.
+/// libm (pto::fp).
 namespace vm {
 
 /// a * b + c: one fused instruction where the target has them; otherwise a multiply and an add
