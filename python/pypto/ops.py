@@ -405,6 +405,17 @@ def default_cube_tile(m, n) -> tuple:
             (64, 128) if fixed_n else DEFAULT_CUBE_TILE[2])
 
 
+def _cube_tiled(ctx, x: Tensor, rows: int, cols: int, trace):
+    """``trace()`` with x's last two dims tiled by the L1 sizes ``rows`` and ``cols`` (0 m, 1 k, 2 n)
+    of the cube tile in force, for ops a matmul implies that need no vec tile shape."""
+    cube = ctx.cube_tile or default_cube_tile(x.shape[-2], x.shape[-1])
+    ctx.vec_tile = (1,) * (len(x.shape) - 2) + (cube[rows][1], cube[cols][1])
+    try:
+        return trace()
+    finally:
+        ctx.vec_tile = None
+
+
 @_documented
 def matmul(a, b, out_dtype: DataType | None = None, a_trans: bool = False, b_trans: bool = False,
            c_matrix_nz: bool = False, extend_params=None) -> Tensor:
@@ -453,12 +464,7 @@ def _matmul_extended(a, b, out_dtype, a_trans, b_trans, params) -> Tensor:
         return _epilogue(acc, params, out_dtype, relu)
     # As PyPTO's fused epilogue, it needs no vec tile shape: without one, it is tiled as the
     # matmul's result, by the cube tile's L1 m and n.
-    cube = ctx.cube_tile or default_cube_tile(acc.shape[-2], acc.shape[-1])
-    ctx.vec_tile = (1,) * (len(acc.shape) - 2) + (cube[0][1], cube[2][1])
-    try:
-        return _epilogue(acc, params, out_dtype, relu)
-    finally:
-        ctx.vec_tile = None
+    return _cube_tiled(ctx, acc, 0, 2, lambda: _epilogue(acc, params, out_dtype, relu))
 
 
 def _epilogue(acc, params, out_dtype, relu) -> Tensor:
@@ -533,12 +539,7 @@ def _tf32(x: Tensor, mode) -> Tensor:
 
     ctx = _ctx("matmul")
     if ctx.vec_tile is None:  # as the epilogue: without a vec tile shape, tiled by the cube tile's L1 sizes
-        cube = ctx.cube_tile or default_cube_tile(x.shape[-2], x.shape[-1])
-        ctx.vec_tile = (1,) * (len(x.shape) - 2) + (cube[0][1], cube[1][1])
-        try:
-            return _tf32(x, mode)
-        finally:
-            ctx.vec_tile = None
+        return _cube_tiled(ctx, x, 0, 1, lambda: _tf32(x, mode))
     u = shape_ops.view(x, dtype=_dtypes.DT_UINT32)
     cut = u % _MANTISSA_CUT
     kept = u - cut
