@@ -66,6 +66,10 @@ struct Dumper {
     for (const Stmt& s : stmts) {
       if (auto* in = std::get_if<Instr>(&s.node)) {
         out.append(instr(*in));
+      } else if (auto* f = std::get_if<Fused>(&s.node)) {
+        // A fused run is the compiler's decision, made again when the module compiles: its
+        // instructions, in order.
+        for (const auto& x : body(f->body)) out.append(x);
       } else if (auto* l = std::get_if<Loop>(&s.node)) {
         py::dict d;
         d["kind"] = "loop";

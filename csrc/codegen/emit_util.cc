@@ -108,6 +108,8 @@ void for_each_leaf(const std::vector<Stmt>& body, const std::function<void(const
   for (const Stmt& s : body) {
     if (auto* l = std::get_if<Loop>(&s.node)) {
       for_each_leaf(l->body, leaf);
+    } else if (auto* f = std::get_if<Fused>(&s.node)) {
+      for_each_leaf(f->body, leaf);
     } else if (auto* c = std::get_if<IfThen>(&s.node)) {
       for_each_leaf(c->then_body, leaf);
       for_each_leaf(c->else_body, leaf);

@@ -41,14 +41,14 @@ std::string zero_guards(const std::vector<Expr>& es, const std::string& pad, con
 using RunEmitter = std::function<size_t(const std::vector<Stmt>& body, size_t i, const std::string& pad)>;
 
 /// Writes the FOR loops and IF conditions of `body` as C++; `leaf` writes every other statement
-/// (an instruction or a call) at its indentation, unless `run` (when given) writes it as part of a
-/// run of statements. `fail` reports a zero divisor or a step that is not positive.
+/// (an instruction, a fused run or a call) at its indentation, unless `run` (when given) writes it
+/// as part of a run of statements. `fail` reports a zero divisor or a step that is not positive.
 void emit_control(std::string& o, const std::vector<Stmt>& body, int indent,
                   const std::function<void(const Stmt&, const std::string&)>& leaf, const RunEmitter* run,
                   const char* fail);
 
-/// Calls `leaf` for every statement of `body` that is not a loop or a condition, in program order
-/// (both branches of a condition, then before else).
+/// Calls `leaf` for every statement of `body` that is not a loop, a condition or a fused run, in
+/// program order (both branches of a condition, then before else; a fused run's instructions).
 void for_each_leaf(const std::vector<Stmt>& body, const std::function<void(const Stmt&)>& leaf);
 
 /// Elements of a constant shape.

@@ -257,8 +257,9 @@ std::shared_ptr<CompiledProgram> compile_pto(const std::string& text, const Pass
   ExecutionGraph g = parse_pto(text);
   if (opts.verify) verify(g);
   p->ir.tensor.name = g.name;
-  p->ir.execution = run_pto_pipeline(g, opts, p->ir.passes);
-  p->pto = print_pto(plan_execution_buffers(g, opts));
+  ExecutionGraph planned;
+  p->ir.execution = run_pto_pipeline(g, opts, p->ir.passes, &planned);
+  p->pto = print_pto(planned);
   generate_and_build(*p, t0, opts.empty_kernels);
   return p;
 }

@@ -165,6 +165,8 @@ struct Collector {
         if (start && stop) inner[l->var] = Interval{start->lo, stop->hi - Expr(1)};
         else g = true;  // an unbounded loop variable: its accesses are checked where they run
         walk(l->body, inner, g);
+      } else if (auto* f = std::get_if<Fused>(&s.node)) {
+        walk(f->body, env, guarded);
       } else if (auto* c = std::get_if<IfThen>(&s.node)) {
         walk(c->then_body, env, true);
         walk(c->else_body, env, true);

@@ -52,8 +52,10 @@ enum class FnKind { None, InCore, Orchestration };
 /// An open FOR or IF block.
 struct Block {
   bool is_loop = true;
+  bool is_fused = false;  ///< a FUSED run (is_loop false)
   Loop loop;
   IfThen cond;
+  Fused fused;
   bool in_else = false;
   int line = 0;
 };
@@ -342,6 +344,7 @@ class Parser {
   std::vector<Stmt>& body() {
     if (blocks_.empty()) return top_;
     Block& b = blocks_.back();
+    if (b.is_fused) return b.fused.body;
     if (b.is_loop) return b.loop.body;
     return b.in_else ? b.cond.else_body : b.cond.then_body;
   }
@@ -349,8 +352,47 @@ class Parser {
   /// The innermost open block is still open at `before`.
   [[noreturn]] void unclosed_at(const Line& L, size_t at, const std::string& before) const {
     const Block& b = blocks_.back();
-    L.fail(at, fmt::format("expected {} for the {} at line {} before {}", b.is_loop ? "ENDFOR" : "ENDIF",
-                           b.is_loop ? "FOR" : "IF", b.line, before));
+    L.fail(at, fmt::format("expected {} for the {} at line {} before {}", end_word(b), open_word(b), b.line, before));
+  }
+
+  static const char* open_word(const Block& b) { return b.is_fused ? "FUSED" : b.is_loop ? "FOR" : "IF"; }
+  static const char* end_word(const Block& b) { return b.is_fused ? "ENDFUSED" : b.is_loop ? "ENDFOR" : "ENDIF"; }
+
+  /// `FUSED rows=R cols=C strip=S [registers=[%t, ...]] [aliases=[%t, ...]]`: a run the compiler
+  /// fuses into one strip loop (pass fuse_chains), instructions only, up to ENDFUSED.
+  void fused_stmt(Line& L, size_t at) {
+    Block b;
+    b.is_loop = false;
+    b.is_fused = true;
+    std::set<std::string> seen;
+    for (;;) {
+      L.skip_ws();
+      if (L.at_end()) break;
+      const size_t a = L.pos();
+      std::string key = L.ident();
+      if (key != "rows" && key != "cols" && key != "strip" && key != "registers" && key != "aliases")
+        L.fail(a, fmt::format("expected rows=, cols=, strip=, registers= or aliases= in FUSED, found {}",
+                              key.empty() ? L.found() : "'" + key + "'"));
+      if (!seen.insert(key).second) L.fail(a, fmt::format("{}= given twice", key));
+      L.expect("=", "after " + key);
+      if (key == "registers" || key == "aliases") {
+        std::vector<int>& ids = key == "registers" ? b.fused.registers : b.fused.aliases;
+        L.expect("[", "to open the " + key + " list");
+        L.skip_ws();
+        if (L.peek() != ']') {
+          do ids.push_back(src_tile(L));
+          while (L.accept(","));
+        }
+        L.expect("]", "to close the " + key + " list");
+      } else {
+        const int64_t v = L.whole_integer(key.c_str());
+        if (v <= 0) L.fail(a, fmt::format("{}= must be positive, found {}", key, v));
+        (key == "rows" ? b.fused.rows : key == "cols" ? b.fused.cols : b.fused.strip) = v;
+      }
+    }
+    for (const char* k : {"cols", "strip"})
+      if (!seen.count(k)) L.fail(at, fmt::format("FUSED needs {}=", k));
+    push_block(L, at, std::move(b));
   }
 
   void push_block(Line& L, size_t at, Block b) {
@@ -378,17 +420,26 @@ class Parser {
       returned_ = true;
       return;
     }
+    if (!blocks_.empty() && blocks_.back().is_fused && w != "ENDFUSED" && w != "ENDFOR" && w != "ENDIF" &&
+        w != "tstore")
+      L.fail(at, fmt::format("'{}' inside the FUSED at line {}: a fused run holds instructions only", w,
+                             blocks_.back().line));
     if (w == "FOR") return for_stmt(L, at);
-    if (w == "ENDFOR" || w == "ENDIF") {
-      bool loop = w == "ENDFOR";
-      if (blocks_.empty()) L.fail(at, fmt::format("{} without a matching {}", w, loop ? "FOR" : "IF"));
-      if (blocks_.back().is_loop != loop)
-        L.fail(at, fmt::format("{} closes the {} at line {}; expected {}", w, loop ? "IF" : "FOR", blocks_.back().line,
-                               loop ? "ENDIF" : "ENDFOR"));
+    if (w == "FUSED") {
+      require_incore(L, at, w);
+      return fused_stmt(L, at);
+    }
+    if (w == "ENDFOR" || w == "ENDIF" || w == "ENDFUSED") {
+      const char* open = w == "ENDFOR" ? "FOR" : w == "ENDIF" ? "IF" : "FUSED";
+      if (blocks_.empty()) L.fail(at, fmt::format("{} without a matching {}", w, open));
+      if (end_word(blocks_.back()) != w)
+        L.fail(at, fmt::format("{} closes the {} at line {}; expected {}", w, open_word(blocks_.back()),
+                               blocks_.back().line, end_word(blocks_.back())));
       L.expect_end();
       Block b = std::move(blocks_.back());
       blocks_.pop_back();
-      if (b.is_loop) body().push_back(Stmt{std::move(b.loop)});
+      if (b.is_fused) body().push_back(Stmt{std::move(b.fused)});
+      else if (b.is_loop) body().push_back(Stmt{std::move(b.loop)});
       else body().push_back(Stmt{std::move(b.cond)});
       return;
     }
@@ -884,13 +935,20 @@ class Parser {
       L.fail(b_at, fmt::format("{} offsets for %{} of rank {}", in.offsets.size(), n, rank));
   }
 
-  /// ` axis=N`, ` to=dtype`, ` valid [...]`, ` l0 [m, k, n]` in any order, each at most once.
+  /// ` axis=N`, ` to=dtype`, ` valid [...]`, ` l0 [m, k, n]` (and a tload's ` view`, a tstore's
+  /// ` stream`) in any order, each at most once.
   void attributes(Line& L, Instr& in, bool allow_to) {
     bool axis = false, to = false, valid = false, l0 = false, reduce = false;
     for (;;) {
       L.skip_ws();
       size_t at = L.pos();
-      if (in.op == Opcode::TSCATTER && L.starts_with("reduce=")) {
+      if ((in.op == Opcode::TLOAD && L.starts_with_word("view")) ||
+          (in.op == Opcode::TSTORE && L.starts_with_word("stream"))) {
+        bool& flag = in.op == Opcode::TLOAD ? in.view : in.stream;
+        if (flag) L.fail(at, fmt::format("{} given twice", in.op == Opcode::TLOAD ? "view" : "stream"));
+        flag = true;
+        L.advance(in.op == Opcode::TLOAD ? 4 : 6);
+      } else if (in.op == Opcode::TSCATTER && L.starts_with("reduce=")) {
         if (reduce) L.fail(at, "reduce= given twice");
         reduce = true;
         L.advance(7);

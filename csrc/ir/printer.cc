@@ -66,12 +66,12 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
   std::string valid = in.valid.empty() ? "" : fmt::format(" valid [{}]", exprs(in.valid));
   switch (in.op) {
     case Opcode::TLOAD:
-      out += fmt::format("{}%{} = tload %{}[{}]{} : {}\n", pad, n.tile_name(in.dst), n.memref(in.memref),
-                         exprs(in.offsets), valid, type);
+      out += fmt::format("{}%{} = tload %{}[{}]{}{} : {}\n", pad, n.tile_name(in.dst), n.memref(in.memref),
+                         exprs(in.offsets), valid, in.view ? " view" : "", type);
       return;
     case Opcode::TSTORE:
-      out += fmt::format("{}tstore %{}, %{}[{}]{}\n", pad, n.tile_name(in.srcs.at(0)), n.memref(in.memref),
-                         exprs(in.offsets), valid);
+      out += fmt::format("{}tstore %{}, %{}[{}]{}{}\n", pad, n.tile_name(in.srcs.at(0)), n.memref(in.memref),
+                         exprs(in.offsets), valid, in.stream ? " stream" : "");
       return;
     case Opcode::TFILL:
       out += fmt::format("{}%{} = tfill {} : {}\n", pad, n.tile_name(in.dst),
@@ -154,6 +154,18 @@ void print_stmts(std::string& out, const std::vector<Stmt>& stmts, const Names& 
   for (const Stmt& s : stmts) {
     if (auto* in = std::get_if<Instr>(&s.node)) print_instr(out, *in, n, pad);
     else if (auto* l = std::get_if<Loop>(&s.node)) print_loop(out, *l, n, indent);
+    else if (auto* f = std::get_if<Fused>(&s.node)) {
+      auto names = [&](const char* key, const std::vector<int>& ids) -> std::string {
+        if (ids.empty()) return "";
+        std::string s;
+        for (int id : ids) s += (s.empty() ? "%" : ", %") + n.tile_name(id);
+        return fmt::format(" {}=[{}]", key, s);
+      };
+      out += fmt::format("{}FUSED rows={} cols={} strip={}{}{}\n", pad, f->rows, f->cols, f->strip,
+                         names("registers", f->registers), names("aliases", f->aliases));
+      print_stmts(out, f->body, n, indent + 1);
+      out += pad + "ENDFUSED\n";
+    }
     else if (auto* c = std::get_if<IfThen>(&s.node)) {
       out += fmt::format("{}IF {}\n", pad, c->cond.str());
       print_stmts(out, c->then_body, n, indent + 1);

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace pypto {
 
 int instr_num_srcs(const Instr& in) { return opcode_num_srcs(in.op) - (in.scalar_pos >= 0 ? 1 : 0); }
@@ -17,6 +19,29 @@ bool writes_memory(Opcode op) {
   return f == OpForm::Store || f == OpForm::Scatter;
 }
 int memory_tile(const Instr& in) { return reads_memory(in.op) ? in.dst : in.srcs.at(0); }
+
+FuseRole fuse_role(const Fused& f, const Instr& in) {
+  switch (in.op) {
+    case Opcode::TLOAD: return FuseRole::Before;
+    case Opcode::TRESHAPE:
+      return std::find(f.aliases.begin(), f.aliases.end(), in.dst) != f.aliases.end() ? FuseRole::Alias
+                                                                                      : FuseRole::Before;
+    case Opcode::TROWSUM: return FuseRole::RowSum;
+    case Opcode::TSTORE: return FuseRole::Store;
+    default: return FuseRole::Chain;
+  }
+}
+
+const char* fuse_role_name(FuseRole r) {
+  switch (r) {
+    case FuseRole::Before: return "before";
+    case FuseRole::Alias: return "alias";
+    case FuseRole::Chain: return "chain";
+    case FuseRole::RowSum: return "rowsum";
+    case FuseRole::Store: return "store";
+  }
+  return "?";
+}
 
 namespace {
 int64_t round64(int64_t b) { return (b + 63) / 64 * 64; }

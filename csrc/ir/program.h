@@ -65,6 +65,11 @@ struct Instr {
   /// tile is one block. Printed as ` l0 [m, k, n]`.
   std::vector<int64_t> l0;
   ScatterReduce reduce = ScatterReduce::None;  ///< TSCATTER: how a value meets the one it lands on
+  /// TLOAD (pass plan_view_loads): the tile may point into the source memory instead of copying it,
+  /// where the box lies there densely. Printed ` view`.
+  bool view = false;
+  /// TSTORE (pass stream_stores): written with streaming stores past the caches. Printed ` stream`.
+  bool stream = false;
 };
 
 /// Tile sources an instruction reads (its opcode's arity less a constant operand).
@@ -123,9 +128,35 @@ struct IfThen {
   std::vector<Stmt> then_body, else_body;
 };
 
-/// A statement: an instruction, a loop, a call or a condition.
+/// What an instruction of a Fused run does in the run's strip loop.
+enum class FuseRole {
+  Before,  ///< a load or reshape run once, ahead of the loop
+  Alias,   ///< a reshape the loop reads through its source (it does not run)
+  Chain,   ///< elementwise: runs strip by strip inside the loop, in registers or strip arrays
+  RowSum,  ///< a row sum of a chain value, accumulated inside the loop
+  Store,   ///< a store of a chain value, written strip by strip
+};
+
+/// InCore functions, Block level on (pass fuse_chains): a run of instructions that executes as one
+/// strip-mined loop over `rows` x `cols` elements, each strip of `strip` elements going through
+/// every chain instruction before the next strip starts. `body` holds the run's instructions in
+/// program order; what they compute is what the same instructions compute unfused.
+struct Fused {
+  std::vector<Stmt> body;      ///< instructions only
+  int64_t rows = 1;            ///< rows of the loop (1: the tiles are walked as one flat row)
+  int64_t cols = 0;            ///< elements per row
+  int64_t strip = 0;           ///< elements per strip; divides `cols`
+  std::vector<int> registers;  ///< chain tiles whose values never reach their buffers
+  std::vector<int> aliases;    ///< reshaped tiles read through their sources (role Alias)
+};
+
+/// The role of instruction `in` (one of `f.body`'s) in its run.
+FuseRole fuse_role(const Fused& f, const Instr& in);
+const char* fuse_role_name(FuseRole r);
+
+/// A statement: an instruction, a loop, a call, a condition or a fused run.
 struct Stmt {
-  std::variant<Instr, Loop, Call, IfThen> node;
+  std::variant<Instr, Loop, Call, IfThen, Fused> node;
 };
 
 /// Level 2: every tensor op expanded into a loop nest over tiles.

@@ -26,6 +26,7 @@ struct StmtChecker {
   bool allow_instr = true;
   bool allow_call = false;
   bool allow_if = false;
+  bool allow_fused = false;
   const std::vector<InCoreFunction>* functions = nullptr;
   std::set<std::string> scope;
   std::set<int> defined_tiles;
@@ -82,6 +83,8 @@ struct StmtChecker {
   void check_instr(const Instr& in) {
     std::string what = opcode_name(in.op);
     if (!allow_instr) fail("level.no-instr", fmt::format("tile instruction {} is not allowed at this level", what));
+    if (in.view && in.op != Opcode::TLOAD) fail("instr.view", fmt::format("{}: only a tload may view its source", what));
+    if (in.stream && in.op != Opcode::TSTORE) fail("instr.stream", fmt::format("{}: only a tstore may stream", what));
     if (static_cast<int>(in.srcs.size()) != instr_num_srcs(in))
       fail("instr.arity", fmt::format("{} takes {} source tiles, found {}", what, instr_num_srcs(in), in.srcs.size()));
     for (int s : in.srcs) {
@@ -257,6 +260,37 @@ struct StmtChecker {
     for (const Expr& e : c.scalars) check_expr(e, "CALL @" + f.name);
   }
 
+  /// A fused run: instructions only, a loop whose strips divide its rows, chain instructions over
+  /// tiles of the loop's element count, registers among their destinations, aliases among the run's
+  /// reshapes.
+  void check_fused(const Fused& f) {
+    if (!allow_fused) fail("level.no-fused", "FUSED is only allowed in InCore functions");
+    if (f.rows <= 0 || f.cols <= 0 || f.strip <= 0 || f.cols % f.strip != 0)
+      fail("fused.strip", fmt::format("FUSED rows={} cols={} strip={}: sizes must be positive and the strip must "
+                                      "divide cols", f.rows, f.cols, f.strip));
+    std::set<int> chain_dsts, reshapes;
+    for (const Stmt& s : f.body) {
+      auto* in = std::get_if<Instr>(&s.node);
+      if (in == nullptr) fail("fused.body", "FUSED holds instructions only");
+      check_instr(*in);
+      const FuseRole role = fuse_role(f, *in);
+      if (in->op == Opcode::TRESHAPE) reshapes.insert(in->dst);
+      if (role != FuseRole::Chain) continue;
+      const TileDecl* t = tile(in->dst);
+      int64_t n = 1;
+      for (int64_t d : t->shape) n *= d;
+      if (n != f.rows * f.cols)
+        fail("fused.shape", fmt::format("FUSED over {} x {} elements: {} writes tile %{} of {}", f.rows, f.cols,
+                                        opcode_name(in->op), t->name, n));
+      chain_dsts.insert(in->dst);
+    }
+    if (chain_dsts.empty()) fail("fused.body", "FUSED has no elementwise instruction");
+    for (int r : f.registers)
+      if (!chain_dsts.count(r)) fail("fused.registers", fmt::format("FUSED keeps tile {} in registers, which no chain instruction writes", r));
+    for (int a : f.aliases)
+      if (!reshapes.count(a)) fail("fused.aliases", fmt::format("FUSED reads tile {} through its source, which no treshape of the run writes", a));
+  }
+
   void check(const std::vector<Stmt>& stmts) {
     for (const Stmt& s : stmts) {
       if (auto* in = std::get_if<Instr>(&s.node)) {
@@ -270,6 +304,8 @@ struct StmtChecker {
         scope.insert(l->var);
         check(l->body);
         scope.erase(l->var);
+      } else if (auto* f = std::get_if<Fused>(&s.node)) {
+        check_fused(*f);
       } else if (auto* c = std::get_if<IfThen>(&s.node)) {
         if (!allow_if) fail("level.no-if", "IF is not allowed in a Tile Graph nest (only in functions and the orchestration)");
         check_expr(c->cond, "IF condition");
@@ -407,6 +443,7 @@ void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs
       fail("function.local", fmt::format("@{} owns memref {} which is not a local buffer", f.name, l));
   StmtChecker c{memrefs, f.tiles, [&](int id) { return visible.count(id) > 0; }};
   c.allow_if = true;
+  c.allow_fused = true;
   for (const auto& s : f.scalar_params) c.scope.insert(s);
   // An InCore function sees its own scalars only (not the caller's dynamic dims): the
   // orchestration passes it what it needs.
@@ -420,6 +457,8 @@ void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs
             fail("function.store-to-input", fmt::format("@{} stores into input parameter %{}", f.name, p.name));
       } else if (auto* l = std::get_if<Loop>(&s.node)) {
         walk(l->body);
+      } else if (auto* fu = std::get_if<Fused>(&s.node)) {
+        walk(fu->body);
       } else if (auto* c = std::get_if<IfThen>(&s.node)) {
         walk(c->then_body);
         walk(c->else_body);

@@ -35,4 +35,12 @@ struct PassRecord {
   std::vector<std::string> notes;  ///< decisions the pass made (splits, retiling)
 };
 
+/// Records a decision of the pass that is running (dump("passes") shows it under the pass). Outside
+/// a pipeline step the note is dropped.
+void pass_note(std::string note);
+
+/// The tile-buffer budget of one InCore function, in bytes (PassOptions::sram_budget_kb): the one
+/// limit rematerialize, plan_buffers' callers and fuse_chains hold functions to.
+inline int64_t buffer_budget_bytes(const PassOptions& opts) { return opts.sram_budget_kb * 1024; }
+
 }  // namespace pypto

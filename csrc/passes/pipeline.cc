@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 
 #include "ir/errors.h"
@@ -15,11 +16,14 @@
 #include "passes/forward_tiles.h"
 #include "passes/fuse_attention.h"
 #include "passes/fuse_blocks.h"
+#include "passes/fuse_chains.h"
 #include "passes/fuse_loops.h"
 #include "passes/plan_buffers.h"
+#include "passes/plan_view_loads.h"
 #include "passes/rematerialize.h"
 #include "passes/reorder_loops.h"
 #include "passes/retile_epilogues.h"
+#include "passes/stream_stores.h"
 
 namespace pypto {
 
@@ -27,17 +31,26 @@ namespace {
 
 /// Passes that only improve a program and are skipped when disabled by name.
 const std::set<std::string> kOptional = {"fuse_attention", "retile_epilogues", "reorder_loops", "fuse_loops", "flatten_loops", "forward_tiles",
-                                         "rematerialize", "binary_expand"};
+                                         "rematerialize", "plan_view_loads", "stream_stores", "fuse_chains",
+                                         "binary_expand"};
 /// Passes that produce the next level: disabled, they run in a plain mode.
 const std::map<std::string, std::string> kPlainMode = {
     {"fuse_blocks", "disabled: one InCore function per tile nest"},
     {"plan_buffers", "disabled: buffers laid out one after another, no reuse"}};
+
+/// The notes of the pass that is running (pass_note), or null outside a step.
+thread_local std::vector<std::string>* current_notes = nullptr;
 
 template <typename Out, typename In, typename Fn>
 Out step(PipelineResult& r, const std::string& name, const In& in, const PassOptions& opts, Fn fn) {
   PassRecord rec;
   rec.name = name;
   auto t0 = std::chrono::steady_clock::now();
+  struct Collect {
+    std::vector<std::string>* saved;
+    explicit Collect(std::vector<std::string>* n) : saved(current_notes) { current_notes = n; }
+    ~Collect() { current_notes = saved; }
+  } collect(&rec.notes);
   Out out = fn(in, opts);
   rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (opts.verify) {
@@ -108,13 +121,65 @@ void plain_mode(PassRecord& rec, const PassOptions& opts) {
   rec.notes.push_back(kPlainMode.at(rec.name));
 }
 
+/// The InCore functions of an Execution Graph (with its memrefs) as a Block Graph without launches.
+BlockGraph functions_of(const ExecutionGraph& g) {
+  BlockGraph b;
+  b.name = g.name;
+  b.memrefs = g.memrefs;
+  b.functions = g.functions;
+  b.dyn_dims = g.dyn_dims;
+  return b;
+}
+
+/// A Block Graph pass applied to the InCore functions of an Execution Graph.
+template <BlockGraph (*Pass)(const BlockGraph&, const PassOptions&)>
+ExecutionGraph on_functions(const ExecutionGraph& g, const PassOptions& opts) {
+  const BlockGraph b = functions_of(g);
+  ExecutionGraph out = g;
+  out.functions = Pass(b, opts).functions;
+  return out;
+}
+
+/// fuse_chains over the functions of an Execution Graph whose functions have memrefs of their own
+/// (a parsed or built module): a parameter some CALL binds to a view counts as a view, as the
+/// view itself does in a traced program, so both fuse the same runs.
+ExecutionGraph fuse_module_chains(const ExecutionGraph& g, const PassOptions& opts) {
+  BlockGraph b = functions_of(g);
+  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
+    for (const Stmt& s : body) {
+      if (auto* l = std::get_if<Loop>(&s.node)) {
+        walk(l->body);
+      } else if (auto* c = std::get_if<IfThen>(&s.node)) {
+        walk(c->then_body);
+        walk(c->else_body);
+      } else if (auto* call = std::get_if<Call>(&s.node)) {
+        const InCoreFunction& f = g.functions.at(call->callee);
+        for (size_t i = 0; i < call->args.size() && i < f.params.size(); ++i) {
+          const int param = f.params[i].memref;
+          if (g.memrefs.at(call->args[i].memref).kind == MemKind::View && param != call->args[i].memref)
+            b.memrefs.at(param).kind = MemKind::View;
+        }
+      }
+    }
+  };
+  walk(g.orchestration);
+  ExecutionGraph out = g;
+  out.functions = FuseChains(b, opts).functions;
+  return out;
+}
+
 }  // namespace
+
+void pass_note(std::string note) {
+  if (current_notes != nullptr) current_notes->push_back(std::move(note));
+}
 
 const std::vector<std::string>& pass_names() {
   static const std::vector<std::string> names = {"fuse_attention", "retile_epilogues", "expand_tiles", "reorder_loops",
                                                  "fuse_blocks",
                                                  "fuse_loops",    "flatten_loops", "forward_tiles",
-                                                 "rematerialize", "plan_buffers",  "build_orchestration",
+                                                 "rematerialize", "plan_buffers",  "plan_view_loads",
+                                                 "stream_stores", "fuse_chains",   "build_orchestration",
                                                  "binary_expand"};
   return names;
 }
@@ -137,7 +202,7 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
   // Tile, fuse and plan; then, until every InCore function fits the budget,
   // split a fused chain over budget at its midpoint, or shrink the cube tile
   // of a matmul or the blocks of an attention op that is over budget on its own.
-  const int64_t budget = opts.sram_budget_kb * 1024;
+  const int64_t budget = buffer_budget_bytes(opts);
   TensorGraph work = optional_step<TensorGraph>(r, "fuse_attention", g, opts, FuseAttention);
   const PassRecord graph_record = r.passes.back();
   PassOptions cur = opts;
@@ -201,26 +266,28 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
       break;
     }
   }
+  // Decisions on how the kernels run, once the buffers are final.
+  r.block = optional_step(r, "plan_view_loads", r.block, cur, PlanViewLoads);
+  r.block = optional_step(r, "stream_stores", r.block, cur, StreamStores);
+  r.block = optional_step(r, "fuse_chains", r.block, cur, FuseChains);
   r.execution = step<ExecutionGraph>(r, "build_orchestration", r.block, opts, BuildOrchestration);
   r.execution = optional_step<ExecutionGraph>(r, "binary_expand", r.execution, opts, BinaryExpand);
   return r;
 }
 
 ExecutionGraph plan_execution_buffers(const ExecutionGraph& g, const PassOptions& opts) {
-  BlockGraph b;
-  b.name = g.name;
-  b.memrefs = g.memrefs;
-  b.functions = g.functions;
-  b.dyn_dims = g.dyn_dims;
-  ExecutionGraph out = g;
-  out.functions = PlanBuffers(b, opts).functions;
-  return out;
+  return on_functions<PlanBuffers>(g, opts);
 }
 
-ExecutionGraph run_pto_pipeline(const ExecutionGraph& g, const PassOptions& opts, std::vector<PassRecord>& records) {
+ExecutionGraph run_pto_pipeline(const ExecutionGraph& g, const PassOptions& opts, std::vector<PassRecord>& records,
+                                ExecutionGraph* planned_out) {
   PipelineResult r;
   ExecutionGraph planned = step<ExecutionGraph>(r, "plan_buffers", g, opts, plan_execution_buffers);
   plain_mode(r.passes.back(), opts);
+  planned = optional_step<ExecutionGraph>(r, "plan_view_loads", planned, opts, on_functions<PlanViewLoads>);
+  planned = optional_step<ExecutionGraph>(r, "stream_stores", planned, opts, on_functions<StreamStores>);
+  planned = optional_step<ExecutionGraph>(r, "fuse_chains", planned, opts, fuse_module_chains);
+  if (planned_out != nullptr) *planned_out = planned;
   ExecutionGraph out = optional_step<ExecutionGraph>(r, "binary_expand", planned, opts, BinaryExpand);
   records = r.passes;
   return out;

@@ -40,6 +40,8 @@ class Liveness {
         int64_t begin = pos_;
         walk(l->body);
         loops_.push_back({begin, pos_ - 1});
+      } else if (auto* f = std::get_if<Fused>(&s.node)) {
+        walk(f->body);
       } else if (auto* c = std::get_if<IfThen>(&s.node)) {
         // Both branches in order: a buffer live across the IF spans both.
         walk(c->then_body);
@@ -109,27 +111,40 @@ int64_t place(std::map<int, Buf>& bufs) {
   return peak;
 }
 
+/// The buffers of `f` with their live ranges, placed; returns the arena size.
+int64_t plan(const InCoreFunction& f, const std::vector<MemRef>& memrefs, bool reuse, std::map<int, Buf>& bufs) {
+  Liveness live;
+  for (const TileDecl& t : f.tiles) live.bufs[t.id] = Buf{t.id, tile_bytes(t)};
+  for (int l : f.locals)
+    if (!local_is_dynamic(memrefs.at(l))) live.bufs[~l] = Buf{~l, local_bytes(memrefs.at(l))};
+  live.walk(f.body);
+  live.extend_over_loops();
+  for (auto& [k, b] : live.bufs)
+    if (b.last < 0) b.first = b.last = 0;  // declared, never touched: still gets a slot
+  if (!reuse)
+    for (auto& [k, b] : live.bufs) b.first = 0, b.last = INT64_MAX;
+  const int64_t bytes = place(live.bufs);
+  bufs = std::move(live.bufs);
+  return bytes;
+}
+
 }  // namespace
+
+int64_t planned_arena_bytes(const InCoreFunction& f, const std::vector<MemRef>& memrefs, bool reuse) {
+  std::map<int, Buf> bufs;
+  return plan(f, memrefs, reuse, bufs);
+}
 
 BlockGraph PlanBuffers(const BlockGraph& g, const PassOptions& opts) {
   // Disabled by name: every buffer lives throughout, so none shares bytes.
   const bool reuse = !opts.disabled.count("plan_buffers");
   BlockGraph out = g;
   for (InCoreFunction& f : out.functions) {
-    Liveness live;
-    for (const TileDecl& t : f.tiles) live.bufs[t.id] = Buf{t.id, tile_bytes(t)};
-    for (int l : f.locals)
-      if (!local_is_dynamic(out.memrefs.at(l))) live.bufs[~l] = Buf{~l, local_bytes(out.memrefs.at(l))};
-    live.walk(f.body);
-    live.extend_over_loops();
-    for (auto& [k, b] : live.bufs)
-      if (b.last < 0) b.first = b.last = 0;  // declared, never touched: still gets a slot
-    if (!reuse)
-      for (auto& [k, b] : live.bufs) b.first = 0, b.last = INT64_MAX;
-    f.buffer_bytes = place(live.bufs);
+    std::map<int, Buf> bufs;
+    f.buffer_bytes = plan(f, out.memrefs, reuse, bufs);
     f.tile_offsets.clear();
     f.local_offsets.clear();
-    for (auto& [k, b] : live.bufs) {
+    for (auto& [k, b] : bufs) {
       if (k >= 0) f.tile_offsets[k] = b.offset;
       else f.local_offsets[~k] = b.offset;
     }

@@ -1,8 +1,8 @@
 // Pass "rematerialize": trade recomputation for buffer space.
 //
 // Requires: a verified Block Graph after fuse_loops and forward_tiles.
-// Guarantees: in an InCore function whose tiles and static local buffers
-// exceed the budget, a local buffer written once, inside a loop, by a chain
+// Guarantees: in an InCore function whose arena, as plan_buffers would lay it
+// out (planned_arena_bytes), exceeds the buffer budget, a local buffer written once, inside a loop, by a chain
 // of elementwise instructions over read-only memory and tiles that are final
 // before that loop, is no longer kept: every later load of it (at the same
 // box, in another loop with the same bounds) recomputes the chain instead,
@@ -15,6 +15,7 @@
 #include <functional>
 
 #include "ir/errors.h"
+#include "passes/plan_buffers.h"
 #include "passes/util.h"
 
 namespace pypto {
@@ -31,8 +32,8 @@ bool is_elementwise(const Instr& in) {
 
 class Remat {
  public:
-  Remat(InCoreFunction& f, const std::vector<MemRef>& memrefs, int64_t budget)
-      : f_(f), memrefs_(memrefs), budget_(budget) {}
+  Remat(InCoreFunction& f, const std::vector<MemRef>& memrefs, int64_t budget, bool reuse)
+      : f_(f), memrefs_(memrefs), budget_(budget), reuse_(reuse) {}
 
   void run() {
     std::vector<int> locals = f_.locals;
@@ -48,12 +49,8 @@ class Remat {
  private:
   int64_t bytes_of(int l) const { return local_is_dynamic(memrefs_[l]) ? 0 : local_bytes(memrefs_[l]); }
 
-  int64_t estimate() const {
-    int64_t b = 0;
-    for (const TileDecl& t : f_.tiles) b += tile_bytes(t);
-    for (int l : f_.locals) b += bytes_of(l);
-    return b;
-  }
+  /// The arena plan_buffers would give the function as it stands.
+  int64_t estimate() const { return planned_arena_bytes(f_, memrefs_, reuse_); }
 
   std::set<int> written_memrefs() const {
     std::set<int> w;
@@ -219,6 +216,7 @@ class Remat {
   InCoreFunction& f_;
   const std::vector<MemRef>& memrefs_;
   int64_t budget_;
+  bool reuse_;
   std::map<int, int> rename_;
 };
 
@@ -226,7 +224,7 @@ class Remat {
 
 BlockGraph Rematerialize(const BlockGraph& g, const PassOptions& opts) {
   BlockGraph out = g;
-  for (InCoreFunction& f : out.functions) Remat(f, out.memrefs, opts.sram_budget_kb * 1024).run();
+  for (InCoreFunction& f : out.functions) Remat(f, out.memrefs, buffer_budget_bytes(opts), !opts.disabled.count("plan_buffers")).run();
   return out;
 }
 

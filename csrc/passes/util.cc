@@ -6,6 +6,7 @@ void for_each_instr(const std::vector<Stmt>& body, const std::function<void(cons
   for (const Stmt& s : body) {
     if (auto* in = std::get_if<Instr>(&s.node)) fn(*in);
     else if (auto* l = std::get_if<Loop>(&s.node)) for_each_instr(l->body, fn);
+    else if (auto* f = std::get_if<Fused>(&s.node)) for_each_instr(f->body, fn);
     else if (auto* c = std::get_if<IfThen>(&s.node)) {
       for_each_instr(c->then_body, fn);
       for_each_instr(c->else_body, fn);
@@ -17,6 +18,7 @@ void for_each_instr(std::vector<Stmt>& body, const std::function<void(Instr&)>& 
   for (Stmt& s : body) {
     if (auto* in = std::get_if<Instr>(&s.node)) fn(*in);
     else if (auto* l = std::get_if<Loop>(&s.node)) for_each_instr(l->body, fn);
+    else if (auto* f = std::get_if<Fused>(&s.node)) for_each_instr(f->body, fn);
     else if (auto* c = std::get_if<IfThen>(&s.node)) {
       for_each_instr(c->then_body, fn);
       for_each_instr(c->else_body, fn);
@@ -41,6 +43,8 @@ std::set<std::string> free_vars(const std::vector<Stmt>& body) {
         add(l->step);
         bound.insert(l->var);
         walk(l->body);
+      } else if (auto* f = std::get_if<Fused>(&s.node)) {
+        walk(f->body);
       } else if (auto* i = std::get_if<IfThen>(&s.node)) {
         add(i->cond);
         walk(i->then_body);
@@ -77,6 +81,8 @@ void substitute(std::vector<Stmt>& body, const std::map<std::string, Expr>& env)
       auto it = env.find(l->var);
       if (it != env.end() && it->second.is_var()) l->var = it->second.name();
       substitute(l->body, env);
+    } else if (auto* f = std::get_if<Fused>(&s.node)) {
+      substitute(f->body, env);
     } else if (auto* i = std::get_if<IfThen>(&s.node)) {
       i->cond = i->cond.substitute(env);
       substitute(i->then_body, env);

@@ -328,7 +328,10 @@ def test_layer_norm_plan_buffers_only_sets_the_bytes(ln):
     # At least the 32x128 block of x - mean and a tile live beside it; less than every buffer apart.
     assert 32 * 128 * 4 + 32 * 32 * 4 <= fa["bytes"] < _declared_bytes(fa["body"])
     assert _without_bytes(after) == _without_bytes(before)
-    assert ln.compiled.stats()["buffer_bytes"] == {fa["name"]: fa["bytes"]}
+    # fuse_chains may give a tile bytes past the planned arena; the kernel's arena is the final count.
+    (ff,) = _functions(ln.after("fuse_chains"))
+    assert fa["bytes"] <= ff["bytes"] <= fa["bytes"] + 32 * 32 * 4
+    assert ln.compiled.stats()["buffer_bytes"] == {ff["name"]: ff["bytes"]}
 
 
 def test_layer_norm_build_orchestration_calls_once_per_row_block(ln):

@@ -1,6 +1,9 @@
-"""Loads that view their source (csrc/codegen/cpp_emitter.cc, pto::tload_view): a tile that is only
-loaded and read points into the source when the source holds it densely, and is copied otherwise.
-Results must not depend on which happens."""
+"""Loads that view their source (pass plan_view_loads, csrc/passes/plan_view_loads.cc; the kernel
+calls pto::tload_view): a tile that is only loaded and read points into the source when the source
+holds it densely, and is copied otherwise. The decision is the `view` attribute of the tload in the
+.pto text. Results must not depend on which happens."""
+
+import re
 
 import numpy as np
 import pytest
@@ -65,3 +68,22 @@ def test_numpy_inputs_take_the_same_path():
     y = softmax_of(64, 256, (16, 256))(x)
     ref = torch.softmax(torch.from_numpy(x), -1).numpy()
     np.testing.assert_allclose(y, ref, atol=1e-6, rtol=1e-5)
+
+
+def test_the_decision_is_the_view_attribute_in_the_pto_text_and_a_note_of_the_pass():
+    x = torch.randn(64, 256)
+    compiled = pypto.compile(softmax_of(64, 256, (16, 256)), x)
+    pto = compiled.pto()
+    assert re.search(r"= tload %x\[[^\]]*\][^:]* view : ", pto), pto
+    # Every viewing load in the .pto is a tload_view in the kernel.
+    assert compiled.source().count("pto::tload_view") == pto.count(" view : ")
+    passes = compiled.dump("passes")
+    assert re.search(r"-- pass plan_view_loads .*\n   note: @\w+: \d+ load\(s\) may view their source", passes)
+    # Disabled, every load copies, with the same results.
+    pypto.set_pass_options(disable_passes=["plan_view_loads"])
+    try:
+        plain = pypto.compile(softmax_of(64, 256, (16, 256)), x)
+    finally:
+        pypto.reset_options()
+    assert " view : " not in plain.pto() and "pto::tload_view" not in plain.source()
+    torch.testing.assert_close(plain(x), compiled(x), atol=0, rtol=0)

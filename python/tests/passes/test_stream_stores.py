@@ -1,6 +1,10 @@
-"""Streaming stores (pto::tstore_stream, or pto::store_strip<true> when the store is part of a fused
-chain): returned tensors of 16 MiB or more are written with non-temporal stores where rows are
-aligned, and the results are those of plain stores."""
+"""Streaming stores (pass stream_stores, csrc/passes/stream_stores.cc; the kernel calls
+pto::tstore_stream, or pto::store_strip<true> when the store is part of a fused run): returned
+tensors from sixteen times a core's L2 on (16 MiB here) are written with non-temporal stores where
+rows are aligned, and the results are those of plain stores. The decision is the `stream`
+attribute of the tstore in the .pto text."""
+
+import re
 
 import pytest
 import torch
@@ -33,3 +37,12 @@ def test_small_outputs_use_plain_stores():
     src = pypto.compile(scaled_softmax(64, 256, (16, 256)), x).source()
     assert "pto::tstore_stream<" not in src and "pto::store_strip<true" not in src
     assert "pto::tstore<" in src or "pto::store_strip<false" in src
+
+
+def test_the_decision_is_the_stream_attribute_and_a_note_of_the_pass():
+    x = torch.randn(2048, 2048)
+    compiled = pypto.compile(scaled_softmax(2048, 2048, (4, 2048)), x)
+    assert re.search(r"^ *tstore %\w+, %\w+\[[^\]]*\][^\n]* stream$", compiled.pto(), re.M)
+    assert re.search(r"note: @\w+: stores into %\w+ stream \(16777216 bytes >= \d+\)", compiled.dump("passes"))
+    small = pypto.compile(scaled_softmax(64, 256, (16, 256)), torch.randn(64, 256))
+    assert " stream\n" not in small.pto()

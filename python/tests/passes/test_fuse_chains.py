@@ -1,10 +1,12 @@
-"""Elementwise chains (csrc/codegen/cpp_emitter.cc): consecutive elementwise tile instructions of one
-shape run as one loop over strips of each row, with the row sums that follow them; intermediates
-only the chain reads never reach their tile buffers. Results must match torch whatever the shape,
+"""Elementwise chains (pass fuse_chains, csrc/passes/fuse_chains.cc; printed by the kernel emitter):
+consecutive elementwise tile instructions of one shape run as one loop over strips of each row,
+with the row sums that follow them; intermediates only the chain reads never reach their tile
+buffers. The runs are FUSED ... ENDFUSED blocks in the .pto text. Results must match torch whatever the shape,
 tail, broadcast, constant position or dtype, and kernels must still vectorise (test_vectorisation.py).
 """
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -161,3 +163,52 @@ def test_a_store_into_a_tensor_the_kernel_reads_is_not_fused():
     ref = x * 2 + 1
     prog(x)
     torch.testing.assert_close(x, ref)
+
+
+def test_runs_are_fused_blocks_in_the_pto_text_and_notes_of_the_pass():
+    x = torch.randn(64, 1024)
+    compiled = pypto.compile(softmax_of(64, 1024, (4, 1024)), x)
+    pto = compiled.pto()
+    heads = re.findall(r"^ *FUSED (rows=\d+ cols=\d+ strip=\d+)", pto, re.M)
+    assert heads == ["rows=4 cols=1024 strip=512"] * 2, pto
+    assert pto.count("ENDFUSED") == 2
+    notes = re.findall(r"note: @\w+: fused (.*) over (\d+) x (\d+) in strips of (\d+)", compiled.dump("passes"))
+    assert [n[0] for n in notes] == ["trowexpandsub, texp, trowsum", "trowexpanddiv, tstore"]
+    # The .pto text parses back to itself, FUSED blocks included.
+    from pypto import _C
+    assert _C.parse_pto_roundtrip(pto) == pto
+    # Disabled, nothing is fused and the results are the same.
+    pypto.set_pass_options(disable_passes=["fuse_chains"])
+    try:
+        plain = pypto.compile(softmax_of(64, 1024, (4, 1024)), x)
+    finally:
+        pypto.reset_options()
+    assert "FUSED" not in plain.pto() and "// fused:" not in plain.source()
+    torch.testing.assert_close(plain(x), compiled(x), atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("header, message", [
+    ("FUSED rows=4 strip=512", "FUSED needs cols="),
+    ("FUSED rows=4 cols=1024 strip=0", "strip= must be positive"),
+    ("FUSED rows=4 cols=1024 strip=512 speed=3", "expected rows=, cols=, strip=, registers= or aliases="),
+    ("FUSED rows=4 cols=1024 strip=512 registers=[%nope]", "unknown tile %nope"),
+])
+def test_malformed_fused_headers_raise_syntax_errors(header, message):
+    from pypto import _C
+    pto = pypto.compile(softmax_of(64, 1024, (4, 1024)), torch.randn(64, 1024)).pto()
+    first = re.search(r"^ *FUSED .*$", pto, re.M).group(0)
+    bad = pto.replace(first, first[:len(first) - len(first.lstrip())] + header, 1)
+    with pytest.raises(pypto.PtoSyntaxError, match=re.escape(message)):
+        _C.check_pto(bad)
+
+
+def test_a_loop_inside_a_fused_run_or_an_unclosed_run_is_a_syntax_error():
+    from pypto import _C
+    pto = pypto.compile(softmax_of(64, 1024, (4, 1024)), torch.randn(64, 1024)).pto()
+    first = re.search(r"^( *)FUSED .*$", pto, re.M)
+    nested = pto.replace(first.group(0), first.group(0) + "\n" + first.group(1) + "  FOR %i:idx, 0:idx, 2:idx, 1:idx", 1)
+    with pytest.raises(pypto.PtoSyntaxError, match="a fused run holds instructions only"):
+        _C.check_pto(nested)
+    unclosed = pto.replace("ENDFUSED", "ENDFOR", 1)
+    with pytest.raises(pypto.PtoSyntaxError, match="ENDFOR closes the FUSED at line"):
+        _C.check_pto(unclosed)

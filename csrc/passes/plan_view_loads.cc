@@ -1,0 +1,72 @@
+// Pass "plan_view_loads": loads that need not copy.
+//
+// Requires: a verified Block Graph.
+// Guarantees: a TLOAD gets `view` (its tile may point at the source memory, where the box lies
+// there densely, instead of copying it; pto::tload_view decides at run time) exactly when its tile
+// is written by loads only, has the source's element type, is never read before a load defines it
+// (no value carried around a loop), and no instruction writes memory between the load and the last
+// read of what it loaded. Every other TLOAD loses the flag.
+#include "passes/plan_view_loads.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "passes/util.h"
+
+namespace pypto {
+
+namespace {
+
+void plan(InCoreFunction& f, const std::vector<MemRef>& memrefs) {
+  std::vector<Instr*> seq;
+  for_each_instr(f.body, [&](Instr& in) { seq.push_back(&in); });
+  auto dtype_of = [&](int tile) {
+    for (const TileDecl& t : f.tiles)
+      if (t.id == tile) return t.dtype;
+    return DataType::FP32;
+  };
+  std::set<int> excluded;
+  for (const Instr* in : seq) {
+    if (in->op == Opcode::TLOAD) {
+      if (dtype_of(in->dst) != memrefs.at(in->memref).dtype) excluded.insert(in->dst);
+    } else if (in->dst >= 0) {
+      excluded.insert(in->dst);
+    }
+  }
+  // The load that defines each tile at each position; a read with none is loop-carried.
+  std::map<int, size_t> current;
+  std::map<size_t, size_t> last_read;  // load position -> position of the last read of its value
+  for (size_t q = 0; q < seq.size(); ++q) {
+    for (int src : seq[q]->srcs) {
+      auto it = current.find(src);
+      if (it == current.end()) excluded.insert(src);
+      else last_read[it->second] = q;
+    }
+    if (seq[q]->op == Opcode::TLOAD) current[seq[q]->dst] = q;
+  }
+  int views = 0;
+  for (size_t p = 0; p < seq.size(); ++p) {
+    Instr& in = *seq[p];
+    if (in.op != Opcode::TLOAD) continue;
+    in.view = false;
+    if (excluded.count(in.dst)) continue;
+    const size_t end = last_read.count(p) ? last_read.at(p) : p;
+    bool stored = false;
+    for (size_t q = p + 1; q <= end && !stored; ++q) stored = writes_memory(seq[q]->op);
+    in.view = !stored;
+    views += in.view;
+  }
+  if (views > 0) pass_note(fmt::format("@{}: {} load(s) may view their source", f.name, views));
+}
+
+}  // namespace
+
+BlockGraph PlanViewLoads(const BlockGraph& g, const PassOptions&) {
+  BlockGraph out = g;
+  for (InCoreFunction& f : out.functions) plan(f, out.memrefs);
+  return out;
+}
+
+}  // namespace pypto

@@ -1,0 +1,49 @@
+// Pass "stream_stores": stores that bypass the caches.
+//
+// Requires: a verified Block Graph.
+// Guarantees: a TSTORE gets `stream` exactly when it writes a returned tensor of a static size of
+// at least stream_store_bytes(target): far beyond what a core's caches keep, and never read back by the
+// program (a returned tensor is written only). Every other TSTORE loses the flag.
+#include "passes/stream_stores.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "passes/util.h"
+
+namespace pypto {
+
+int64_t stream_store_bytes(const Target& t) {
+  // Sixteen times a core's L2 (16 MiB with 1 MiB L2s): far past what one core's caches keep. The
+  // L3 the system reports is the whole socket's (hundreds of MiB on a server), not this core's share.
+  return std::max<int64_t>(16 * t.l2_bytes, int64_t{4} << 20);
+}
+
+BlockGraph StreamStores(const BlockGraph& g, const PassOptions& opts) {
+  BlockGraph out = g;
+  const int64_t threshold = stream_store_bytes(opts.target);
+  auto bytes_of = [&](const MemRef& m) -> int64_t {
+    if (m.kind != MemKind::Output) return -1;
+    int64_t bytes = dtype_size(m.dtype);
+    for (const Expr& d : m.shape) {
+      if (!d.is_const()) return -1;
+      bytes *= d.value();
+    }
+    return bytes;
+  };
+  for (InCoreFunction& f : out.functions) {
+    std::set<int> streamed;
+    for_each_instr(f.body, [&](Instr& in) {
+      if (in.op != Opcode::TSTORE) return;
+      in.stream = bytes_of(out.memrefs.at(in.memref)) >= threshold;
+      if (in.stream) streamed.insert(in.memref);
+    });
+    for (int m : streamed)
+      pass_note(fmt::format("@{}: stores into %{} stream ({} bytes >= {})", f.name, out.memrefs.at(m).name,
+                            bytes_of(out.memrefs.at(m)), threshold));
+  }
+  return out;
+}
+
+}  // namespace pypto
