@@ -119,10 +119,4 @@ void for_each_leaf(const std::vector<Stmt>& body, const std::function<void(const
   }
 }
 
-int64_t numel(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
 }  // namespace pypto::codegen

@@ -51,7 +51,4 @@ void emit_control(std::string& o, const std::vector<Stmt>& body, int indent,
 /// program order (both branches of a condition, then before else; a fused run's instructions).
 void for_each_leaf(const std::vector<Stmt>& body, const std::function<void(const Stmt&)>& leaf);
 
-/// Elements of a constant shape.
-int64_t numel(const std::vector<int64_t>& s);
-
 }  // namespace pypto::codegen

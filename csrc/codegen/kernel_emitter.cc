@@ -4,9 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <map>
-#include <optional>
 #include <set>
 
 #include "codegen/emit_util.h"
@@ -173,8 +171,6 @@ class KernelEmitter {
         nullptr, kKernelFail);
   }
 
-  static bool is_row_expand(Opcode op) { return opcode_info(op).form == OpForm::RowExpand; }
-  static bool is_col_expand(Opcode op) { return opcode_info(op).form == OpForm::ColExpand; }
 
   /// A fused run (pass fuse_chains) as one loop over its rows, each row in strips: its Before
   /// instructions first, then per strip each chain instruction as its own loop over the strip

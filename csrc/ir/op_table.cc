@@ -66,6 +66,9 @@ bool is_reduction(Opcode op) {
   return f == OpForm::RowReduce || f == OpForm::ColReduce || f == OpForm::AxisReduce;
 }
 
+bool is_row_expand(Opcode op) { return opcode_info(op).form == OpForm::RowExpand; }
+bool is_col_expand(Opcode op) { return opcode_info(op).form == OpForm::ColExpand; }
+
 const char* form_name(OpForm f) {
   switch (f) {
     case OpForm::Load: return "load";

@@ -68,6 +68,9 @@ std::string opcode_functor(Opcode op);
 std::optional<Opcode> opcode_variant(Opcode base, OpForm form);
 /// True for the reduction opcodes (TROW*, TCOL*, TRED*).
 bool is_reduction(Opcode op);
+/// Row / column broadcast forms (`a[i, j] op r[i, 0]`, `a[i, j] op c[0, j]`).
+bool is_row_expand(Opcode op);
+bool is_col_expand(Opcode op);
 const char* form_name(OpForm f);
 const char* identity_name(Identity i);
 

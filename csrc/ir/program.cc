@@ -32,20 +32,15 @@ FuseRole fuse_role(const Fused& f, const Instr& in) {
   }
 }
 
-const char* fuse_role_name(FuseRole r) {
-  switch (r) {
-    case FuseRole::Before: return "before";
-    case FuseRole::Alias: return "alias";
-    case FuseRole::Chain: return "chain";
-    case FuseRole::RowSum: return "rowsum";
-    case FuseRole::Store: return "store";
-  }
-  return "?";
-}
-
 namespace {
 int64_t round64(int64_t b) { return (b + 63) / 64 * 64; }
 }  // namespace
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
 
 int64_t tile_bytes(const TileDecl& t) {
   int64_t n = dtype_size(t.dtype);

@@ -152,7 +152,6 @@ struct Fused {
 
 /// The role of instruction `in` (one of `f.body`'s) in its run.
 FuseRole fuse_role(const Fused& f, const Instr& in);
-const char* fuse_role_name(FuseRole r);
 
 /// A statement: an instruction, a loop, a call, a condition or a fused run.
 struct Stmt {
@@ -235,6 +234,8 @@ struct ExecutionGraph {
   std::map<std::string, DataType> scalar_dtypes;  ///< declared type of a scalar (absent: i64)
 };
 
+/// Elements of a constant shape.
+int64_t numel(const std::vector<int64_t>& shape);
 /// Bytes of one tile buffer, rounded up to the 64-byte alignment codegen gives it.
 int64_t tile_bytes(const TileDecl& t);
 /// Bytes of one local buffer (its shape must be static), rounded up to 64.

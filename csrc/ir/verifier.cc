@@ -277,8 +277,7 @@ struct StmtChecker {
       if (in->op == Opcode::TRESHAPE) reshapes.insert(in->dst);
       if (role != FuseRole::Chain) continue;
       const TileDecl* t = tile(in->dst);
-      int64_t n = 1;
-      for (int64_t d : t->shape) n *= d;
+      const int64_t n = numel(t->shape);
       if (n != f.rows * f.cols)
         fail("fused.shape", fmt::format("FUSED over {} x {} elements: {} writes tile %{} of {}", f.rows, f.cols,
                                         opcode_name(in->op), t->name, n));

@@ -197,19 +197,9 @@ class Expander {
       memrefs_.push_back(std::move(copy));
       return rebound[id] = memrefs_.back().id;
     };
-    std::function<void(std::vector<Stmt>&)> walk = [&](std::vector<Stmt>& stmts) {
-      for (Stmt& s : stmts) {
-        if (auto* l = std::get_if<Loop>(&s.node)) {
-          walk(l->body);
-        } else if (auto* c = std::get_if<IfThen>(&s.node)) {
-          walk(c->then_body);
-          walk(c->else_body);
-        } else if (auto* c = std::get_if<Call>(&s.node)) {
-          for (CallArg& a : c->args) a.memref = rebind(a.memref);
-        }
-      }
-    };
-    walk(body);
+    for_each_call(body, [&](Call& c) {
+      for (CallArg& a : c.args) a.memref = rebind(a.memref);
+    });
   }
 
   /// Checks a ranged loop; returns the scale (rows(b) / rows(0)) of each block size b.

@@ -37,12 +37,6 @@ int64_t strip_elems(const Target& t) {
 
 namespace {
 
-int64_t numel(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
 /// The statements of `body` with every Fused run replaced by its instructions.
 std::vector<Stmt> unfused(const std::vector<Stmt>& body) {
   std::vector<Stmt> out;
@@ -83,7 +77,7 @@ class ChainFuser {
 
   void run() {
     out_.body = rewrite(src_.body);
-    if (arena_end_ > out_.buffer_bytes && !relocated_.empty()) out_.buffer_bytes = arena_end_;
+    if (relocated_) out_.buffer_bytes = arena_end_;
   }
 
  private:
@@ -119,8 +113,6 @@ class ChainFuser {
     throw InternalError(fmt::format("fuse_chains @{}: tile {} is not declared", src_.name, id));
   }
 
-  static bool is_row_expand(Opcode op) { return opcode_info(op).form == OpForm::RowExpand; }
-  static bool is_col_expand(Opcode op) { return opcode_info(op).form == OpForm::ColExpand; }
   /// The row or column broadcast operand of `in`, or -1.
   static int broadcast_operand(const Instr& in) {
     return (is_row_expand(in.op) || is_col_expand(in.op)) && in.srcs.size() == 2 ? in.srcs[1] : -1;
@@ -371,7 +363,7 @@ class ChainFuser {
     }
     for (int t : relocating) {
       out_.tile_offsets[t] = arena_end_;
-      relocated_.insert(t);
+      relocated_ = true;
       pass_note(fmt::format("@{}: tile %{} moved to arena offset {} (its planned bytes overlap what the fused "
                             "loop still reads)", src_.name, tile(t).name, arena_end_));
       arena_end_ += (tile_bytes(tile(t)) + 63) / 64 * 64;
@@ -403,7 +395,7 @@ class ChainFuser {
   std::map<int, std::vector<const Instr*>> readers_;
   std::set<int> read_memrefs_;
   bool reads_view_ = false;
-  std::set<int> relocated_;
+  bool relocated_ = false;  // some tile got bytes past the planned arena
   int64_t arena_end_ = 0;
 };
 

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <functional>
 #include <map>
 
 #include "ir/errors.h"
@@ -24,6 +23,7 @@
 #include "passes/reorder_loops.h"
 #include "passes/retile_epilogues.h"
 #include "passes/stream_stores.h"
+#include "passes/util.h"
 
 namespace pypto {
 
@@ -145,24 +145,14 @@ ExecutionGraph on_functions(const ExecutionGraph& g, const PassOptions& opts) {
 /// view itself does in a traced program, so both fuse the same runs.
 ExecutionGraph fuse_module_chains(const ExecutionGraph& g, const PassOptions& opts) {
   BlockGraph b = functions_of(g);
-  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
-    for (const Stmt& s : body) {
-      if (auto* l = std::get_if<Loop>(&s.node)) {
-        walk(l->body);
-      } else if (auto* c = std::get_if<IfThen>(&s.node)) {
-        walk(c->then_body);
-        walk(c->else_body);
-      } else if (auto* call = std::get_if<Call>(&s.node)) {
-        const InCoreFunction& f = g.functions.at(call->callee);
-        for (size_t i = 0; i < call->args.size() && i < f.params.size(); ++i) {
-          const int param = f.params[i].memref;
-          if (g.memrefs.at(call->args[i].memref).kind == MemKind::View && param != call->args[i].memref)
-            b.memrefs.at(param).kind = MemKind::View;
-        }
-      }
+  for_each_call(g.orchestration, [&](const Call& call) {
+    const InCoreFunction& f = g.functions.at(call.callee);
+    for (size_t i = 0; i < call.args.size() && i < f.params.size(); ++i) {
+      const int param = f.params[i].memref;
+      if (g.memrefs.at(call.args[i].memref).kind == MemKind::View && param != call.args[i].memref)
+        b.memrefs.at(param).kind = MemKind::View;
     }
-  };
-  walk(g.orchestration);
+  });
   ExecutionGraph out = g;
   out.functions = FuseChains(b, opts).functions;
   return out;

@@ -26,6 +26,25 @@ void for_each_instr(std::vector<Stmt>& body, const std::function<void(Instr&)>& 
   }
 }
 
+namespace {
+template <typename Body, typename Fn>
+void calls_in(Body& body, const Fn& fn) {
+  for (auto& s : body) {
+    if (auto* l = std::get_if<Loop>(&s.node)) {
+      calls_in(l->body, fn);
+    } else if (auto* c = std::get_if<IfThen>(&s.node)) {
+      calls_in(c->then_body, fn);
+      calls_in(c->else_body, fn);
+    } else if (auto* call = std::get_if<Call>(&s.node)) {
+      fn(*call);
+    }
+  }
+}
+}  // namespace
+
+void for_each_call(std::vector<Stmt>& body, const std::function<void(Call&)>& fn) { calls_in(body, fn); }
+void for_each_call(const std::vector<Stmt>& body, const std::function<void(const Call&)>& fn) { calls_in(body, fn); }
+
 std::set<std::string> free_vars(const std::vector<Stmt>& body) {
   std::set<std::string> used, bound;
   std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& b) {

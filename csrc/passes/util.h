@@ -16,6 +16,10 @@ namespace pypto {
 void for_each_instr(const std::vector<Stmt>& body, const std::function<void(const Instr&)>& fn);
 /// Mutable form of for_each_instr.
 void for_each_instr(std::vector<Stmt>& body, const std::function<void(Instr&)>& fn);
+/// Calls `fn` on every CALL in `body` (an orchestration), loops and both branches of conditions
+/// included, in program order.
+void for_each_call(std::vector<Stmt>& body, const std::function<void(Call&)>& fn);
+void for_each_call(const std::vector<Stmt>& body, const std::function<void(const Call&)>& fn);
 /// Substitutes variables in every expression of `body` (offsets, valid extents, loop bounds, call args)
 /// and renames loop variables that appear as keys mapped to variables.
 void substitute(std::vector<Stmt>& body, const std::map<std::string, Expr>& env);
