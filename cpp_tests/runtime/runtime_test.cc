@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -505,6 +506,38 @@ TEST(RuntimeTest, ManySmallRunsDoNotHang) {
     RunChain(rt, iter % 7, &value, &stats);
     ASSERT_EQ(stats.tasks, iter % 7);
   }
+}
+
+// Which threads ran the tasks of one run of `tasks` independent tasks, each writing its own
+// `elems` floats (and sleeping `sleep_ms`), started when the workers are asleep.
+std::set<std::thread::id> ThreadsOfRun(Runtime& rt, int tasks, int64_t elems, int sleep_ms) {
+  std::this_thread::sleep_for(milliseconds(50));  // far past the workers' spin: they sleep
+  std::vector<float> data(static_cast<size_t>(tasks * elems));
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  rt.run([&](const pypto_runtime_api*) {
+    for (int i = 0; i < tasks; ++i) {
+      Submit(
+          rt, "t",
+          [&, sleep_ms](const pypto_region*, int32_t) {
+            if (sleep_ms > 0) std::this_thread::sleep_for(milliseconds(sleep_ms));
+            std::lock_guard<std::mutex> lock(mu);
+            threads.insert(std::this_thread::get_id());
+          },
+          {}, {Region1D(data.data(), i * elems, elems)});
+    }
+  });
+  return threads;
+}
+
+TEST(RuntimeTest, SmallRunsStayOnTheCallingThreadLargeOnesWakeWorkers) {
+  Runtime rt(2);
+  // Eight tasks of 64 bytes each: less work than waking a worker costs.
+  const std::set<std::thread::id> small = ThreadsOfRun(rt, 8, 16, 0);
+  EXPECT_EQ(small, std::set<std::thread::id>{std::this_thread::get_id()});
+  // Eight tasks of 1 MiB each, 5 ms apiece: the sleeping worker is woken and takes some.
+  const std::set<std::thread::id> large = ThreadsOfRun(rt, 8, 1 << 18, 5);
+  EXPECT_EQ(large.size(), 2u);
 }
 
 // A random read-modify-write program over three buffers, checked against

@@ -369,7 +369,11 @@ int Runtime::enqueue(TaskSpec& st) {
       copy_dims(offset, nd, box);
       copy_dims(extent, nd, box + nd);
       p += region_record_bytes(nd);
+      int64_t region_bytes = descs[i]->elem_size;
+      for (int k = 0; k < nd; ++k) region_bytes *= extent[k];
+      run_bytes_ += region_bytes;
     }
+    if (run_bytes_ >= internal::kParallelBytes) s.allow_wake();
     s.slots[static_cast<uint64_t>(seq) & s.mask] = t;
 
     // Link into the unfinished predecessors' successor lists. The guard count keeps the task from

@@ -284,6 +284,7 @@ class Runtime {
   int64_t next_task_id_ = 0;
   int64_t next_seq_ = 0;
   int64_t tail_seq_ = 0;
+  int64_t run_bytes_ = 0;  // bytes of the regions this run's tasks have submitted (kRun)
   uint64_t arena_head_ = 0;
   uint64_t arena_tail_ = 0;
   RunStats stats_;

@@ -27,6 +27,10 @@ constexpr uint64_t kArenaBytesPerTask = 384;
 constexpr uint64_t kMinArenaBytes = uint64_t{1} << 20;
 // How long an idle thread spins for new work before it sleeps.
 constexpr auto kSpin = std::chrono::microseconds(50);
+// Bytes of task regions a run submits before it wakes sleeping workers: below this the work costs
+// less than a wake-up (a system call and a context switch, several microseconds), so the calling
+// thread runs it alone; workers that are awake still take tasks.
+constexpr int64_t kParallelBytes = int64_t{64} << 10;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -105,6 +109,8 @@ struct Runtime::Scheduler {
   std::condition_variable main_cv;
   std::atomic<int> sleepers{0};
   std::atomic<bool> main_waiting{false};
+  // Whether push() wakes sleeping workers (off at the start of a run until its work is worth it).
+  std::atomic<bool> wake_workers{true};
   std::atomic<bool> shutdown{false};
 
   // Records of live tasks, indexed by submission number modulo the slot count.
@@ -136,11 +142,20 @@ struct Runtime::Scheduler {
     ++tail;
     size.fetch_add(1, std::memory_order_seq_cst);
     lock.unlock();
-    if (sleepers.load(std::memory_order_seq_cst) > 0) {
+    if (wake_workers.load(std::memory_order_relaxed) && sleepers.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> g(sleep_mu);
       work_cv.notify_one();
     }
     wake_main();
+  }
+
+  /// Lets push() wake workers again, and wakes the sleepers for the tasks already queued.
+  void allow_wake() {
+    if (wake_workers.exchange(true, std::memory_order_seq_cst)) return;
+    if (sleepers.load(std::memory_order_seq_cst) > 0 && size.load(std::memory_order_seq_cst) > 0) {
+      std::lock_guard<std::mutex> g(sleep_mu);
+      work_cv.notify_all();
+    }
   }
 
   Task* pop() {

@@ -184,9 +184,12 @@ void Runtime::begin_run(Mode mode) {
   record_ = TaskGraphRecord();
   record_ids_.clear();
   if (mode == Mode::kRun) sched_->resize(window_.load(std::memory_order_relaxed));
+  run_bytes_ = 0;
+  sched_->wake_workers.store(mode != Mode::kRun || internal::kParallelBytes <= 0, std::memory_order_seq_cst);
 }
 
 void Runtime::end_run() {
+  sched_->wake_workers.store(true, std::memory_order_seq_cst);
   {
     std::lock_guard<std::mutex> lock(stats_mu_);
     last_stats_ = stats_;
