@@ -77,8 +77,13 @@ std::vector<std::vector<int64_t>> CompiledProgram::output_shapes(const std::vect
 }
 
 void CompiledProgram::check_runs_here() const {
+  const uint64_t generation = host_features_generation();
+  if (runs_here_at.load(std::memory_order_relaxed) == generation) return;
   std::vector<std::string> missing = missing_on_host(target);
-  if (missing.empty()) return;
+  if (missing.empty()) {
+    runs_here_at.store(generation, std::memory_order_relaxed);
+    return;
+  }
   std::string what;
   for (const auto& m : missing) what += (what.empty() ? "" : ", ") + m;
   throw NotSupportedError(fmt::format(

@@ -2,6 +2,7 @@
 /// library. This is the one codegen file that drives the pass pipeline.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ struct CompiledProgram {
   int64_t count_tasks(const std::vector<int64_t>& dyn) const;
   /// Raises NotSupportedError when this CPU cannot run code built for `target`.
   void check_runs_here() const;
+  /// The host-features generation at which check_runs_here last passed (0: never): every call
+  /// checks, so the answer is kept rather than recomputed.
+  mutable std::atomic<uint64_t> runs_here_at{0};
   /// Number of InCore functions.
   int incore_functions() const { return static_cast<int>(ir.execution.functions.size()); }
 };

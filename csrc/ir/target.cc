@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <atomic>
 #include <mutex>
 #include <sstream>
 
@@ -52,6 +53,7 @@ std::vector<std::string> read_host_features() {
 
 std::mutex g_host_mutex;
 const std::vector<std::string>* g_host_override = nullptr;
+std::atomic<uint64_t> g_host_generation{1};
 
 int64_t cache_size(int name, int64_t fallback) {
   long v = ::sysconf(name);
@@ -157,9 +159,12 @@ const std::vector<std::string>& host_features() {
   return g_host_override ? *g_host_override : real;
 }
 
+uint64_t host_features_generation() { return g_host_generation.load(std::memory_order_acquire); }
+
 void set_host_features_for_testing(const std::vector<std::string>* features) {
   static std::vector<std::string> stored;
   std::lock_guard<std::mutex> lock(g_host_mutex);
+  g_host_generation.fetch_add(1, std::memory_order_acq_rel);
   if (features == nullptr) {
     g_host_override = nullptr;
     return;

@@ -43,5 +43,8 @@ std::vector<std::string> missing_on_host(const Target& t);
 /// The features this CPU reports (for tests: `set_host_features_for_testing` replaces them).
 const std::vector<std::string>& host_features();
 void set_host_features_for_testing(const std::vector<std::string>* features);
+/// Changes each time `set_host_features_for_testing` is called: a cached `missing_on_host` answer
+/// holds while it stays the same.
+uint64_t host_features_generation();
 
 }  // namespace pypto

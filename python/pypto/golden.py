@@ -17,6 +17,9 @@ from pypto import memory
 from pypto.errors import UserError, UserTypeError
 
 _state = threading.local()
+# Whether any thread has ever set goldens: until then pending() answers without a thread-local lookup
+# (a cached kernel call asks on every call).
+_ever_set = False
 
 
 class VerifyWarning(UserWarning):
@@ -40,12 +43,14 @@ def set_verify_golden_data(in_out_tensors: list | None = None, goldens: list | N
             if memory.is_torch(g) and g.device.type != "cpu":
                 raise UserError(f"pypto.set_verify_golden_data: goldens[{i}] is on device '{g.device}'; use CPU data")
             checked.append(g)
+        global _ever_set
+        _ever_set = True
         _state.goldens = checked
     # in_out_tensors names the actual arguments; a jitted call knows its own, so nothing to keep.
 
 
 def pending() -> bool:
-    return getattr(_state, "goldens", None) is not None
+    return _ever_set and getattr(_state, "goldens", None) is not None
 
 
 def _numpy(a: Any) -> np.ndarray:

@@ -169,22 +169,25 @@ class JitFunction:
         bound = self._sig.bind(args, kwargs)
         compiled = self._get(bound)
         compiled._check_dims(bound)  # before a repeated call may skip it
-        if fast_key is not None and not compiled._copy_params and not compiled._probe_params:
+        if fast_key is not None and not compiled._copy_params and not compiled._probe_params and \
+                all(memory.is_array(a) for a in args):
             with self._lock:
                 self._fast[fast_key] = _FastEntry(compiled, bound)
         return _run(compiled, bound)
 
     def _fast_key(self, args: tuple) -> tuple | None:
-        """The key of a call eligible for the cached-call path, or None."""
+        """The key of a call eligible for the cached-call path, or None. The key holds each
+        argument's type, so an entry made for arrays (the slow path checks them) is found only by
+        arrays; an argument without a dtype and a shape is no array and has no key."""
         if not self._all_tensors or len(args) != len(self._sig.params):
             return None
-        key = [config.version(), config.get_cpu_target()]
-        for a in args:
-            if not memory.is_array(a):
-                return None
+        try:
             # torch.Size is a tuple: it hashes and compares as one.
-            key.append((type(a), a.dtype, a.shape))
-        return tuple(key)
+            key = (config._version, config.get_cpu_target(), *[(type(a), a.dtype, a.shape) for a in args])
+            hash(key)
+            return key
+        except (AttributeError, TypeError):
+            return None
 
 
 def _output_folder(name: str, sub: str) -> str:
