@@ -17,10 +17,12 @@
 #include <climits>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 // The parts, in dependency order.
 #include "tile_ops/target.h"
 #include "tile_ops/base.h"
+#include "tile_ops/convert.h"
 #include "tile_ops/orchestration.h"
 #include "tile_ops/memory.h"
 #include "tile_ops/vector_math.h"

@@ -46,6 +46,38 @@ inline float poly(float x, float c0, C... c) {
   return fmadd(poly(x, c...), x, c0);
 }
 
+/// The same polynomial by Estrin's scheme: pairs c0 + c1 x, c2 + c3 x, ... are a polynomial in x^2,
+/// and so on, so the chain of dependent operations is about log2(degree) fused multiply-adds long
+/// instead of degree: a tile loop over a long polynomial is bound by throughput, not by latency.
+/// Rounds differently from Horner's rule (the bounds above are measured for the form each function uses).
+template <size_t N, size_t... I>
+inline float estrin_pairs(float x, const float (&c)[N], std::index_sequence<I...>);
+inline float estrin(float, float c0) { return c0; }
+template <typename... C>
+inline float estrin(float x, float c0, float c1, C... c) {
+  if constexpr (sizeof...(C) == 0) {
+    return fmadd(c1, x, c0);
+  } else {
+    const float pairs[] = {c0, c1, c...};
+    constexpr size_t n = sizeof...(C) + 2;
+    return estrin_pairs(x, pairs, std::make_index_sequence<(n + 1) / 2>{});
+  }
+}
+template <size_t N, size_t... I>
+inline float estrin_pairs(float x, const float (&c)[N], std::index_sequence<I...>) {  // one level
+  return estrin(x * x, (2 * I + 1 < N ? fmadd(c[2 * I + 1 < N ? 2 * I + 1 : 0], x, c[2 * I]) : c[2 * I])...);
+}
+
+/// a clamped to [lo, hi] for a >= 0 (or nan, which gives hi; 0 <= lo <= hi): the bits of
+/// non-negative floats order as the floats do, so two integer min/max instructions do it (a float
+/// clamp written with selects compiles to compares and blends).
+inline float clamp_nonneg(float a, float lo, float hi) {
+  int32_t i = to_bits(a);
+  const int32_t l = to_bits(lo), h = to_bits(hi);
+  i = i < l ? l : i;
+  return from_bits(i > h ? h : i);
+}
+
 /// 2^n for n in [-252, 254] as a product of two normal powers of two.
 inline float pow2i_product(float y, int32_t n) {
   const int32_t n1 = n >> 1;
@@ -57,17 +89,19 @@ inline float pow2i_product(float y, int32_t n) {
 }
 
 inline float exp(float x) {
-  // exp(x) = 2^n * e^r with n = round(x / ln 2), |r| <= ln(2) / 2.
-  const float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-  const float t = fmadd(xc, 1.44269504088896341f, 12582912.0f);  // rounds through 1.5 * 2^23
+  // exp(x) = 2^n * e^r with n = round(x / ln 2), |r| <= ln(2) / 2. Out of [-104, 88.72] the result
+  // is chosen at the end (0 or inf: two selects, cheaper than clamping x first); nan propagates
+  // through the arithmetic. The polynomial's chain of fused multiply-adds is the latency a tile
+  // loop overlaps, so nothing else sits on it.
+  const float t = fmadd(x, 1.44269504088896341f, 12582912.0f);  // rounds through 1.5 * 2^23
   const float n = t - 12582912.0f;
   const int32_t ni = to_bits(t) - 0x4B400000;
-  float r = fmadd(n, -0.693359375f, xc);
+  float r = fmadd(n, -0.693359375f, x);
   r = fmadd(n, 2.12194440e-4f, r);
   const float p = poly(r, 1.0f, 1.0f, 0.5f, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040);
   float y = pow2i_product(p, ni);
   y = x > 88.72283935546875f ? std::numeric_limits<float>::infinity() : y;
-  return x != x ? x : y;
+  return x < -104.0f ? 0.0f : y;
 }
 
 inline float log(float x) {
@@ -117,16 +151,17 @@ inline float erf(float x) {
   const float a = fp::fabs(x);
   const float s = x * x;
   const float small = x * erf_small(s);
-  const float ac = a < 1.0f ? 1.0f : (a > 4.0f ? 4.0f : a);
+  const float ac = clamp_nonneg(a, 1.0f, 4.0f);
   const float u = 1.0f / ac;
-  const float q = poly(u, 2.197036701545585e-05f, 0.563798189163208f, 0.002330666407942772f, -0.28175947070121765f,
+  const float q = estrin(u, 2.197036701545585e-05f, 0.563798189163208f, 0.002330666407942772f, -0.28175947070121765f,
                            -0.08023510128259659f, 0.9229554533958435f, -1.558101773262024f, 1.4571022987365723f,
                            -0.8312594294548035f, 0.2721441090106964f, -0.03941330313682556f);
   const float hi = ac * ac;
   const float lo = square_error(ac, hi);
   const float erfc = vm::exp(-hi) * (1.0f - lo) * q;
   const float large = fp::copysign(a >= 4.0f ? 1.0f : 1.0f - erfc, x);
-  return a < 1.0f ? small : large;
+  const float y = a < 1.0f ? small : large;
+  return x != x ? x : y;  // the clamp made a nan finite
 }
 
 /// GELU, x Phi(x), with Phi the standard normal CDF. For |x| / sqrt(2) < 1, Phi = (1 + erf(x / sqrt(2)))
@@ -140,9 +175,9 @@ inline float gelu(float x) {
   const float z = x * 0.70710678118654752440f;
   const float a = fp::fabs(z);
   const float small = fmadd(0.5f * z, erf_small(z * z), 0.5f);
-  const float ac = a < 1.0f ? 1.0f : (a > 3.92f ? 3.92f : a);
+  const float ac = clamp_nonneg(a, 1.0f, 3.92f);
   const float t = fmadd(ac, 0.6849315f, -1.6849315f);  // [1, 3.92] -> [-1, 1]
-  const float e = poly(t, 0.000503326883f, -0.00387806492f, 0.0139316022f, -0.0306010973f, 0.0450053737f,
+  const float e = estrin(t, 0.000503326883f, -0.00387806492f, 0.0139316022f, -0.0306010973f, 0.0450053737f,
                        -0.0450977907f, 0.0286989734f, -0.00652690465f, -0.00806570984f, 0.00908387918f,
                        -0.00228384067f, -0.00162961299f, 0.000859919412f);
   const float tail = a >= 3.92f ? 0.0f : 0.5f * e;

@@ -34,12 +34,24 @@ def rms_norm(x: pypto.Tensor((M, N), pypto.DT_FP32), w: pypto.Tensor((N,), pypto
     return pypto.rms_norm(x, w, 1e-5)
 
 
+@pypto.frontend.jit
+def narrow_casts(x: pypto.Tensor((M, N), pypto.DT_FP32)) -> pypto.Tensor((M, N), pypto.DT_FP32):
+    # Through each narrow storage format and back: the FP8, FP4 and INT4 conversions of the tile library.
+    pypto.set_vec_tile_shapes(16, 256)
+    out = pypto.cast(pypto.cast(x, pypto.DT_FP8E4M3), pypto.DT_FP32)
+    for dt in (pypto.DT_FP8E5M2, pypto.DT_FP8E8M0, pypto.DT_FP4_E2M1, pypto.DT_FP4_E1M2, pypto.DT_INT4):
+        out = out + pypto.cast(pypto.cast(x, dt), pypto.DT_FP32)
+    return out
+
+
 # Packed single-precision arithmetic on SIMD registers (SSE, AVX or AVX-512).
 PACKED = re.compile(r"^\s+v?(fmadd|fnmadd|fmsub|mul|add|sub|div|max|sqrt)\w*ps\s", re.M)
 # A fused multiply-add on one float: the vector math (exp, log, tanh, erf) left scalar, as GCC leaves
 # it on ISAs without masked operations (AVX2) unless it may if-convert (-fno-trapping-math).
 SCALAR_FMA = re.compile(r"^\s+vfn?m(add|sub)\w*ss\s", re.M)
-SCALAR_LIBM = re.compile(r"call\s+\S*\b(expf|logf|tanhf|erff|exp|log|tanh|erf|fmaf|fma)(@PLT)?\b")
+SCALAR_LIBM = re.compile(r"call\s+\S*\b(expf|logf|tanhf|erff|exp|log|tanh|erf|fmaf|fma|ldexpf|ilogbf|nearbyintf)(@PLT)?\b")
+# One float converted from an integer or rounded: a conversion loop (FP8, FP4, INT4) left scalar.
+SCALAR_CONVERT = re.compile(r"^\s+v?(cvtsi2ss|roundss|cvttss2si)\w*\s", re.M)
 # The widest registers each x86 CPU target's packed code uses.
 REGISTERS = {"x86-64-v2": "xmm", "generic": "xmm", "x86-64-v3": "ymm", "x86-64-v4": "zmm"}
 
@@ -65,6 +77,7 @@ def kernel_assembly(compiled, tmp_path):
     (softmax, (np.zeros((M, N), np.float32),)),
     (gelu_tanh_log, (np.zeros((M, N), np.float32),)),
     (rms_norm, (np.zeros((M, N), np.float32), np.ones(N, np.float32))),
+    (narrow_casts, (np.zeros((M, N), np.float32),)),
 ])
 @pytest.mark.parametrize("target", ["native", "x86-64-v2", "x86-64-v3", "x86-64-v4", "generic"])
 def test_generated_kernels_use_packed_simd(kernel, args, target, tmp_path):
@@ -82,6 +95,7 @@ def test_generated_kernels_use_packed_simd(kernel, args, target, tmp_path):
         packed = PACKED.findall(asm)
         assert len(packed) >= 4, f"{name}: only {len(packed)} packed float instructions"
         assert not SCALAR_LIBM.search(asm), f"{name} calls a scalar libm function"
+        assert not SCALAR_CONVERT.findall(asm), f"{name}: scalar conversions (a conversion loop left scalar)"
         scalar = SCALAR_FMA.findall(asm)
         assert not scalar, f"{name}: {len(scalar)} scalar fused multiply-adds (vector math left scalar)"
         if reg is not None:
