@@ -38,6 +38,11 @@ from typing import Callable, Optional, Union
 # would steal a core from the implementation timed next in the round robin. One BLAS thread keeps
 # the interleaved timings independent of each other (set the variable to override).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# The same for torch's OpenMP threads (libgomp), which by default spin for a long time after each
+# parallel region: timed right after a torch call, pypto ran at 0.6-0.8 of its speed alone while
+# they held the cores. Passive waiting makes them sleep when idle, as pypto's workers do after
+# 50 us (torch's own times do not change measurably); set the variable to override.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402 - after the BLAS thread setting
 import torch  # noqa: E402
@@ -635,7 +640,8 @@ def machine_info() -> dict:
     return {"cpu": cpu.get("model name", "unknown"), "cpu_family": cpu.get("cpu family"), "cpu_model": cpu.get("model"),
             "cores": os.cpu_count(), "python": sys.version.split()[0], "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(), "numpy": np.__version__,
-            "openblas_threads": os.environ["OPENBLAS_NUM_THREADS"], "pypto": pypto.__version__,
+            "openblas_threads": os.environ["OPENBLAS_NUM_THREADS"], "omp_wait_policy": os.environ["OMP_WAIT_POLICY"],
+            "pypto": pypto.__version__,
             "revision": git_revision(),
             "date": datetime.datetime.now().isoformat(timespec="seconds")}
 
@@ -712,7 +718,8 @@ def format_header(machine: dict, repeats: int, copy_gbs: float, clone_gbs: float
         f"machine: {machine['cpu']} (family {machine['cpu_family']} model {machine['cpu_model']}), "
         f"{machine['cores']} cores; python {machine['python']}, "
         f"torch {machine['torch']} ({machine['torch_threads']} threads), numpy {machine['numpy']} "
-        f"(OPENBLAS_NUM_THREADS={machine['openblas_threads']}), pypto {machine['pypto']} at {machine['revision']}",
+        f"(OPENBLAS_NUM_THREADS={machine['openblas_threads']}, OMP_WAIT_POLICY={machine['omp_wait_policy']}), "
+        f"pypto {machine['pypto']} at {machine['revision']}",
         f"method: median of {repeats} interleaved repeats after a checked warm-up call; "
         f"fp32 unless a kernel's name says otherwise",
         f"copy bandwidth (np.copyto of {COPY_MIB} MiB fp32, read + write): {copy_gbs:.2f} GB/s",
