@@ -54,8 +54,12 @@ inline void matmul_column_block(float* __restrict d, const float* __restrict a, 
 /// T: floats through the register-blocked micro-kernel over column blocks of kMatmulCols (then
 /// single vectors), the columns left over and other types through the i-k-j loop, which streams
 /// rows of b so its inner loop vectorises.
+/// Not inlined: compiled as a function of its own, the micro-kernel has the whole vector register
+/// file (inlined into a kernel whose other instructions keep constants in registers, it lost one,
+/// and one vector of b was reloaded by every fused multiply-add: an fp16-input matmul, whose
+/// conversions hold such constants, ran 1.5x slower than the same bf16 one on AVX2).
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS>
-inline void matmul_tile(T* __restrict d, const T* __restrict a, const T* __restrict b) {
+__attribute__((noinline)) void matmul_tile(T* __restrict d, const T* __restrict a, const T* __restrict b) {
   int64_t j0 = 0;
   if constexpr (std::is_same<T, float>::value) {
     for (; j0 + kMatmulCols <= N; j0 += kMatmulCols)
