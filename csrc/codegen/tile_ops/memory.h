@@ -46,16 +46,15 @@ inline void prefetch_span(const S* p, int64_t n) {
   for (int64_t b = 0; b < n * static_cast<int64_t>(sizeof(S)); b += 64) __builtin_prefetch(c + b, RW);
 }
 
-/// Prefetches row r + kPrefetchRows of a copy (for reading, RW 0, or writing, RW 1) when the rows have
-/// gaps between them (`gaps`) and that row is inside the valid region.
+/// Prefetches row r + kPrefetchRows of a copy of a rank-2 tile (row i at base + i * stride[0]) for
+/// reading (RW 0) or writing (RW 1) when the rows have gaps between them (`gaps`) and that row is
+/// inside the tile and its valid rows. Tiles of other ranks are not prefetched.
 template <int RW, typename S>
-inline void prefetch_ahead(bool gaps, int rank, const int64_t* tshape, const int64_t* valid, const int64_t* stride,
-                           int64_t r, int64_t rows, const S* base, int64_t n) {
-  if (!gaps || r + kPrefetchRows >= rows) return;
-  int64_t off = 0;
-  bool inside = true;
-  row_position(rank, tshape, valid, stride, r + kPrefetchRows, off, inside);
-  if (inside) prefetch_span<RW>(base + off, n);
+inline void prefetch_ahead(bool gaps, int rank, const int64_t* valid, const int64_t* stride, int64_t r, int64_t rows,
+                           const S* base, int64_t n) {
+  const int64_t ahead = r + kPrefetchRows;
+  if (!gaps || rank != 2 || ahead >= rows || ahead >= valid[0]) return;
+  prefetch_span<RW>(base + ahead * stride[0], n);
 }
 
 template <typename T, int64_t C, typename S>
@@ -71,7 +70,7 @@ inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* _
     int64_t off = 0;
     bool inside = true;
     row_position(rank, tshape, valid, stride, r, off, inside);
-    prefetch_ahead<0>(gaps, rank, tshape, valid, stride, r, rows, src, vc);
+    prefetch_ahead<0>(gaps, rank, valid, stride, r, rows, src, vc);
     T* __restrict drow = dst + r * C;
     if (!inside) {
       for (int64_t c = 0; c < C; ++c) drow[c] = T(0);
@@ -162,7 +161,7 @@ inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* vali
     int64_t off = 0;
     bool inside = true;
     row_position(rank, tshape, valid, stride, r, off, inside);
-    prefetch_ahead<1>(gaps, rank, tshape, valid, stride, r, rows, dst, vc);
+    prefetch_ahead<1>(gaps, rank, valid, stride, r, rows, dst, vc);
     if (!inside) continue;
     const T* __restrict srow = src + r * C;
     S* __restrict drow = dst + off;

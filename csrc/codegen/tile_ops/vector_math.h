@@ -95,7 +95,8 @@ inline float exp(float x) {
   // loop overlaps, so nothing else sits on it.
   const float t = fmadd(x, 1.44269504088896341f, 12582912.0f);  // rounds through 1.5 * 2^23
   const float n = t - 12582912.0f;
-  const int32_t ni = to_bits(t) - 0x4B400000;
+  // In unsigned arithmetic: out of range (the result is chosen below) t is any float.
+  const int32_t ni = static_cast<int32_t>(static_cast<uint32_t>(to_bits(t)) - 0x4B400000u);
   float r = fmadd(n, -0.693359375f, x);
   r = fmadd(n, 2.12194440e-4f, r);
   const float p = poly(r, 1.0f, 1.0f, 0.5f, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040);
