@@ -101,7 +101,8 @@ EOF
 # softmax end to end, the pto builder and .pto round trip, the runtime, the
 # frontend's errors, the disk cache (a second process loading a kernel).
 # Left out: the variants of the same paths that cost most under the sanitizers (each test that
-# starts another sanitized python costs 10-30 s).
+# starts another sanitized python costs 10-30 s; the whole step must leave .ci/run inside its
+# 45-minute budget on a 2-core machine).
 # -v names each test before it runs: a sanitizer report ends the process there,
 # and --capture=sys leaves file descriptor 2 alone so that the report is shown.
 T=python/tests
@@ -120,6 +121,13 @@ sanpy -m pytest -v -p no:cacheprovider --capture=sys --durations=15 \
   --deselect "$T/codegen/test_cache.py::test_a_truncated_library_is_rebuilt_not_loaded[tenth]" \
   --deselect $T/codegen/test_cache.py::test_a_planted_library_is_not_loaded \
   --deselect $T/codegen/test_cache.py::test_the_cache_directory_is_private_and_a_shared_one_is_not_used \
+  --deselect "$T/codegen/test_cache.py::test_a_truncated_library_is_rebuilt_not_loaded[half]" \
+  --deselect $T/codegen/test_cache.py::test_the_background_precompile_survives_fork_and_a_removed_cache \
+  --deselect $T/codegen/test_cache.py::test_a_kernel_compiled_after_the_precompile_includes_it \
+  --deselect $T/codegen/test_cache.py::test_an_abi_mismatch_is_repaired_within_the_process \
+  --deselect $T/pto/test_builder.py::test_binary_expansion_runs_blocks_and_a_residual \
+  --deselect "$T/pto/test_roundtrip.py::test_cli_parse_writes_builder_code_that_rebuilds_the_module[views]" \
+  --deselect "$T/pto/test_roundtrip.py::test_cli_parse_writes_builder_code_that_rebuilds_the_module[branch]" \
   || status=1
 
 # The kernels the run built are sanitized (each needs libasan).

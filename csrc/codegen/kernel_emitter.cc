@@ -173,9 +173,10 @@ class KernelEmitter {
 
 
   /// A fused run (pass fuse_chains) as one loop over its rows, each row in strips: its Before
-  /// instructions first, then per strip each chain instruction as its own loop over the strip
-  /// (the loop pto's tile op would run, so it vectorises as well) reading and writing strip arrays
-  /// that stay in L1, the store of the strip, and the row sums' accumulation.
+  /// instructions first, then per strip one loop over the strip's elements that evaluates the whole
+  /// chain into locals (each chain value lives in a register; a value a later statement reads is
+  /// also written back to its tile), accumulates the row sums and puts the stored value into a
+  /// strip array that stays in L1, then the store of the strip.
   void emit_fused(std::string& o, const Fused& f, const std::string& pad) {
     std::vector<const Instr*> before, chain, sums;
     const Instr* store = nullptr;
@@ -203,7 +204,7 @@ class KernelEmitter {
     for (const Instr* in : sums) names.push_back(std::string(opcode_name(in->op)));
     if (store != nullptr) names.push_back(store->stream ? "tstore (streaming)" : "tstore");
     o += fmt::format("{}{{  // fused: {}\n", pad, list(names));
-    for (size_t k = 0; k < chain.size(); ++k) o += fmt::format("{}  alignas(64) {} _fs{}[{}];\n", pad, ty, k, S);
+    if (store != nullptr) o += fmt::format("{}  alignas(64) {} _fs[{}];\n", pad, ty, S);
     o += fmt::format("{}  for (int64_t _fr = 0; _fr < {}; ++_fr) {{\n", pad, f.rows);
     std::map<int, std::string> row_operand;
     for (const Instr* in : chain) {
@@ -230,11 +231,17 @@ class KernelEmitter {
     }
     o += fmt::format("{}    for (int64_t _fc0 = 0; _fc0 < {}; _fc0 += {}) {{\n", pad, f.cols, S);
     o += fmt::format("{}      const int64_t _fbase = _fr * {} + _fc0;\n", pad, f.cols);
-    std::map<int, std::string> value;  // tile -> the strip array holding it, once the chain defines it
+    // The reductions make the loop an OpenMP SIMD loop; either way no iteration depends on another.
+    if (sums.empty()) {
+      o += fmt::format("{}#pragma GCC ivdep\n", pad);
+    } else {
+      o += fmt::format("{}#pragma omp simd reduction(+: {})\n", pad, list(accs));
+    }
+    o += fmt::format("{}      for (int64_t _fk = 0; _fk < {}; ++_fk) {{\n", pad, S);
+    std::map<int, std::string> value;  // tile -> the local holding it, once the chain defines it
     auto operand = [&](int t) {
-      return value.count(t) ? value.at(t) + "[_fk]" : fmt::format("{}[_fbase + _fk]", tn(tile(through(t))));
+      return value.count(t) ? value.at(t) : fmt::format("{}[_fbase + _fk]", tn(tile(through(t))));
     };
-    const std::string loop = fmt::format("{}      for (int64_t _fk = 0; _fk < {}; ++_fk) ", pad, S);
     for (size_t k = 0; k < chain.size(); ++k) {
       const Instr& in = *chain[k];
       std::string expr;
@@ -251,20 +258,20 @@ class KernelEmitter {
       } else {
         expr = fmt::format("{}::f({}, {})", op_struct(in.op), operand(in.srcs[0]), operand(in.srcs[1]));
       }
-      const std::string v = fmt::format("_fs{}", k);
+      const std::string v = fmt::format("_fv{}", k);
       std::string write_back =
-          registers.count(in.dst) ? "" : fmt::format(" {}[_fbase + _fk] = {}[_fk];", tn(tile(in.dst)), v);
-      o += fmt::format("{}#pragma GCC ivdep\n", pad);
-      o += fmt::format("{}{{ {}[_fk] = {}({});{} }}  // {}\n", loop, v, ty, expr, write_back, opcode_name(in.op));
+          registers.count(in.dst) ? "" : fmt::format(" {}[_fbase + _fk] = {};", tn(tile(in.dst)), v);
+      o += fmt::format("{}        const {} {} = {}({});{}  // {}\n", pad, ty, v, ty, expr, write_back, opcode_name(in.op));
       value[in.dst] = v;
     }
-    if (store != nullptr) {
-      o += fmt::format("{}      pto::store_strip<{}, {}>({} + _fc0 * {}, {}, {});  // tstore\n", pad,
-                       store->stream ? "true" : "false", S, drow, dstride, dstride, value.at(store->srcs[0]));
-    }
     for (size_t q = 0; q < sums.size(); ++q) {
-      o += fmt::format("{}#pragma omp simd reduction(+: {})\n", pad, accs[q]);
-      o += fmt::format("{}{} += {}[_fk];  // {}\n", loop, accs[q], value.at(sums[q]->srcs[0]), opcode_name(sums[q]->op));
+      o += fmt::format("{}        {} += {};  // {}\n", pad, accs[q], value.at(sums[q]->srcs[0]), opcode_name(sums[q]->op));
+    }
+    if (store != nullptr) o += fmt::format("{}        _fs[_fk] = {};\n", pad, value.at(store->srcs[0]));
+    o += fmt::format("{}      }}\n", pad);
+    if (store != nullptr) {
+      o += fmt::format("{}      pto::store_strip<{}, {}>({} + _fc0 * {}, {}, _fs);  // tstore\n", pad,
+                       store->stream ? "true" : "false", S, drow, dstride, dstride);
     }
     o += fmt::format("{}    }}\n", pad);
     for (size_t q = 0; q < sums.size(); ++q) o += fmt::format("{}    {}[_fr] = {};\n", pad, tn(tile(sums[q]->dst)), accs[q]);

@@ -283,9 +283,12 @@ std::vector<std::string> compiler_flags(const Target& target) {
   // -fno-trapping-math lets GCC if-convert the selects of the vector math (exp, log, tanh, ...) when the
   // ISA has no masked operations (AVX2): without it those loops stay scalar there. Kernels do not read
   // the floating-point exception flags, so nothing else changes.
+  // -ffp-contract=off: every operation of a kernel rounds as written (a fused chain evaluates several
+  // instructions in one loop, and a multiply feeding an add there must not become one fused
+  // multiply-add); the tile library asks for fused multiply-adds explicitly (vm::fmadd, matmul_tile).
   std::vector<std::string> flags = {"-std=c++17", "-O3"};
   flags.insert(flags.end(), target.flags.begin(), target.flags.end());
-  for (const char* f : {"-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-fPIC", "-shared", "-w"})
+  for (const char* f : {"-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-fopenmp-simd", "-fPIC", "-shared", "-w"})
     flags.push_back(f);
 #ifdef PYPTO_SANITIZE_FLAGS
   // A sanitized build (CMake PYPTO_SANITIZE) compiles generated kernels with the same sanitizers.

@@ -13,6 +13,17 @@ inline vfloat vload(const float* p) {
 }
 inline void vstore(float* p, vfloat v) { memcpy(p, &v, sizeof v); }
 
+/// Kernels are compiled with -ffp-contract=off (each operation rounds as written); the matmul
+/// functions below accumulate their products by fused multiply-adds: contraction is turned back on
+/// for them (all of them, so they still inline into each other).
+#if defined(__clang__)
+#define PTO_CONTRACT
+#define PTO_CONTRACT_BODY _Pragma("clang fp contract(fast)")
+#else
+#define PTO_CONTRACT __attribute__((optimize("fp-contract=fast")))
+#define PTO_CONTRACT_BODY
+#endif
+
 /// Register block of the float matmul: kMatmulRows rows x kMatmulVecs vectors of accumulators
 /// (per target, tile_ops/target.h), each step loading kMatmulVecs vectors of b and broadcasting
 /// kMatmulRows elements of a.
@@ -22,7 +33,8 @@ constexpr int64_t kMatmulCols = kMatmulVecs * kVecFloats;
 
 /// The micro-kernel: d (MR x NV vectors, row stride N) = or += a (MR rows, row stride KA) @ b (K rows, row stride N).
 template <int64_t MR, int64_t NV, bool ACC, int64_t K, int64_t N, int64_t KA>
-inline void matmul_block(float* __restrict d, const float* __restrict a, const float* __restrict b) {
+inline PTO_CONTRACT void matmul_block(float* __restrict d, const float* __restrict a, const float* __restrict b) {
+  PTO_CONTRACT_BODY
   vfloat acc[MR][NV];
   for (int64_t i = 0; i < MR; ++i)
     for (int64_t v = 0; v < NV; ++v) acc[i][v] = ACC ? vload(d + i * N + v * kVecFloats) : vfloat{};
@@ -42,7 +54,7 @@ inline void matmul_block(float* __restrict d, const float* __restrict a, const f
 /// register blocks of at most kMatmulRows rows, balanced so no block is much shorter than the
 /// others (32 rows with at most 6 per block: two blocks of 6 and four of 5, not five of 6 and 2).
 template <int64_t NV, bool ACC, int64_t M, int64_t K, int64_t NS, int64_t KA>
-inline void matmul_column_block(float* __restrict d, const float* __restrict a, const float* __restrict b) {
+inline PTO_CONTRACT void matmul_column_block(float* __restrict d, const float* __restrict a, const float* __restrict b) {
   constexpr int64_t blocks = (M + kMatmulRows - 1) / kMatmulRows;
   constexpr int64_t small = M / blocks, big = small + 1, nbig = M % blocks;
   for (int64_t i0 = 0; i0 < nbig * big; i0 += big) matmul_block<big, NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b);
@@ -59,7 +71,8 @@ inline void matmul_column_block(float* __restrict d, const float* __restrict a, 
 /// and one vector of b was reloaded by every fused multiply-add: an fp16-input matmul, whose
 /// conversions hold such constants, ran 1.5x slower than the same bf16 one on AVX2).
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS>
-__attribute__((noinline)) void matmul_tile(T* __restrict d, const T* __restrict a, const T* __restrict b) {
+__attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const T* __restrict a, const T* __restrict b) {
+  PTO_CONTRACT_BODY
   int64_t j0 = 0;
   if constexpr (std::is_same<T, float>::value) {
     for (; j0 + kMatmulCols <= N; j0 += kMatmulCols)
