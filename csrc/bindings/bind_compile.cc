@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "codegen/program.h"
 #include "ir/errors.h"
@@ -136,10 +137,9 @@ void check_status(const CompiledProgram& p, int32_t rc) {
 /// Calls `mode(orchestrate)` on the process-wide runtime without the GIL, where `orchestrate` runs
 /// the program's entry on the caller's tensors, then turns the entry's status into an exception.
 template <typename Mode>
-auto with_entry(const CompiledProgram& p, const std::vector<TensorSpec>& specs, const std::vector<int64_t>& scalars,
-                Mode&& mode) {
+auto with_tensors(const CompiledProgram& p, const std::vector<pypto_tensor>& tensors, const std::vector<int64_t>& scalars,
+                  Mode&& mode) {
   p.check_runs_here();  // before any generated code runs: never an illegal instruction
-  std::vector<pypto_tensor> tensors = make_tensors(specs);
   check_written(p, tensors);
   int32_t rc = 0;
   auto orchestrate = [&](const pypto_runtime_api* api) {
@@ -162,6 +162,12 @@ auto with_entry(const CompiledProgram& p, const std::vector<TensorSpec>& specs, 
   }
   check_status(p, rc);
   return out;
+}
+
+template <typename Mode>
+auto with_entry(const CompiledProgram& p, const std::vector<TensorSpec>& specs, const std::vector<int64_t>& scalars,
+                Mode&& mode) {
+  return with_tensors(p, make_tensors(specs), scalars, std::forward<Mode>(mode));
 }
 
 using Orchestrate = std::function<void(const pypto_runtime_api*)>;
@@ -193,9 +199,129 @@ std::pair<int64_t, int64_t> build_only(const CompiledProgram& p, const std::vect
   return {st.tasks, st.edges};
 }
 
+/// The cached-call path of a jitted function called again with torch tensors of the kinds, dtypes
+/// and shapes of an earlier call (frontend/compiled.py, _FastEntry): checks the arguments, allocates
+/// the outputs and runs the program with no Python frame in between. Anything it was not made for
+/// (another argument count, type, dtype or shape, a tensor off the CPU, a negated view, a layout
+/// without a data pointer, other settings or CPU target, goldens to check) returns NotImplemented
+/// before any work, and the caller takes the general path, which also raises the errors.
+class FastCall {
+ public:
+  FastCall(std::shared_ptr<CompiledProgram> program, py::object compiled, std::vector<int64_t> dyn, py::object config,
+           py::object golden, py::object tensor_type, py::list arg_dtypes, py::list arg_shapes,
+           std::vector<int32_t> arg_items, py::list out_shapes, py::list out_dtypes, std::vector<int32_t> out_items,
+           py::object empty, py::object cached_empty, int64_t cached_bytes)
+      : program_(std::move(program)), compiled_(std::move(compiled)), dyn_(std::move(dyn)), config_(std::move(config)),
+        golden_(std::move(golden)), tensor_type_(std::move(tensor_type)), arg_dtypes_(std::move(arg_dtypes)),
+        arg_shapes_(std::move(arg_shapes)), arg_items_(std::move(arg_items)), out_shapes_(std::move(out_shapes)),
+        out_dtypes_(std::move(out_dtypes)), out_items_(std::move(out_items)), empty_(std::move(empty)),
+        cached_empty_(std::move(cached_empty)), cached_bytes_(cached_bytes),
+        version_(config_.attr("_version")), target_(program_->target.name) {
+    for (size_t i = 0; i < out_items_.size(); ++i) {
+      std::vector<int64_t> shape;
+      for (auto d : py::reinterpret_borrow<py::tuple>(out_shapes_[i])) shape.push_back(d.cast<int64_t>());
+      int64_t numel = 1;
+      for (int64_t d : shape) numel *= d;
+      out_bytes_.push_back(numel * out_items_[i]);
+      out_dims_.push_back(std::move(shape));
+    }
+  }
+
+  py::object operator()(const py::args& args) {
+    const py::object no = py::reinterpret_borrow<py::object>(Py_NotImplemented);
+    const size_t n = arg_items_.size();
+    if (args.size() != n || PyObject_IsTrue(golden_.attr("_ever_set").ptr()) != 0 ||
+        !py::object(config_.attr("_version")).equal(version_) || !target_in_force())
+      return no;
+    std::vector<pypto_tensor> tensors(n + out_items_.size());
+    try {
+      for (size_t i = 0; i < n; ++i) {
+        py::handle a = args[i];
+        if (Py_TYPE(a.ptr()) != reinterpret_cast<PyTypeObject*>(tensor_type_.ptr()) ||
+            !py::object(a.attr("dtype")).is(py::object(arg_dtypes_[i])) ||
+            !py::object(a.attr("shape")).equal(py::object(arg_shapes_[i])) ||
+            !a.attr("is_cpu").cast<bool>() || a.attr("is_neg")().cast<bool>())
+          return no;
+        const auto ptr = a.attr("data_ptr")().cast<uintptr_t>();
+        const auto strides = a.attr("stride")().cast<py::tuple>();
+        const auto offset = a.attr("storage_offset")().cast<int64_t>();
+        pypto_tensor& t = tensors[i];
+        const auto shape = py::reinterpret_borrow<py::tuple>(arg_shapes_[i]);
+        if (shape.size() > PYPTO_MAX_DIMS || strides.size() != shape.size()) return no;
+        t.data = reinterpret_cast<void*>(ptr);
+        t.buffer = reinterpret_cast<void*>(ptr - offset * arg_items_[i]);
+        t.ndim = static_cast<int32_t>(shape.size());
+        t.elem_size = arg_items_[i];
+        for (size_t d = 0; d < shape.size(); ++d) {
+          t.shape[d] = shape[d].cast<int64_t>();
+          t.stride[d] = strides[d].cast<int64_t>();
+        }
+      }
+    } catch (const py::error_already_set&) {
+      return no;  // e.g. a sparse tensor's data_ptr: the general path says what is wrong
+    }
+    py::list outs;
+    for (size_t j = 0; j < out_items_.size(); ++j) {
+      py::object o = out_bytes_[j] >= cached_bytes_
+                         ? cached_empty_(out_shapes_[j], out_dtypes_[j], out_bytes_[j])
+                         : empty_(out_shapes_[j], py::arg("dtype") = out_dtypes_[j]);
+      const auto ptr = o.attr("data_ptr")().cast<uintptr_t>();
+      pypto_tensor& t = tensors[n + j];
+      t.data = t.buffer = reinterpret_cast<void*>(ptr);
+      t.ndim = static_cast<int32_t>(out_dims_[j].size());
+      t.elem_size = out_items_[j];
+      int64_t stride = 1;
+      for (int d = t.ndim - 1; d >= 0; --d) {
+        t.shape[d] = out_dims_[j][d];
+        t.stride[d] = stride;
+        stride *= out_dims_[j][d];
+      }
+      outs.append(std::move(o));
+    }
+    const runtime::RunStats st =
+        with_tensors(*program_, tensors, dyn_, [](runtime::Runtime& rt, const Orchestrate& o) { return rt.run(o); });
+    compiled_.attr("_cache") = "memory";
+    compiled_.attr("_last_tasks") = st.tasks;
+    if (outs.empty()) return py::none();
+    if (outs.size() == 1) return outs[0];
+    return py::tuple(outs);
+  }
+
+ private:
+  /// Whether the CPU target in force is the program's (config.get_cpu_target's rule: the one set,
+  /// else PYPTO_CPU_TARGET, else native); an unknown name in the variable is the general path's to report.
+  bool target_in_force() const {
+    const py::object set = config_.attr("_cpu_target");
+    if (!set.is_none()) return set.cast<std::string>() == target_;
+    const char* env = std::getenv("PYPTO_CPU_TARGET");
+    return (env && *env ? std::string(env) : std::string("native")) == target_;
+  }
+
+  std::shared_ptr<CompiledProgram> program_;
+  py::object compiled_;
+  std::vector<int64_t> dyn_;
+  py::object config_, golden_, tensor_type_;
+  py::list arg_dtypes_, arg_shapes_;
+  std::vector<int32_t> arg_items_;
+  py::list out_shapes_, out_dtypes_;
+  std::vector<int32_t> out_items_;
+  py::object empty_, cached_empty_;
+  int64_t cached_bytes_;
+  py::object version_;
+  std::string target_;
+  std::vector<std::vector<int64_t>> out_dims_;
+  std::vector<int64_t> out_bytes_;
+};
+
 }  // namespace
 
 void bind_compile(py::module_& m) {
+  py::class_<FastCall>(m, "FastCall", "The cached-call path of a jitted function called with torch tensors.")
+      .def(py::init<std::shared_ptr<CompiledProgram>, py::object, std::vector<int64_t>, py::object, py::object,
+                    py::object, py::list, py::list, std::vector<int32_t>, py::list, py::list, std::vector<int32_t>,
+                    py::object, py::object, int64_t>())
+      .def("__call__", &FastCall::operator());
+
   py::class_<PassOptions>(m, "PassOptions", "Options of the pass pipeline.")
       .def(py::init<>())
       .def_readwrite("verify", &PassOptions::verify)

@@ -4,9 +4,11 @@ call path that runs it on the caller's arrays."""
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
-from pypto import golden, memory
+from pypto import _C, golden, memory
+from pypto.frontend import config
 from pypto.errors import UserError
 from pypto.frontend.function_base import Function
 from pypto.frontend.signature import _Bound, _Signature
@@ -170,6 +172,16 @@ class _FastEntry:
                 for d in range(len(shape) - 2, -1, -1):
                     strides[d] = strides[d + 1] * shape[d + 1]
                 self.out_meta.append((tuple(shape), list(shape), strides, tdt, math.prod(shape) * tdt.itemsize))
+        # The same call in C++ (no Python frame between the arguments and the run): torch arguments,
+        # outputs that need no reshape afterwards.
+        self.fast = None
+        if self.torch and not compiled._zero_d:
+            torch = sys.modules["torch"]
+            self.fast = _C.FastCall(
+                compiled._program, compiled, self.dyn, config, golden, torch.Tensor, [a.dtype for a in args],
+                [a.shape for a in args], [item for _, item in self.arg_meta], [m[0] for m in self.out_meta],
+                [m[3] for m in self.out_meta], [m[3].itemsize for m in self.out_meta], torch.empty,
+                memory.empty_torch, memory._CACHED_OUTPUT_BYTES)
 
     def run(self, args: tuple):
         if not self.torch:

@@ -49,6 +49,9 @@ class JitFunction:
         # Calls whose arguments are all arrays, keyed by (settings version, (type, dtype, shape) per
         # argument): the compiled program and what a call needs besides the arrays themselves.
         self._fast: dict[tuple, _FastEntry] = {}
+        # The C++ path of the last entry used (torch arguments), tried first: it falls back
+        # (NotImplemented) on any call it was not made for.
+        self._fast_call = None
         self._all_tensors = all(is_tensor for _, _, is_tensor in self._sig.params)
         self._lock = threading.Lock()
         self._converted = None
@@ -158,6 +161,11 @@ class JitFunction:
         return self._get(self._sig.bind(args, kwargs))
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast_call
+        if fast is not None and not kwargs:
+            result = fast(*args)
+            if result is not NotImplemented:
+                return result
         if self._run_mode == config.RunMode.SIM:
             bound = self._sig.bind(args, kwargs)
             return _run(self._get(bound), bound, _swimlane_path(self._sig.name))
@@ -165,6 +173,7 @@ class JitFunction:
         if fast_key is not None:
             entry = self._fast.get(fast_key)
             if entry is not None:
+                self._fast_call = entry.fast
                 return entry.run(args)
         bound = self._sig.bind(args, kwargs)
         compiled = self._get(bound)

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import pypto
+from pypto.frontend.compiled import _FastEntry
 
 
 @pypto.frontend.jit
@@ -83,3 +84,59 @@ def test_cached_call_rejects_a_tensor_off_the_cpu():
     scaled_exp(x)
     with pytest.raises(ValueError, match="pypto runs on the CPU; found a torch tensor on device 'meta'"):
         scaled_exp(torch.empty(6, 48, device="meta"))
+
+
+@pypto.frontend.jit
+def two_outputs(a: pypto.Tensor((6, 40), pypto.DT_FP32), b: pypto.Tensor((6, 40), pypto.DT_FP16)):
+    pypto.set_vec_tile_shapes(4, 32)
+    return a * 3.0 - 1.0, pypto.cast(pypto.exp(a), pypto.DT_FP16) + b
+
+
+def test_the_cpp_path_runs_repeated_torch_calls_and_falls_back_on_anything_else(monkeypatch):
+    a, b = torch.randn(6, 40), torch.randn(6, 40, dtype=torch.float16)
+    two_outputs(a, b)
+    two_outputs(a, b)
+    assert two_outputs._fast_call is not None  # the C++ path is set up after the second call
+    with monkeypatch.context() as m:
+        m.setattr(_FastEntry, "run", lambda self, args: pytest.fail("the Python cached-call path ran"))
+        for _ in range(3):
+            a, b = torch.randn(6, 40), torch.randn(6, 40, dtype=torch.float16)
+            y, z = two_outputs(a, b)
+            torch.testing.assert_close(y, a * 3.0 - 1.0, rtol=0, atol=0)  # two roundings, as in torch
+            torch.testing.assert_close(z, torch.exp(a).half() + b)
+    # A subclass of torch.Tensor (a Parameter), a strided view: the general path, same results.
+    p = torch.nn.Parameter(torch.randn(6, 40), requires_grad=False)
+    torch.testing.assert_close(two_outputs(p, b)[0], p * 3.0 - 1.0, rtol=0, atol=0)
+    at = torch.randn(40, 6).t()
+    torch.testing.assert_close(two_outputs(at, b)[0], at * 3.0 - 1.0, rtol=0, atol=0)
+    # What the C++ path does not take still gets the general path's errors.
+    with pytest.raises(pypto.UserError, match="negative bit"):
+        two_outputs(torch.randn(6, 40)._neg_view(), b)
+    with pytest.raises(pypto.UserTypeError, match="dense"):
+        two_outputs(torch.randn(6, 40).to_sparse(), b)
+    with pytest.raises(ValueError, match="device 'meta'"):
+        two_outputs(torch.empty(6, 40, device="meta"), b)
+    with pytest.raises(pypto.UserTypeError, match="expects dtype"):
+        two_outputs(a, b.float())
+    y, _ = two_outputs(a, b)
+    torch.testing.assert_close(y, a * 3.0 - 1.0, rtol=0, atol=0)
+
+
+def test_the_cpp_path_follows_the_settings_version():
+    x = torch.randn(64, 64)
+
+    @pypto.frontend.jit
+    def exp_plus(x: pypto.Tensor((64, 64), pypto.DT_FP32)) -> pypto.Tensor((64, 64), pypto.DT_FP32):
+        pypto.set_vec_tile_shapes(16, 64)
+        return pypto.exp(x) + x
+
+    exp_plus(x)
+    exp_plus(x)
+    fused = exp_plus.compile(x)
+    with pypto.options(fusion=False):
+        exp_plus(x)
+        exp_plus(x)  # a new C++ path, for these settings
+        torch.testing.assert_close(exp_plus(x), torch.exp(x) + x)
+        assert exp_plus._fast_call is not None
+    torch.testing.assert_close(exp_plus(x), torch.exp(x) + x)
+    assert exp_plus.compile(x) is fused
