@@ -224,27 +224,31 @@ class FastCall {
       for (int64_t d : shape) numel *= d;
       out_bytes_.push_back(numel * out_items_[i]);
       out_dims_.push_back(std::move(shape));
+      py::dict kwargs;
+      kwargs[names().dtype] = out_dtypes_[i];
+      out_kwargs_.push_back(std::move(kwargs));
     }
   }
 
   py::object operator()(const py::args& args) {
     const py::object no = py::reinterpret_borrow<py::object>(Py_NotImplemented);
     const size_t n = arg_items_.size();
-    if (args.size() != n || PyObject_IsTrue(golden_.attr("_ever_set").ptr()) != 0 ||
-        !py::object(config_.attr("_version")).equal(version_) || !target_in_force())
+    const Names& k = names();
+    if (args.size() != n || PyObject_IsTrue(golden_.attr(k.ever_set).ptr()) != 0 ||
+        !py::object(config_.attr(k.version)).equal(version_) || !target_in_force())
       return no;
     std::vector<pypto_tensor> tensors(n + out_items_.size());
     try {
       for (size_t i = 0; i < n; ++i) {
         py::handle a = args[i];
         if (Py_TYPE(a.ptr()) != reinterpret_cast<PyTypeObject*>(tensor_type_.ptr()) ||
-            !py::object(a.attr("dtype")).is(py::object(arg_dtypes_[i])) ||
-            !py::object(a.attr("shape")).equal(py::object(arg_shapes_[i])) ||
-            !a.attr("is_cpu").cast<bool>() || a.attr("is_neg")().cast<bool>())
+            !py::object(a.attr(k.dtype)).is(py::object(arg_dtypes_[i])) ||
+            !py::object(a.attr(k.shape)).equal(py::object(arg_shapes_[i])) ||
+            !a.attr(k.is_cpu).cast<bool>() || a.attr(k.is_neg)().cast<bool>())
           return no;
-        const auto ptr = a.attr("data_ptr")().cast<uintptr_t>();
-        const auto strides = a.attr("stride")().cast<py::tuple>();
-        const auto offset = a.attr("storage_offset")().cast<int64_t>();
+        const auto ptr = a.attr(k.data_ptr)().cast<uintptr_t>();
+        const auto strides = a.attr(k.stride)().cast<py::tuple>();
+        const auto offset = a.attr(k.storage_offset)().cast<int64_t>();
         pypto_tensor& t = tensors[i];
         const auto shape = py::reinterpret_borrow<py::tuple>(arg_shapes_[i]);
         if (shape.size() > PYPTO_MAX_DIMS || strides.size() != shape.size()) return no;
@@ -262,10 +266,12 @@ class FastCall {
     }
     py::list outs;
     for (size_t j = 0; j < out_items_.size(); ++j) {
-      py::object o = out_bytes_[j] >= cached_bytes_
-                         ? cached_empty_(out_shapes_[j], out_dtypes_[j], out_bytes_[j])
-                         : empty_(out_shapes_[j], py::arg("dtype") = out_dtypes_[j]);
-      const auto ptr = o.attr("data_ptr")().cast<uintptr_t>();
+      // torch.empty parses sizes given one by one faster than a tuple of them.
+      const py::dict& dtype = out_kwargs_[j];
+      py::object o = out_bytes_[j] >= cached_bytes_ ? cached_empty_(out_shapes_[j], out_dtypes_[j], out_bytes_[j])
+                     : out_dims_[j].empty()       ? empty_(out_shapes_[j], **dtype)
+                                                  : empty_(*out_shapes_[j], **dtype);
+      const auto ptr = o.attr(k.data_ptr)().cast<uintptr_t>();
       pypto_tensor& t = tensors[n + j];
       t.data = t.buffer = reinterpret_cast<void*>(ptr);
       t.ndim = static_cast<int32_t>(out_dims_[j].size());
@@ -280,8 +286,8 @@ class FastCall {
     }
     const runtime::RunStats st =
         with_tensors(*program_, tensors, dyn_, [](runtime::Runtime& rt, const Orchestrate& o) { return rt.run(o); });
-    compiled_.attr("_cache") = "memory";
-    compiled_.attr("_last_tasks") = st.tasks;
+    compiled_.attr(k.cache) = k.memory;
+    compiled_.attr(k.last_tasks) = st.tasks;
     if (outs.empty()) return py::none();
     if (outs.size() == 1) return outs[0];
     return py::tuple(outs);
@@ -291,10 +297,30 @@ class FastCall {
   /// Whether the CPU target in force is the program's (config.get_cpu_target's rule: the one set,
   /// else PYPTO_CPU_TARGET, else native); an unknown name in the variable is the general path's to report.
   bool target_in_force() const {
-    const py::object set = config_.attr("_cpu_target");
+    const py::object set = config_.attr(names().cpu_target);
     if (!set.is_none()) return set.cast<std::string>() == target_;
     const char* env = std::getenv("PYPTO_CPU_TARGET");
     return (env && *env ? std::string(env) : std::string("native")) == target_;
+  }
+
+  /// The attribute names a call looks up, interned once (a name made from a C string per lookup
+  /// is hashed every time).
+  struct Names {
+    py::str dtype{"dtype"}, shape{"shape"}, is_cpu{"is_cpu"}, is_neg{"is_neg"}, data_ptr{"data_ptr"},
+        stride{"stride"}, storage_offset{"storage_offset"}, ever_set{"_ever_set"}, version{"_version"},
+        cpu_target{"_cpu_target"}, cache{"_cache"}, memory{"memory"}, last_tasks{"_last_tasks"};
+    Names() {
+      for (py::str* s : {&dtype, &shape, &is_cpu, &is_neg, &data_ptr, &stride, &storage_offset, &ever_set, &version,
+                         &cpu_target, &cache, &memory, &last_tasks}) {
+        PyObject* p = s->release().ptr();
+        PyUnicode_InternInPlace(&p);
+        *s = py::reinterpret_steal<py::str>(p);
+      }
+    }
+  };
+  static const Names& names() {
+    static const Names* n = new Names;  // never destroyed: it would outlive the interpreter
+    return *n;
   }
 
   std::shared_ptr<CompiledProgram> program_;
@@ -311,6 +337,7 @@ class FastCall {
   std::string target_;
   std::vector<std::vector<int64_t>> out_dims_;
   std::vector<int64_t> out_bytes_;
+  std::vector<py::dict> out_kwargs_;  // {"dtype": the output's torch dtype}
 };
 
 }  // namespace
