@@ -256,9 +256,13 @@ TEST(RuntimeTest, NonStdExceptionIsReportedAsUnknown) {
 TEST(RuntimeTest, FirstFailureWinsAndLaterTasksAreCancelled) {
   Runtime rt(2);  // one worker runs the failing task while the orchestration waits
   float buf[4];
+  // A 64 KiB region: a run wakes its sleeping workers only once its tasks' regions reach that much
+  // (smaller runs stay on the calling thread, which here is busy waiting).
+  std::vector<float> big(16384);
   std::atomic<int> ran{0};
   EXPECT_THROW(rt.run([&](const pypto_runtime_api*) {
-    Submit(rt, "first", [](const pypto_region*, int32_t) { throw std::runtime_error("first"); }, {}, {});
+    Submit(rt, "first", [](const pypto_region*, int32_t) { throw std::runtime_error("first"); },
+           {Region1D(big.data(), 0, 16384)}, {});
     // Orchestration may observe the failure and stop early; tasks submitted after it never run.
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!rt.failed() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
