@@ -86,6 +86,15 @@ def pypto_gelu(m: int, n: int):
     return gelu
 
 
+def pypto_unary(name: str, m: int, n: int):
+    """pypto.<name>(x) of an (m, n) fp32 tensor."""
+    @pypto.frontend.jit
+    def unary(x: pypto.Tensor((m, n), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*vec_tile(m, n))
+        return getattr(pypto, name)(x)
+    return unary
+
+
 def pypto_softmax(m: int, n: int):
     @pypto.frontend.jit
     def softmax(x: pypto.Tensor((m, n), pypto.DT_FP32)):
@@ -305,6 +314,15 @@ def gelu_kernel() -> Kernel:
                   footnote=ERF_FOOTNOTE if erf else "")
 
 
+def unary_kernel(name: str) -> Kernel:
+    """One elementwise math op of the op families (sin, log1p), against torch's and NumPy's."""
+    m, n = ROWS, COLS
+    x = randn(m, n).abs() if name == "log1p" else randn(m, n, scale=10.0)
+    fn = getattr(torch, name)
+    return Kernel(f"{name} {m}x{n}", (x,), pypto_unary(name, m, n), fn, None, getattr(np, name),
+                  row_bytes((m, n), (m, n)), "GB/s", tol=(1e-6, 1e-6))
+
+
 def softmax_kernel() -> Kernel:
     m, n = ROWS, COLS
     return Kernel(f"softmax {m}x{n}", (randn(m, n),), pypto_softmax(m, n), eager_softmax,
@@ -380,6 +398,7 @@ def kernel_builders(quick: bool) -> list[Callable[[], Kernel]]:
     attention = [(1024, 64), (2048, 128)] if quick else [(s, d) for s in (1024, 2048, 4096) for d in (64, 128)]
     return ([add_kernel, gelu_kernel, softmax_kernel, layer_norm_kernel, rms_norm_kernel, swiglu_tail_kernel,
              swiglu_ffn_kernel]
+            + [functools.partial(unary_kernel, name) for name in ("sin", "log1p")]
             + [functools.partial(matmul_kernel, s) for s in matmul_sizes]
             + [functools.partial(matmul_low_precision_kernel, dt) for dt in (torch.float16, torch.bfloat16)]
             + [matmul_bias_gelu_kernel]

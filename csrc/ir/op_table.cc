@@ -163,6 +163,7 @@ const char* result_type_name(ResultType r) {
     case ResultType::Float: return "float";
     case ResultType::Bool: return "bool";
     case ResultType::Wide: return "wide";
+    case ResultType::Integer: return "integer";
   }
   return "?";
 }

@@ -96,6 +96,7 @@ enum class ResultType {
   Float,  ///< integers and bool become DT_FP32 (exp, sqrt, true division, ...)
   Bool,   ///< comparisons
   Wide,   ///< integers and bool become DT_INT64 (sum, prod)
+  Integer,  ///< the (promoted) operand type, which must be an integer or bool (bitwise ops)
 };
 
 /// Static facts about a tensor op (a TENSOR_OP row).

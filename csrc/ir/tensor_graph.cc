@@ -21,15 +21,24 @@ DataType apply_result(ResultType r, DataType t) {
     case ResultType::Float: return dtype_is_float(t) ? t : DataType::FP32;
     case ResultType::Bool: return DataType::BOOL;
     case ResultType::Wide: return dtype_is_float(t) ? t : DataType::INT64;
+    case ResultType::Integer: return t;
   }
   return t;
 }
+
 
 /// Prefix for messages: "pypto.add at file.py:12: ".
 std::string where(const char* op, const SourceLoc& loc) {
   std::string s = fmt::format("pypto.{}", op);
   if (!loc.file.empty()) s += fmt::format(" at {}", loc.str());
   return s + ": ";
+}
+
+/// Integer-only ops (bitwise and shifts) reject floating-point operands, naming the op and the line.
+void check_integer_operand(const OpInfo& info, const SourceLoc& loc, DataType t) {
+  if (info.result == ResultType::Integer && dtype_is_float(t))
+    throw TypeError(where(info.name, loc) +
+                    fmt::format("expects integer or DT_BOOL operands, found {}", dtype_name(t)));
 }
 
 /// True when `v` has a tail: a valid shape smaller than its shape in some dim.
@@ -217,6 +226,7 @@ int TensorGraphBuilder::add_elementwise(TensorOpKind kind, const std::vector<Ope
   if (info.cls == OpClass::Where && !operands[0].is_tensor())
     throw UserError(where(info.name, loc) + "condition must be a tensor");
   DataType operand_type = *dt;
+  check_integer_operand(info, loc, operand_type);
   DataType result = apply_result(info.result, operand_type);
   // Division and float functions compute in the float result type.
   DataType compute = compute_dtype(info.result == ResultType::Bool ? operand_type : result);
@@ -244,12 +254,17 @@ int TensorGraphBuilder::add_elementwise(TensorOpKind kind, const std::vector<Ope
 }
 
 int TensorGraphBuilder::add_unary(TensorOpKind kind, int x, const std::vector<int64_t>& tile, const SourceLoc& loc) {
+  // bitwise_not of DT_BOOL is logical not (bools compute as 0/1 integers, whose complement is not).
+  if (kind == TensorOpKind::BitwiseNot && x >= 0 && x < static_cast<int>(g_.values.size()) &&
+      g_.values[x].dtype == DataType::BOOL)
+    kind = TensorOpKind::LogicalNot;
   const OpInfo& info = op_info(kind);
   if (info.cls != OpClass::Unary) throw InternalError("add_unary with a non-unary op");
   check_computed(x, info.name, loc);
   const TensorValue& vx = g_.values[x];
   if (kind == TensorOpKind::LogicalNot && vx.dtype != DataType::BOOL)
     throw TypeError(where(info.name, loc) + fmt::format("expects a DT_BOOL tensor, found {}", dtype_name(vx.dtype)));
+  check_integer_operand(info, loc, vx.dtype);
   const std::vector<int64_t> fitted = fit_tile(info.name, tile, vx.shape.size(), loc);
   DataType result = apply_result(info.result, vx.dtype);
   std::vector<Expr> valid = vx.valid;  // new_value may move the values vector

@@ -47,6 +47,7 @@ _RESULT = {
     "float": "floating point (integers and bool give DT_FP32)",
     "bool": "DT_BOOL",
     "wide": "integers and bool give DT_INT64",
+    "integer": "the operands' promoted dtype, an integer or DT_BOOL (floating-point operands raise)",
 }
 
 

@@ -156,12 +156,11 @@ NOTES: dict[str, str] = {
     "ROUND_UP": ISSUE_21_ENUM, "ROUND_DOWN": ISSUE_21_ENUM, "SatStatus": ISSUE_21_ENUM, "atan2": ISSUE_21,
     "index_add_ub": ISSUE_21, "index_add__ub": ISSUE_21, "expand_exp_dif": ISSUE_21, "uniform_impl": ISSUE_21,
 }
-OP_FAMILIES = set("""sin cos tan asin acos atan sinh cosh asinh acosh atanh log2 log10 log1p cbrt hypot copysign isnan
-isfinite fmod remainder floor_div ceil_div gcd bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift
-bitwise_right_shift logical_and logical_or lrelu prelu axpy_ cumsum cumprod tril triu tril_ triu_ argmax argmin topk
-argsort sort32 mrgsort greater index_select gathermask scatter_ scatter_update index_add index_add_ index_put_ one_hot
-gather_in_l1 gather_in_ub pad fillpad interleave deinterleave pack unpack uniform normal quantize dequantize quant_mx
-scaled_mm conv atomic_add""".split())
+OP_FAMILIES = set("""fmod remainder floor_div ceil_div gcd bitwise_and bitwise_or bitwise_xor bitwise_not
+bitwise_left_shift bitwise_right_shift logical_and logical_or lrelu prelu axpy_ cumsum cumprod tril triu tril_
+triu_ argmax argmin topk argsort sort32 mrgsort greater index_select gathermask scatter_ scatter_update
+index_add index_add_ index_put_ one_hot gather_in_l1 gather_in_ub pad fillpad interleave deinterleave pack
+unpack uniform normal quantize dequantize quant_mx scaled_mm conv atomic_add""".split())
 
 
 def _ours(group: str, name: str):

@@ -593,6 +593,40 @@ def rms_norm(x, gamma=None, epsilon=1e-6) -> Tensor:
 
 
 @_documented
+def lrelu(x, negative_slope=0.01) -> Tensor:
+    _ctx("lrelu")
+    slope = negative_slope.value if isinstance(negative_slope, Element) else negative_slope
+    if isinstance(slope, builtins.bool) or not isinstance(slope, numbers.Real):
+        raise UserTypeError(f"pypto.lrelu: negative_slope must be a number, found {type(slope).__name__} {slope!r}")
+    if not math.isfinite(slope) or slope < 0:
+        raise UserError(f"pypto.lrelu: negative_slope must be finite and >= 0, found {slope!r}")
+    return where(_elementwise("gt", x, 0), x, mul(x, float(slope)))
+
+
+@_documented
+def prelu(x, weight) -> Tensor:
+    _ctx("prelu")
+    for what, t in (("x", x), ("weight", weight)):
+        if not isinstance(t, Tensor):
+            raise UserTypeError(f"pypto.prelu: {what} must be a pypto.Tensor, found {type(t).__name__}")
+    if len(weight.shape) != 1:
+        raise UserError(f"pypto.prelu: weight must be 1-D (one slope, or one per channel), found shape "
+                        f"{list(weight.shape)}")
+    rank = len(x.shape)
+    n = weight.shape[0]
+    channels = x.shape[1] if rank >= 2 else (x.shape[0] if rank == 1 else 1)
+    if isinstance(n, int) and n != 1 and isinstance(channels, int) and n != channels:
+        raise UserError(f"pypto.prelu: weight has {n} elements; expected 1 or the {channels} channels of x "
+                        f"(dim {1 if rank >= 2 else 0} of shape {list(x.shape)})")
+    w = weight
+    if rank >= 2 and n != 1:
+        from pypto import shape_ops
+
+        w = shape_ops.reshape(weight, [n] + [1] * (rank - 2))
+    return where(_elementwise("gt", x, 0), x, mul(x, w))
+
+
+@_documented
 def layer_norm(x, weight=None, bias=None, eps=1e-5) -> Tensor:
     _ctx("layer_norm")
     m = mean(x, -1, True)

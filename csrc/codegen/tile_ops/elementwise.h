@@ -132,6 +132,63 @@ struct FnRound { template <typename T> static T f(T x) { return std::is_integral
 struct FnTrunc { template <typename T> static T f(T x) { return std::is_integral<T>::value ? x : T(fp::trunc(x)); } };
 struct FnExp2 { template <typename T> static T f(T x) { return fp::exp2(x); } };
 struct FnExpm1 { template <typename T> static T f(T x) { return fp::expm1(x); } };
+// Bitwise ops and shifts (integer and bool operands only: the op table's Integer result type).
+// Shifts follow torch: a left shift outside [0, bits) gives 0, a right shift there shifts by bits - 1.
+struct OpBitAnd { template <typename T> static T f(T a, T b) { return T(a & b); } };
+struct OpBitOr { template <typename T> static T f(T a, T b) { return T(a | b); } };
+struct OpBitXor { template <typename T> static T f(T a, T b) { return T(a ^ b); } };
+struct FnBitNot {
+  template <typename T>
+  static T f(T x) {
+    if constexpr (std::is_same<T, bool>::value) return !x;
+    else return T(~x);
+  }
+};
+/// Whether a shift count is outside [0, the bits of T) (read as signed, as torch does).
+template <typename T>
+inline bool shift_out_of_range(T b) {
+  return static_cast<std::make_signed_t<T>>(b) < 0 || b >= T(sizeof(T) * 8);
+}
+struct OpShl {
+  template <typename T>
+  static T f(T a, T b) {
+    if constexpr (std::is_same<T, bool>::value || !std::is_integral<T>::value) {
+      return a;
+    } else {
+      const bool out = shift_out_of_range(b);
+      return out ? T(0) : T(static_cast<std::make_unsigned_t<T>>(a) << (out ? 0 : b));
+    }
+  }
+};
+struct OpShr {
+  template <typename T>
+  static T f(T a, T b) {
+    if constexpr (std::is_same<T, bool>::value || !std::is_integral<T>::value) return a;
+    else return T(a >> (shift_out_of_range(b) ? T(sizeof(T) * 8 - 1) : b));
+  }
+};
+struct OpLogicalAnd { template <typename T> static bool f(T a, T b) { return (a != T(0)) & (b != T(0)); } };
+struct OpLogicalOr { template <typename T> static bool f(T a, T b) { return (a != T(0)) | (b != T(0)); } };
+struct FnSin { template <typename T> static T f(T x) { return vm::sin(x); } };
+struct FnCos { template <typename T> static T f(T x) { return vm::cos(x); } };
+struct FnTan { template <typename T> static T f(T x) { return vm::tan(x); } };
+struct FnLog2 { template <typename T> static T f(T x) { return vm::log2(x); } };
+struct FnLog10 { template <typename T> static T f(T x) { return vm::log10(x); } };
+struct FnLog1p { template <typename T> static T f(T x) { return vm::log1p(x); } };
+struct FnSinh { template <typename T> static T f(T x) { return vm::sinh(x); } };
+struct FnCosh { template <typename T> static T f(T x) { return vm::cosh(x); } };
+struct FnAsinh { template <typename T> static T f(T x) { return vm::asinh(x); } };
+struct FnAcosh { template <typename T> static T f(T x) { return vm::acosh(x); } };
+struct FnAtanh { template <typename T> static T f(T x) { return vm::atanh(x); } };
+struct FnCbrt { template <typename T> static T f(T x) { return vm::cbrt(x); } };
+struct FnAtan { template <typename T> static T f(T x) { return vm::atan(x); } };
+struct FnAsin { template <typename T> static T f(T x) { return vm::asin(x); } };
+struct FnAcos { template <typename T> static T f(T x) { return vm::acos(x); } };
+// NaN is the only value unequal to itself; integers are never NaN and always finite.
+struct FnIsnan { template <typename T> static T f(T x) { return x != x ? T(1) : T(0); } };
+struct FnIsfinite { template <typename T> static T f(T x) { return std::is_integral<T>::value || x - x == T(0) ? T(1) : T(0); } };
+struct OpHypot { template <typename T> static T f(T a, T b) { return vm::hypot(a, b); } };
+struct OpCopysign { template <typename T> static T f(T a, T b) { return fp::copysign(a, b); } };
 struct FnNot { template <typename T> static T f(T x) { return x == T(0) ? T(1) : T(0); } };
 // torch.sign: NaN and -0.0 give +0.
 struct FnSign { template <typename T> static T f(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0)); } };

@@ -105,8 +105,11 @@ inline float exp(float x) {
   return x < -104.0f ? 0.0f : y;
 }
 
-inline float log(float x) {
-  // log(x) = e ln 2 + log(m), m in [sqrt(1/2), sqrt(2)), log(1 + f) = f - f^2/2 + f^3 P(f).
+/// log(x) for finite x > 0 (normal or denormal) as fe ln 2 + lm: the exponent fe (a float integer)
+/// and lm = log(m), m in [sqrt(1/2), sqrt(2)) (|lm| <= 0.35), so log2 and log10 scale the parts
+/// separately (exact powers of two give exact integers).
+inline void log_parts(float x, float& fe, float& lm) {
+  // log(1 + f) = f - f^2/2 + f^3 P(f).
   const bool sub = x < 1.17549435e-38f;
   const int32_t i = to_bits(sub ? x * 8388608.0f : x);
   const int32_t mant = (i & 0x007fffff) | 0x3f800000;
@@ -116,16 +119,27 @@ inline float log(float x) {
   const float p = poly(f, 0.3333333134651184f, -0.2500030994415283f, 0.20000775158405304f, -0.16640795767307281f,
                            0.14222414791584015f, -0.13013280928134918f, 0.1256403625011444f, -0.07779280841350555f);
   const float f2 = f * f;
-  const float fe = static_cast<float>(e);
-  float y = fmadd(f2 * f, p, fmadd(-0.5f, f2, f));
-  y = fmadd(fe, -2.12194440e-4f, y);
-  y = fmadd(fe, 0.693359375f, y);
-  // Zero, negative, inf and nan inputs give -inf, nan, inf and nan. The blend is done on bits:
-  // a select would let the compiler move the polynomial under a branch, which stops vectorisation.
+  fe = static_cast<float>(e);
+  lm = fmadd(f2 * f, p, fmadd(-0.5f, f2, f));
+}
+
+/// The value of a logarithm for inputs outside (0, inf): zero gives -inf, inf gives inf, negative
+/// and nan inputs give nan. The blend is done on bits: a select would let the compiler move the
+/// polynomial under a branch, which stops vectorisation.
+inline float log_special(float x, float y) {
   const float inf = std::numeric_limits<float>::infinity();
   const float special = x == 0.0f ? -inf : (x > 0.0f ? x : std::numeric_limits<float>::quiet_NaN());
   const int32_t ok = -static_cast<int32_t>((x > 0.0f) & (x < inf));
   return from_bits((to_bits(y) & ok) | (to_bits(special) & ~ok));
+}
+
+inline float log(float x) {
+  // log(x) = e ln 2 + log(m), m in [sqrt(1/2), sqrt(2)); ln 2 in two parts so that e ln 2 is exact.
+  float fe, lm;
+  log_parts(x, fe, lm);
+  float y = fmadd(fe, -2.12194440e-4f, lm);
+  y = fmadd(fe, 0.693359375f, y);
+  return log_special(x, y);
 }
 
 inline float tanh(float x) {
@@ -186,11 +200,268 @@ inline float gelu(float x) {
   return x * (a < 1.0f ? small : large);
 }
 
+inline float log2(float x) {
+  // e + log(m) log2(e), log2(e) in two parts; powers of two give their exponent exactly.
+  float fe, lm;
+  log_parts(x, fe, lm);
+  return log_special(x, fmadd(lm, 1.4426950216293335f, fmadd(lm, 1.925963033500011e-08f, fe)));
+}
+
+inline float log10(float x) {
+  // e log10(2) + log(m) log10(e), both constants in two parts (e log10(2)'s high part is exact).
+  float fe, lm;
+  log_parts(x, fe, lm);
+  const float low = fmadd(lm, -1.0103049952192578e-08f, fe * 4.605039066518657e-06f);
+  return log_special(x, fmadd(fe, 0.301025390625f, fmadd(lm, 0.4342944920063019f, low)));
+}
+
+inline float log1p(float x) {
+  // log(u) for u = 1 + x rounded, corrected by the rounding error of u to first order:
+  // log1p(x) = log(u) - ((u - 1) - x) / u; x itself where u rounds to 1.
+  const float u = 1.0f + x;
+  const float y = log(u) - ((u - 1.0f) - x) / u;
+  const float inf = std::numeric_limits<float>::infinity();
+  return x == inf ? inf : (u == 0.0f ? -inf : (u == 1.0f ? x : y));  // x itself keeps -0
+}
+
+/// e^(a - ln 2) = e^a / 2 for a up to 89.42 (where e^a alone overflows): ln 2's high part is exact
+/// to subtract, its low part a factor applied as one fused multiply-add.
+inline float half_exp(float a) {
+  const float e = vm::exp(a - 0.693359375f);
+  return fmadd(e, 2.1221695e-04f, e);
+}
+
+inline float sinh(float x) {
+  // |x| < 1: the odd Taylor series to x^13; |x| < 9: (e^a - e^-a) / 2; beyond, e^a / 2 alone.
+  const float a = fp::fabs(x);
+  const float s = x * x;
+  const float small = fmadd(x * s, poly(s, 1.0f / 6, 1.0f / 120, 1.0f / 5040, 1.0f / 362880, 1.0f / 39916800,
+                                        1.0f / 6227020800.0f), x);
+  const float e = vm::exp(a);
+  const float mid = 0.5f * e - 0.5f / e;
+  const float large = fp::copysign(a < 9.0f ? mid : half_exp(a), x);
+  return a < 1.0f ? small : large;
+}
+
+inline float cosh(float x) {
+  // (e^a + e^-a) / 2 below 9; e^a / 2 beyond.
+  const float a = fp::fabs(x);
+  const float e = vm::exp(a);
+  return a < 9.0f ? fmadd(0.5f, e, 0.5f / e) : half_exp(a);
+}
+
+inline float asinh(float x) {
+  // log1p(a + a^2 / (1 + sqrt(1 + a^2))) (no cancellation near 0); log(a) + ln 2 from 2^12 on,
+  // where a^2 + 1 rounds to a^2 (and would overflow later).
+  const float a = fp::fabs(x);
+  const float s = a * a;
+  const float near = log1p(a + s / (1.0f + fp::sqrt(1.0f + s)));
+  const float far = log(a) + 0.6931471824645996f;
+  return fp::copysign(a < 4096.0f ? near : far, x);
+}
+
+inline float acosh(float x) {
+  // Below 2: log1p(t + sqrt(2t + t^2)), t = x - 1 exact; below 2^12: log(x + sqrt(x^2 - 1));
+  // beyond, log(x) + ln 2. Below 1 (and nan): nan.
+  const float t = x - 1.0f;
+  const float near = log1p(t + fp::sqrt(fmadd(t, t, 2.0f * t)));
+  const float mid = log(x + fp::sqrt(fmadd(x, x, -1.0f)));
+  const float far = log(x) + 0.6931471824645996f;
+  const float y = x < 2.0f ? near : (x < 4096.0f ? mid : far);
+  return x >= 1.0f ? y : std::numeric_limits<float>::quiet_NaN();
+}
+
+inline float atanh(float x) {
+  // log1p(2a / (1 - a)) / 2 with the sign of x: 1 gives inf, beyond 1 nan.
+  const float a = fp::fabs(x);
+  return fp::copysign(0.5f * log1p((a + a) / (1.0f - a)), x);
+}
+
+inline float cbrt(float x) {
+  // A first guess from the exponent bits divided by three (within 4%), then three Newton steps
+  // y -= (y - a / y^2) / 3; denormals are scaled by 2^24 first (and the result by 2^-8).
+  const float a = fp::fabs(x);
+  const bool sub = a < 1.17549435e-38f;
+  const float as = sub ? a * 16777216.0f : a;
+  const float third = static_cast<float>(to_bits(as)) * (1.0f / 3);
+  float y = from_bits(static_cast<int32_t>(third) + 709958130);
+  for (int i = 0; i < 3; ++i) y = fmadd(y - as / (y * y), -1.0f / 3, y);
+  y = sub ? y * 0.00390625f : y;
+  // 0, inf and nan are their own cube roots.
+  const bool self = !(a > 0.0f) | (a == std::numeric_limits<float>::infinity());
+  return self ? x : fp::copysign(y, x);
+}
+
+/// atan(t) for |t| <= tan(pi / 8): t + t z P(z), z = t^2 (relative error 2.2e-8 before rounding).
+inline float atan_kernel(float t) {
+  const float z = t * t;
+  return fmadd(t * z, poly(z, -0.3333294987678528f, 0.19977709650993347f, -0.1387767493724823f, 0.08053711801767349f),
+               t);
+}
+
+inline float atan(float x) {
+  // |x| > tan(3 pi / 8): pi/2 + atan(-1/a); |x| > tan(pi / 8): pi/4 + atan((a - 1) / (a + 1)); the
+  // multiples of pi/4 carry their rounding error as a second part.
+  const float a = fp::fabs(x);
+  const bool far = a > 2.414213562373095f, mid = a > 0.41421356237309503f;
+  const float t = far ? -1.0f / a : (mid ? (a - 1.0f) / (a + 1.0f) : a);
+  const float hi = far ? 1.5707963705062866f : (mid ? 0.7853981852531433f : 0.0f);
+  const float lo = far ? -4.371138828673793e-08f : (mid ? -2.1855694143368964e-08f : 0.0f);
+  return fp::copysign(hi + (atan_kernel(t) + lo), x);
+}
+
+/// asin(s) for 0 <= s <= 1/2: s + s z P(z), z = s^2 (relative error 5.8e-9 before rounding).
+inline float asin_kernel(float s, float z) {
+  return fmadd(s * z, poly(z, 0.16666752099990845f, 0.07495297491550446f, 0.04547037556767464f, 0.024179525673389435f,
+                           0.04216628521680832f), s);
+}
+
+inline float asin(float x) {
+  // |x| <= 1/2: the kernel; otherwise pi/2 - 2 asin(sqrt((1 - a) / 2)). Beyond 1: nan.
+  const float a = fp::fabs(x);
+  const float zf = 0.5f - 0.5f * a;
+  const float sf = fp::sqrt(zf);
+  const float far = 1.5707963705062866f - (2.0f * asin_kernel(sf, zf) + 4.371138828673793e-08f);
+  const float y = a <= 0.5f ? asin_kernel(a, a * a) : far;
+  return a <= 1.0f ? fp::copysign(y, x) : std::numeric_limits<float>::quiet_NaN() + x;
+}
+
+inline float acos(float x) {
+  // |x| <= 1/2: pi/2 - asin(x); x > 1/2: 2 asin(sqrt((1 - x) / 2)); x < -1/2: pi - that of -x.
+  const float a = fp::fabs(x);
+  const float zf = 0.5f - 0.5f * a;
+  const float twice = 2.0f * asin_kernel(fp::sqrt(zf), zf);
+  const float near = 1.5707963705062866f - (asin_kernel(x, x * x) + 4.371138828673793e-08f);
+  const float neg = 3.1415927410125732f - (twice + 8.742277657347586e-08f);
+  const float y = a <= 0.5f ? near : (x > 0.0f ? twice : neg);
+  return a <= 1.0f ? y : std::numeric_limits<float>::quiet_NaN() + x;
+}
+
+/// 2/pi in 24-bit chunks: 2/pi = sum over k of kTwoOverPi[k] 2^(-24 (k + 1)) (240 bits).
+constexpr int32_t kTwoOverPi[10] = {10680707, 7228996, 1387004, 2578385, 16069853,
+                                    12639074, 9804092, 4427841, 16666979, 11263675};
+
+/// Chunk k0 + J of 2/pi as a double, for k0 = the number of the masks m[0..3] (all ones or zero,
+/// in order) that are set: a sum of masked differences, since a table load indexed per element
+/// (or a select chain, which the compiler turns into one) is a gather and keeps the loop scalar.
+template <int J>
+inline double two_over_pi_chunk(const int32_t (&m)[4]) {
+  int32_t c = kTwoOverPi[J];
+  for (int i = 0; i < 4; ++i) c += m[i] & (kTwoOverPi[J + i + 1] - kTwoOverPi[J + i]);
+  return static_cast<double>(c);
+}
+
+/// v - 4 round(v / 4), exactly, for |v| < 2^52 (the rounding by the 1.5 * 2^52 shifter).
+inline double minus_multiple_of_4(double v) {
+  const double q = (v * 0.25 + 6755399441055744.0) - 6755399441055744.0;
+  return v - 4.0 * q;
+}
+
+/// a = n pi/2 + r for any finite float a >= 0, by the chunks of 2/pi that matter at a's exponent
+/// (Payne and Hanek's reduction, in double and branch-free): a = m 2^s with m the 24-bit
+/// significand, and a (2/pi) mod 4 = the sum of m c_k 2^(s - 24 (k + 1)) over the chunks from the
+/// first that is not a multiple of 4, six chunks in all (the rest is below 2^-95); each product of
+/// two 24-bit integers is exact in double. Gives r in double (|r| <= pi/4 + a little) and n mod 4.
+inline double reduce_half_pi(float a, int32_t& quadrant) {
+  const int32_t bits = to_bits(a);
+  const int32_t e = bits >> 23;
+  const int32_t mant = bits & 0x7fffff;
+  const double m = static_cast<double>(e == 0 ? mant : (mant | 0x800000));
+  const int32_t s = (e == 0 ? 1 : e) - 150;
+  // k0, the first chunk that is not a multiple of 4 here, is the number of these thresholds s reaches.
+  const int32_t past[4] = {-(s >= 26), -(s >= 50), -(s >= 74), -(s >= 98)};
+  const int32_t k0 = -(past[0] + past[1] + past[2] + past[3]);
+  const int64_t t0 = s - 24 * (k0 + 1);                               // >= -173: the scales stay normal
+  const double scale = __builtin_bit_cast(double, static_cast<uint64_t>(t0 + 1023) << 52);
+  const double v0 = minus_multiple_of_4(m * two_over_pi_chunk<0>(past) * scale);
+  const double v1 = minus_multiple_of_4(m * two_over_pi_chunk<1>(past) * (scale * 0x1p-24));
+  const double v2 = m * two_over_pi_chunk<2>(past) * (scale * 0x1p-48);
+  const double v3 = m * two_over_pi_chunk<3>(past) * (scale * 0x1p-72);
+  const double v4 = m * two_over_pi_chunk<4>(past) * (scale * 0x1p-96);
+  const double v5 = m * two_over_pi_chunk<5>(past) * (scale * 0x1p-120);
+  const double hi = v0 + v1;  // exact: both lie on the grid of v1's last bit, below 2^3
+  const double n = (hi + v2 + 6755399441055744.0) - 6755399441055744.0;
+  // Smallest terms last: each partial sum is about the fraction less the terms still to come, so
+  // its rounding stays far below the fraction (which is no smaller than 2^-32 for any float).
+  const double f = ((((hi - n) + v2) + v3) + v4) + v5;
+  quadrant = static_cast<int32_t>(n) & 3;
+  return f * 1.5707963267948966;
+}
+
+/// sin(r) and cos(r) for |r| <= pi/4 in double (Taylor series; relative error below 1e-11).
+inline double sin_kernel(double r) {
+  const double z = r * r;
+  const double p = ((((-1.0 / 39916800 * z + 1.0 / 362880) * z - 1.0 / 5040) * z + 1.0 / 120) * z - 1.0 / 6);
+  return r + r * z * p;
+}
+inline double cos_kernel(double r) {
+  const double z = r * r;
+  const double p = ((((1.0 / 479001600 * z - 1.0 / 3628800) * z + 1.0 / 40320) * z - 1.0 / 720) * z + 1.0 / 24);
+  return (1.0 - 0.5 * z) + z * z * p;
+}
+
+/// The float with magnitude y and the sign of s XOR the sign of x (the odd functions' symmetry).
+inline float with_sign_of(float y, float x) {
+  return from_bits(to_bits(y) ^ (to_bits(x) & static_cast<int32_t>(0x80000000u)));
+}
+
+/// sin, cos and tan of any float: the reduction above, the kernels in double, one rounding to
+/// float at the end (within 1 ulp); inf and nan give nan.
+inline float sin(float x) {
+  int32_t q;
+  const double r = reduce_half_pi(fp::fabs(x), q);
+  const double v = (q & 1) ? cos_kernel(r) : sin_kernel(r);
+  const float y = with_sign_of(static_cast<float>((q & 2) ? -v : v), x);
+  return fp::fabs(x) < std::numeric_limits<float>::infinity() ? y : x - x;
+}
+
+inline float cos(float x) {
+  int32_t q;
+  const double r = reduce_half_pi(fp::fabs(x), q);
+  const double v = (q & 1) ? sin_kernel(r) : cos_kernel(r);
+  const float y = static_cast<float>(((q + 1) & 2) ? -v : v);
+  return fp::fabs(x) < std::numeric_limits<float>::infinity() ? y : x - x;
+}
+
+inline float tan(float x) {
+  int32_t q;
+  const double r = reduce_half_pi(fp::fabs(x), q);
+  const double sr = sin_kernel(r), cr = cos_kernel(r);
+  const double v = (q & 1) ? -cr / sr : sr / cr;
+  const float y = with_sign_of(static_cast<float>(v), x);
+  return fp::fabs(x) < std::numeric_limits<float>::infinity() ? y : x - x;
+}
+
+/// sqrt(a^2 + b^2) without overflow: in double, where the squares are exact and cannot overflow;
+/// an infinite operand gives inf even when the other is nan (as C's hypot).
+inline float hypot(float a, float b) {
+  const double da = a, db = b;
+  const float y = static_cast<float>(fp::sqrt(da * da + db * db));
+  const float inf = std::numeric_limits<float>::infinity();
+  return (fp::fabs(a) == inf) | (fp::fabs(b) == inf) ? inf : y;
+}
+
 template <typename T> inline T exp(T x) { return fp::exp(x); }
 template <typename T> inline T gelu(T x) { return T(0.5) * x * (T(1) + fp::erf(T(x * T(0.70710678118654752440)))); }
 template <typename T> inline T log(T x) { return fp::log(x); }
 template <typename T> inline T tanh(T x) { return fp::tanh(x); }
 template <typename T> inline T erf(T x) { return fp::erf(x); }
+template <typename T> inline T log2(T x) { return fp::log2(x); }
+template <typename T> inline T sin(T x) { return fp::sin(x); }
+template <typename T> inline T cos(T x) { return fp::cos(x); }
+template <typename T> inline T tan(T x) { return fp::tan(x); }
+template <typename T> inline T log10(T x) { return fp::log10(x); }
+template <typename T> inline T log1p(T x) { return fp::log1p(x); }
+template <typename T> inline T sinh(T x) { return fp::sinh(x); }
+template <typename T> inline T cosh(T x) { return fp::cosh(x); }
+template <typename T> inline T asinh(T x) { return fp::asinh(x); }
+template <typename T> inline T acosh(T x) { return fp::acosh(x); }
+template <typename T> inline T atanh(T x) { return fp::atanh(x); }
+template <typename T> inline T cbrt(T x) { return fp::cbrt(x); }
+template <typename T> inline T atan(T x) { return fp::atan(x); }
+template <typename T> inline T asin(T x) { return fp::asin(x); }
+template <typename T> inline T acos(T x) { return fp::acos(x); }
+template <typename T> inline T hypot(T a, T b) { return fp::hypot(a, b); }
 // rsqrt needs no polynomial: sqrt and divide are packed instructions (1 ulp for float).
 template <typename T> inline T rsqrt(T x) { return T(1) / fp::sqrt(x); }
 

@@ -65,7 +65,14 @@ int Expander::elementwise(const TensorOp& op, const Space& s, DataType result, s
   for (int t : tiles)
     if (t >= 0) in.srcs.push_back(t);
   body.push_back(instr(in));
-  return convert_result ? convert(in.dst, result, body) : in.dst;
+  if (convert_result) return convert(in.dst, result, body);
+  // A narrow integer result (int8, int16, uint8, uint16) is computed in a wider type: wrap it to its
+  // own type, as torch's per-op result, before another op reads it (a right shift, a division or a
+  // comparison of the unwrapped value would differ).
+  const DataType stored = g_.value(op.output).dtype;
+  if (stored != result && stored != DataType::BOOL && dtype_is_int(stored))
+    return convert(convert(in.dst, stored, body), result, body);
+  return in.dst;
 }
 
 int Expander::expand_to(int src, const std::vector<int64_t>& shape, DataType dt, std::vector<Stmt>& body) {

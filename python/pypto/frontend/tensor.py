@@ -195,7 +195,17 @@ class Tensor:
     def __ge__(self, o): return _ops().ge(self, o)
     def __eq__(self, o): return _ops().eq(self, o)  # type: ignore[override]
     def __ne__(self, o): return _ops().ne(self, o)  # type: ignore[override]
-    def __invert__(self): return _ops().logical_not(self)
+    def __invert__(self): return _ops().bitwise_not(self)
+    def __and__(self, o): return _ops().bitwise_and(self, o)
+    def __rand__(self, o): return _ops().bitwise_and(o, self)
+    def __or__(self, o): return _ops().bitwise_or(self, o)
+    def __ror__(self, o): return _ops().bitwise_or(o, self)
+    def __xor__(self, o): return _ops().bitwise_xor(self, o)
+    def __rxor__(self, o): return _ops().bitwise_xor(o, self)
+    def __lshift__(self, o): return _ops().bitwise_left_shift(self, o)
+    def __rlshift__(self, o): return _ops().bitwise_left_shift(o, self)
+    def __rshift__(self, o): return _ops().bitwise_right_shift(self, o)
+    def __rrshift__(self, o): return _ops().bitwise_right_shift(o, self)
     def __matmul__(self, o): return _ops().matmul(self, o)
     def __rmatmul__(self, o): return _ops().matmul(o, self)
     __hash__ = object.__hash__

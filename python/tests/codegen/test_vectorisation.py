@@ -29,6 +29,16 @@ def gelu_tanh_log(x: pypto.Tensor((M, N), pypto.DT_FP32)) -> pypto.Tensor((M, N)
 
 
 @pypto.frontend.jit
+def math_family(x: pypto.Tensor((M, N), pypto.DT_FP32)) -> pypto.Tensor((M, N), pypto.DT_FP32):
+    # The vector math of the op-families issue (each a tile library function of its own).
+    pypto.set_vec_tile_shapes(16, 256)
+    a = pypto.log2(x) + pypto.log10(x) + pypto.log1p(x) + pypto.sinh(x) + pypto.cosh(x) + pypto.asinh(x)
+    b = pypto.acosh(x) + pypto.atanh(x) + pypto.cbrt(x) + pypto.atan(x) + pypto.asin(x) + pypto.acos(x)
+    c = pypto.sin(x) + pypto.cos(x) + pypto.tan(x)
+    return a + b + c + pypto.hypot(x, a) + pypto.copysign(b, x)
+
+
+@pypto.frontend.jit
 def rms_norm(x: pypto.Tensor((M, N), pypto.DT_FP32), w: pypto.Tensor((N,), pypto.DT_FP32)):
     pypto.set_vec_tile_shapes(16, 256)
     return pypto.rms_norm(x, w, 1e-5)
@@ -49,7 +59,9 @@ PACKED = re.compile(r"^\s+v?(fmadd|fnmadd|fmsub|mul|add|sub|div|max|sqrt)\w*ps\s
 # A fused multiply-add on one float: the vector math (exp, log, tanh, erf) left scalar, as GCC leaves
 # it on ISAs without masked operations (AVX2) unless it may if-convert (-fno-trapping-math).
 SCALAR_FMA = re.compile(r"^\s+vfn?m(add|sub)\w*ss\s", re.M)
-SCALAR_LIBM = re.compile(r"call\s+\S*\b(expf|logf|tanhf|erff|exp|log|tanh|erf|fmaf|fma|ldexpf|ilogbf|nearbyintf)(@PLT)?\b")
+SCALAR_LIBM = re.compile(r"call\s+\S*\b(expf|logf|tanhf|erff|exp|log|tanh|erf|fmaf|fma|ldexpf|ilogbf|nearbyintf|"
+                         r"sinf|cosf|tanf|sin|cos|tan|log2f|log10f|log1pf|sinhf|coshf|asinhf|acoshf|atanhf|cbrtf|"
+                         r"atanf|asinf|acosf|hypotf|hypot|sqrt)(@PLT)?\b")
 # One float converted from an integer or rounded: a conversion loop (FP8, FP4, INT4) left scalar.
 SCALAR_CONVERT = re.compile(r"^\s+v?(cvtsi2ss|roundss|cvttss2si)\w*\s", re.M)
 # The widest registers each x86 CPU target's packed code uses.
@@ -76,6 +88,7 @@ def kernel_assembly(compiled, tmp_path):
 @pytest.mark.parametrize("kernel,args", [
     (softmax, (np.zeros((M, N), np.float32),)),
     (gelu_tanh_log, (np.zeros((M, N), np.float32),)),
+    (math_family, (np.zeros((M, N), np.float32),)),
     (rms_norm, (np.zeros((M, N), np.float32), np.ones(N, np.float32))),
     (narrow_casts, (np.zeros((M, N), np.float32),)),
 ])
