@@ -26,7 +26,6 @@ DataType apply_result(ResultType r, DataType t) {
   return t;
 }
 
-
 /// Prefix for messages: "pypto.add at file.py:12: ".
 std::string where(const char* op, const SourceLoc& loc) {
   std::string s = fmt::format("pypto.{}", op);
@@ -254,14 +253,13 @@ int TensorGraphBuilder::add_elementwise(TensorOpKind kind, const std::vector<Ope
 }
 
 int TensorGraphBuilder::add_unary(TensorOpKind kind, int x, const std::vector<int64_t>& tile, const SourceLoc& loc) {
-  // bitwise_not of DT_BOOL is logical not (bools compute as 0/1 integers, whose complement is not).
-  if (kind == TensorOpKind::BitwiseNot && x >= 0 && x < static_cast<int>(g_.values.size()) &&
-      g_.values[x].dtype == DataType::BOOL)
-    kind = TensorOpKind::LogicalNot;
   const OpInfo& info = op_info(kind);
   if (info.cls != OpClass::Unary) throw InternalError("add_unary with a non-unary op");
   check_computed(x, info.name, loc);
   const TensorValue& vx = g_.values[x];
+  // bitwise_not of DT_BOOL is logical not (bools compute as 0/1 integers, whose complement is not).
+  if (kind == TensorOpKind::BitwiseNot && vx.dtype == DataType::BOOL)
+    return add_unary(TensorOpKind::LogicalNot, x, tile, loc);
   if (kind == TensorOpKind::LogicalNot && vx.dtype != DataType::BOOL)
     throw TypeError(where(info.name, loc) + fmt::format("expects a DT_BOOL tensor, found {}", dtype_name(vx.dtype)));
   check_integer_operand(info, loc, vx.dtype);

@@ -316,12 +316,16 @@ inline float asin_kernel(float s, float z) {
                            0.04216628521680832f), s);
 }
 
+/// 2 asin(sqrt((1 - a) / 2)) for 1/2 < a <= 1: asin(a) = pi/2 - it, acos(a) = it.
+inline float twice_asin_of_half_rest(float a) {
+  const float z = 0.5f - 0.5f * a;
+  return 2.0f * asin_kernel(fp::sqrt(z), z);
+}
+
 inline float asin(float x) {
   // |x| <= 1/2: the kernel; otherwise pi/2 - 2 asin(sqrt((1 - a) / 2)). Beyond 1: nan.
   const float a = fp::fabs(x);
-  const float zf = 0.5f - 0.5f * a;
-  const float sf = fp::sqrt(zf);
-  const float far = 1.5707963705062866f - (2.0f * asin_kernel(sf, zf) + 4.371138828673793e-08f);
+  const float far = 1.5707963705062866f - (twice_asin_of_half_rest(a) + 4.371138828673793e-08f);
   const float y = a <= 0.5f ? asin_kernel(a, a * a) : far;
   return a <= 1.0f ? fp::copysign(y, x) : std::numeric_limits<float>::quiet_NaN() + x;
 }
@@ -329,8 +333,7 @@ inline float asin(float x) {
 inline float acos(float x) {
   // |x| <= 1/2: pi/2 - asin(x); x > 1/2: 2 asin(sqrt((1 - x) / 2)); x < -1/2: pi - that of -x.
   const float a = fp::fabs(x);
-  const float zf = 0.5f - 0.5f * a;
-  const float twice = 2.0f * asin_kernel(fp::sqrt(zf), zf);
+  const float twice = twice_asin_of_half_rest(a);
   const float near = 1.5707963705062866f - (asin_kernel(x, x * x) + 4.371138828673793e-08f);
   const float neg = 3.1415927410125732f - (twice + 8.742277657347586e-08f);
   const float y = a <= 0.5f ? near : (x > 0.0f ? twice : neg);
