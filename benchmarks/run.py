@@ -95,6 +95,15 @@ def pypto_unary(name: str, m: int, n: int):
     return unary
 
 
+def pypto_cumsum(m: int, n: int):
+    """pypto.cumsum(x, -1) of an (m, n) fp32 tensor (a running sum along each row)."""
+    @pypto.frontend.jit
+    def cumsum(x: pypto.Tensor((m, n), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*vec_tile(m, n))
+        return pypto.cumsum(x, -1)
+    return cumsum
+
+
 def pypto_softmax(m: int, n: int):
     @pypto.frontend.jit
     def softmax(x: pypto.Tensor((m, n), pypto.DT_FP32)):
@@ -323,6 +332,13 @@ def unary_kernel(name: str) -> Kernel:
                   row_bytes((m, n), (m, n)), "GB/s", tol=(1e-6, 1e-6))
 
 
+def cumsum_kernel() -> Kernel:
+    """A running sum along the rows, against torch.cumsum and np.cumsum."""
+    m, n = ROWS, COLS
+    return Kernel(f"cumsum {m}x{n}", (randn(m, n),), pypto_cumsum(m, n), lambda x: torch.cumsum(x, -1), None,
+                  lambda x: np.cumsum(x, -1), row_bytes((m, n), (m, n)), "GB/s", tol=(1e-3, 1e-4))
+
+
 def softmax_kernel() -> Kernel:
     m, n = ROWS, COLS
     return Kernel(f"softmax {m}x{n}", (randn(m, n),), pypto_softmax(m, n), eager_softmax,
@@ -398,7 +414,7 @@ def kernel_builders(quick: bool) -> list[Callable[[], Kernel]]:
     attention = [(1024, 64), (2048, 128)] if quick else [(s, d) for s in (1024, 2048, 4096) for d in (64, 128)]
     return ([add_kernel, gelu_kernel, softmax_kernel, layer_norm_kernel, rms_norm_kernel, swiglu_tail_kernel,
              swiglu_ffn_kernel]
-            + [functools.partial(unary_kernel, name) for name in ("sin", "log1p")]
+            + [functools.partial(unary_kernel, name) for name in ("sin", "log1p")] + [cumsum_kernel]
             + [functools.partial(matmul_kernel, s) for s in matmul_sizes]
             + [functools.partial(matmul_low_precision_kernel, dt) for dt in (torch.float16, torch.bfloat16)]
             + [matmul_bias_gelu_kernel]

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <string>
 #include <utility>
 #include <variant>
@@ -238,6 +240,29 @@ TEST(VerifierTest, InstrShapeOfRowExpand) {
   ASSERT_EQ(testing::OpcodeString(g.nests[1].body), "tload tload trowexpandsub tstore");
   int row = InstrOf(Inner(g.nests[1])[2]).srcs.at(1);
   g.tiles.at(row).shape = {32, 32};  // src1 is no longer a column of per-row values
+  ExpectRule(g, "instr.shape");
+}
+
+TEST(VerifierTest, InstrShapeAndAxisOfScan) {
+  TensorGraphBuilder b("scan");
+  int x = b.add_param("x", {Expr(64), Expr(100)}, DataType::FP32);
+  b.set_outputs({b.add_scan(TensorOpKind::Cumsum, x, 1, {32, 32}, testing::TestLoc(2))});
+  TileGraph g = Lower(b.finish()).tile;
+  Instr* scan = nullptr;
+  std::function<void(std::vector<Stmt>&)> find = [&](std::vector<Stmt>& body) {
+    for (Stmt& s : body) {
+      if (auto* in = std::get_if<Instr>(&s.node); in && in->op == Opcode::TCUMSUM) scan = in;
+      if (auto* l = std::get_if<Loop>(&s.node)) find(l->body);
+    }
+  };
+  for (TileNest& n : g.nests) find(n.body);
+  ASSERT_NE(scan, nullptr);
+  verify(g);
+  const int axis = scan->axis;
+  scan->axis = 2;
+  ExpectRule(g, "instr.axis");
+  scan->axis = axis;
+  g.tiles.at(scan->srcs[1]).shape = {32, 32};  // the carry is no longer one value per row
   ExpectRule(g, "instr.shape");
 }
 

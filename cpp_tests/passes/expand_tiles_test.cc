@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
@@ -139,6 +140,48 @@ TEST(ExpandTilesTest, RowReductionCarriesAnAccumulatorAcrossASequentialLoop) {
   const TileNest& sum = t.nests[3];
   EXPECT_EQ(std::get<Instr>(LoopChain(sum.body)[0]->body[0].node).scalar, 0.0);
   EXPECT_EQ(OpcodeString(sum.body), "tfill tload trowsum tadd tstore");
+}
+
+TEST(ExpandTilesTest, ScanCarriesTheTilesBeforeAlongASequentialLoop) {
+  TensorGraphBuilder b("scan");
+  int x = b.add_param("x", {Expr(64), Expr(100)}, DataType::FP32);
+  int y = b.add_scan(TensorOpKind::Cumsum, x, -1, {32, 32}, TestLoc(2));
+  b.set_outputs({y});
+  TileGraph t = Expand(b.finish());
+  ASSERT_EQ(t.nests.size(), 1u);
+  std::vector<const Loop*> grid = LoopChain(t.nests[0].body);
+  ASSERT_EQ(grid.size(), 1u);
+  EXPECT_TRUE(grid[0]->parallel);
+  EXPECT_EQ(grid[0]->dim, 0);
+  const std::vector<Stmt>& body = grid[0]->body;
+  ASSERT_EQ(body.size(), 2u);
+  const Instr& fill = std::get<Instr>(body[0].node);
+  EXPECT_EQ(fill.op, Opcode::TFILL);
+  EXPECT_TRUE(fill.scalar == 0.0 && std::signbit(fill.scalar));  // -0: the scan keeps a leading -0
+  EXPECT_EQ(t.tiles[fill.dst].shape, (std::vector<int64_t>{32, 1}));
+  const Loop& along = std::get<Loop>(body[1].node);
+  EXPECT_FALSE(along.parallel);
+  EXPECT_EQ(along.dim, 1);
+  EXPECT_EQ(along.stop.as_const(), 4);
+  EXPECT_EQ(OpcodeString(along.body), "tload tcumsum trowsum tadd tstore");
+  std::vector<const Instr*> in = InstrsOf(along.body);
+  EXPECT_EQ(in[1]->axis, 1);
+  EXPECT_EQ(in[1]->srcs, (std::vector<int>{in[0]->dst, fill.dst}));  // the scan starts from the carry
+  EXPECT_EQ(in[2]->valid.back().str(), in[0]->valid.back().str());   // the carry sums the valid part only
+  EXPECT_EQ(in[3]->dst, fill.dst);
+  EXPECT_EQ(in[4]->srcs, std::vector<int>{in[1]->dst});
+}
+
+TEST(ExpandTilesTest, ScanOfIntegersComputesInInt64AndOfAMiddleDimUsesTheAxisForms) {
+  TensorGraphBuilder b("scan");
+  int x = b.add_param("x", {Expr(4), Expr(10), Expr(8)}, DataType::INT32);
+  int y = b.add_scan(TensorOpKind::Cumprod, x, 1, {2, 4, 8}, TestLoc(2));
+  b.set_outputs({y});
+  TensorGraph g = b.finish();
+  EXPECT_EQ(g.value(y).dtype, DataType::INT64);
+  TileGraph t = Expand(g);
+  EXPECT_EQ(OpcodeString(t.nests[0].body), "tfill tload tcast tcumprod tredprod tmul tstore");
+  EXPECT_THROW(b.add_scan(TensorOpKind::Cumsum, x, 3, {2, 4, 8}, TestLoc(3)), UserError);
 }
 
 TEST(ExpandTilesTest, BroadcastOfAColumnUsesRowExpand) {

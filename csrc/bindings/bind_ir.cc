@@ -224,6 +224,9 @@ void bind_ir(py::module_& m) {
               const std::vector<int64_t>& tile, const std::string& file, int line) {
              return b.add_reduce(op_kind_from_name(op), x, dims, keepdim, tile, loc(file, line));
            })
+      .def("add_scan",
+           [](TensorGraphBuilder& b, const std::string& op, int x, int dim, const std::vector<int64_t>& tile,
+              const std::string& file, int line) { return b.add_scan(op_kind_from_name(op), x, dim, tile, loc(file, line)); })
       .def("add_view",
            [](TensorGraphBuilder& b, int base, const std::vector<Dim>& shape, const std::vector<Dim>& offsets,
               const std::vector<int>& map, const std::vector<int64_t>& steps, const std::vector<Dim>& valid,

@@ -287,6 +287,8 @@ class KernelEmitter {
     if (in.scalar_expr) return fmt::format("static_cast<{}>({})", ty, cexpr(*in.scalar_expr));
     if (std::isinf(in.scalar)) return fmt::format("static_cast<{}>({}__builtin_inf())", ty, in.scalar < 0 ? "-" : "");
     if (std::isnan(in.scalar)) return fmt::format("static_cast<{}>(__builtin_nan(\"\"))", ty);
+    // "-0" would be the integer 0: negative zero is written as a double.
+    if (in.scalar == 0.0 && std::signbit(in.scalar)) return fmt::format("static_cast<{}>(-0.0)", ty);
     return fmt::format("static_cast<{}>({:.17g})", ty, in.scalar);
   }
 
@@ -410,6 +412,20 @@ class KernelEmitter {
         o += fmt::format("{}pto::trowexpand<{}, {}, {}, {}>({}, {}, {});{}\n", pad, op_struct(in.op), ctype(t.dtype),
                          numel(t.shape) / t.shape.back(), t.shape.back(), tn(t), tn(tile(in.srcs[0])),
                          tn(tile(in.srcs[1])), comment);
+        return;
+      }
+      case OpForm::Scan: {
+        const TileDecl& src = tile(in.srcs[0]);
+        const size_t axis = static_cast<size_t>(in.axis);
+        int64_t outer = 1, inner = 1;
+        for (size_t d = 0; d < axis; ++d) outer *= src.shape[d];
+        for (size_t d = axis + 1; d < src.shape.size(); ++d) inner *= src.shape[d];
+        const std::string ty = ctype(src.dtype);
+        const Identity id = opcode_info(opcode_info(in.op).base).identity;
+        // The lanes shifted in hold the identity: -0 for sums (x + -0 is x, -0 too), 1 for products.
+        o += fmt::format("{}pto::tscan<{}, {}, {}, {}, {}>({}, {}, {}, {}({}));{}\n", pad, op_struct(in.op), ty, outer,
+                         src.shape[axis], inner, tn(tile(in.dst)), tn(src), tn(tile(in.srcs[1])), ty,
+                         id == Identity::One ? "1" : "-0.0", comment);
         return;
       }
       case OpForm::ColExpand: {

@@ -43,7 +43,7 @@ int opcode_num_srcs(Opcode op) {
     case OpForm::Store: case OpForm::Unary: case OpForm::Cast: case OpForm::RowReduce: case OpForm::ColReduce:
     case OpForm::AxisReduce: case OpForm::Expand: case OpForm::Reshape: case OpForm::Gather: return 1;
     case OpForm::Binary: case OpForm::RowExpand: case OpForm::ColExpand: case OpForm::Scatter:
-    case OpForm::Matmul: return 2;
+    case OpForm::Matmul: case OpForm::Scan: return 2;
     case OpForm::Select: case OpForm::MatmulAcc: return 3;
   }
   throw InternalError("unknown OpForm");
@@ -90,6 +90,7 @@ const char* form_name(OpForm f) {
     case OpForm::Scatter: return "scatter";
     case OpForm::Matmul: return "matmul";
     case OpForm::MatmulAcc: return "matmul accumulate";
+    case OpForm::Scan: return "scan";
   }
   return "?";
 }
@@ -146,6 +147,7 @@ const char* op_class_name(OpClass c) {
     case OpClass::Where: return "where";
     case OpClass::Cast: return "cast";
     case OpClass::Reduce: return "reduce";
+    case OpClass::Scan: return "scan";
     case OpClass::View: return "view";
     case OpClass::Assemble: return "assemble";
     case OpClass::Create: return "create";

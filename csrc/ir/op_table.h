@@ -37,6 +37,7 @@ enum class OpForm {
   Scatter,     ///< indexed store
   Matmul,      ///< dst = a @ b
   MatmulAcc,   ///< dst += a @ b
+  Scan,        ///< dst = carry (+) the inclusive scan of src along tile axis `axis`
 };
 
 /// The start value of a reduction combining with a binary opcode.
@@ -81,7 +82,7 @@ enum class TensorOpKind {
 };
 
 /// Broad classes of ops, which decide how an op is tiled.
-enum class OpClass { Unary, Binary, Where, Cast, Reduce, View, Assemble, Create, Matmul, Gather, Scatter, Attention };
+enum class OpClass { Unary, Binary, Where, Cast, Reduce, Scan, View, Assemble, Create, Matmul, Gather, Scatter, Attention };
 
 /// How scatter combines a value with the one already at its position (PyPTO's `reduce=`).
 enum class ScatterReduce { None = 0, Add = 1, Multiply = 2 };

@@ -313,7 +313,7 @@ std::string print(const TensorGraph& g) {
     std::string ins;
     for (size_t i = 0; i < op.inputs.size(); ++i) ins += (i ? ", %" : "%") + g.value(op.inputs[i]).name;
     std::string attrs;
-    if (info.cls == OpClass::Reduce) {
+    if (info.cls == OpClass::Reduce || info.cls == OpClass::Scan) {
       std::string dims = op.dims.size() <= 1 ? std::to_string(op.dim) : "[" + fmt::format("{}", fmt::join(op.dims, ", ")) + "]";
       attrs = fmt::format(", dim={}{}", dims, op.keepdim ? ", keepdim" : "");
     }

@@ -349,6 +349,30 @@ int TensorGraphBuilder::add_reduce(TensorOpKind kind, int x, const std::vector<i
   return id;
 }
 
+int TensorGraphBuilder::add_scan(TensorOpKind kind, int x, int dim, const std::vector<int64_t>& tile,
+                                 const SourceLoc& loc) {
+  const OpInfo& info = op_info(kind);
+  if (info.cls != OpClass::Scan) throw InternalError("add_scan with a non-scan op");
+  check_computed(x, info.name, loc);
+  const TensorValue& vx = g_.values[x];
+  const int rank = static_cast<int>(vx.shape.size());
+  if (dim < -rank || dim >= rank)
+    throw UserError(where(info.name, loc) + fmt::format("dim {} is out of range for a tensor of rank {} (expected {} to {})",
+                                                        dim, rank, -rank, rank - 1));
+  if (dim < 0) dim += rank;
+  const std::vector<int64_t> fitted = fit_tile(info.name, tile, vx.shape.size(), loc);
+  const DataType result = apply_result(info.result, vx.dtype);
+  const std::vector<Expr> shape = vx.shape, valid = vx.valid;
+  int id = new_value(shape, result);
+  g_.values[id].valid = valid;
+  TensorOp op{kind, {x}, id, dim, false, fitted, loc};
+  op.operands = {Operand::tensor(x)};
+  op.compute = compute_dtype(result);
+  op.region = open_.empty() ? -1 : open_.back();
+  g_.ops.push_back(op);
+  return id;
+}
+
 int TensorGraphBuilder::add_view(int base, const std::vector<Expr>& shape, const std::vector<Expr>& offsets,
                                  const std::vector<int>& map, const std::vector<int64_t>& steps,
                                  const std::vector<Expr>& valid, const SourceLoc& loc) {

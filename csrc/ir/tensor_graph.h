@@ -144,6 +144,8 @@ class TensorGraphBuilder {
   /// Adds a reduction over several dims at once (each may be negative).
   int add_reduce(TensorOpKind kind, int x, const std::vector<int>& dims, bool keepdim, const std::vector<int64_t>& tile,
                  const SourceLoc& loc);
+  /// Adds an inclusive scan (cumsum, cumprod) along `dim` (may be negative); the result has x's shape.
+  int add_scan(TensorOpKind kind, int x, int dim, const std::vector<int64_t>& tile, const SourceLoc& loc);
   /// Adds a strided view of `base` (see ViewMap); `valid` may mark a tail.
   int add_view(int base, const std::vector<Expr>& shape, const std::vector<Expr>& offsets, const std::vector<int>& map,
                const std::vector<int64_t>& steps, const std::vector<Expr>& valid, const SourceLoc& loc);

@@ -139,6 +139,19 @@ struct StmtChecker {
           fail("instr.shape", fmt::format("{} needs src1 of shape [..., 1] matching src0", what));
         break;
       }
+      case OpForm::Scan: {
+        const TileDecl* src = tile(in.srcs[0]);
+        const TileDecl* carry = tile(in.srcs[1]);
+        const int64_t rank = static_cast<int64_t>(src->shape.size());
+        if (in.axis < 0 || in.axis >= rank)
+          fail("instr.axis", fmt::format("{}: axis={} is not a dim of the source tile (rank {})", what, in.axis, rank));
+        std::vector<int64_t> want = src->shape;
+        want[in.axis] = 1;
+        if (!same(dst, src) || carry->shape != want)
+          fail("instr.shape", fmt::format("{} needs a destination of the source's shape and a carry of shape [{}]", what,
+                                          fmt::join(want, ", ")));
+        break;
+      }
       case OpForm::Matmul: case OpForm::MatmulAcc: {
         bool acc = opcode_info(in.op).form == OpForm::MatmulAcc;
         const TileDecl* a = tile(in.srcs[acc ? 1 : 0]);
@@ -398,7 +411,7 @@ void verify(const TensorGraph& g) {
                                                       : g.value(op.output).shape.size();
     if (op.tile_shape.size() != iter_rank)
       fail("tensor.tile-rank", fmt::format("op {} ({}) has tile shape of rank {}, expected {}", i, info.name, op.tile_shape.size(), iter_rank));
-    if (info.cls == OpClass::Reduce) {
+    if (info.cls == OpClass::Reduce || info.cls == OpClass::Scan) {
       std::vector<int> dims = op.dims.empty() ? std::vector<int>{op.dim} : op.dims;
       for (int d : dims)
         if (d < 0 || d >= static_cast<int>(iter_rank))

@@ -338,6 +338,102 @@ def prod(x, dim=None, keepdim=False) -> Tensor:
     return _reduce("prod", x, dim, keepdim)
 
 
+def _int_arg(op: str, name: str, v) -> int:
+    v = v.value if isinstance(v, Element) else v
+    if isinstance(v, builtins.bool) or not isinstance(v, numbers.Integral):
+        raise UserTypeError(f"pypto.{op}: {name} must be an int, found {type(v).__name__} {v!r}")
+    return int(v)
+
+
+def _scan(op: str, x, dim) -> Tensor:
+    ctx = _ctx(op)
+    ix = _tensor(op, x, ctx, "the")
+    d = _int_arg(op, "dim", dim)
+    file, line = user_location()
+    return Tensor._traced(ctx, ctx.builder.add_scan(op, ix, d, _tile(ctx), file, line))
+
+
+@_documented
+def cumsum(input, dim) -> Tensor:  # noqa: A002 - PyPTO's name
+    return _scan("cumsum", input, dim)
+
+
+@_documented
+def cumprod(input, dim) -> Tensor:  # noqa: A002 - PyPTO's name
+    return _scan("cumprod", input, dim)
+
+
+def _position_along(x: Tensor, dim: int) -> Tensor:
+    """The index of each position along ``dim`` (DT_INT32), shaped to broadcast against ``x``."""
+    from pypto import _dtypes, shape_ops
+
+    shape = [1] * len(x.shape)
+    shape[dim] = x.shape[dim]
+    return shape_ops.reshape(shape_ops.arange(x.shape[dim], dtype=_dtypes.DT_INT32), shape)
+
+
+def _triangle(op: str, x, diagonal, lower: bool) -> Tensor:
+    from pypto import _dtypes
+
+    _ctx(op)
+    if not isinstance(x, Tensor):
+        raise UserTypeError(f"pypto.{op}: input must be a pypto.Tensor, found {type(x).__name__}")
+    diagonal = _int_arg(op, "diagonal", diagonal)
+    rank = len(x.shape)
+    if rank < 2:
+        raise UserError(f"pypto.{op}: input must have at least 2 dims (a matrix or a batch of them), found shape "
+                        f"{list(x.shape)}")
+    # Column index minus row index: kept where it is <= diagonal (tril) or >= diagonal (triu).
+    offset = sub(_position_along(x, rank - 1), _position_along(x, rank - 2))
+    keep = _elementwise("le" if lower else "ge", offset, diagonal)
+    return _elementwise("where", keep, x, False if x.dtype == _dtypes.DT_BOOL else 0)
+
+
+@_documented
+def tril(input, diagonal=0) -> Tensor:  # noqa: A002 - PyPTO's name
+    return _triangle("tril", input, diagonal, True)
+
+
+@_documented
+def triu(input, diagonal=0) -> Tensor:  # noqa: A002 - PyPTO's name
+    return _triangle("triu", input, diagonal, False)
+
+
+def _arg_extreme(op: str, x, dim, keepdim) -> Tensor:
+    from pypto import _dtypes
+
+    _ctx(op)
+    if not isinstance(x, Tensor):
+        raise UserTypeError(f"pypto.{op}: input must be a pypto.Tensor, found {type(x).__name__}")
+    if not isinstance(keepdim, builtins.bool):
+        raise UserTypeError(f"pypto.{op}: keepdim must be a bool, found {type(keepdim).__name__} {keepdim!r}")
+    rank = len(x.shape)
+    d = _int_arg(op, "dim", dim)
+    if d < -rank or d >= rank:
+        file, line = user_location()
+        raise UserError(f"pypto.{op} at {file}:{line}: dim {d} is out of range for a tensor of rank {rank} "
+                        f"(expected {-rank} to {rank - 1})")
+    d %= rank
+    # The first position holding the extreme; a NaN is the extreme wherever one occurs (as torch).
+    extreme = _reduce("amax" if op == "argmax" else "amin", x, d, True)
+    hit = _elementwise("eq", x, extreme)
+    if x.dtype in (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16, _dtypes.DT_DOUBLE):
+        hit = _elementwise("logical_or", hit, _unary("isnan", x))
+    n = x.shape[d]
+    first = _elementwise("where", hit, _position_along(x, d), n)
+    return _reduce("amin", first, d, keepdim)
+
+
+@_documented
+def argmax(input, dim, keepdim=False) -> Tensor:  # noqa: A002 - PyPTO's name
+    return _arg_extreme("argmax", input, dim, keepdim)
+
+
+@_documented
+def argmin(input, dim, keepdim=False) -> Tensor:  # noqa: A002 - PyPTO's name
+    return _arg_extreme("argmin", input, dim, keepdim)
+
+
 def _require_float(op: str, x) -> None:
     from pypto._dtypes import DT_BF16, DT_DOUBLE, DT_FP16, DT_FP32
 

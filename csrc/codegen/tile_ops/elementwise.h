@@ -339,4 +339,89 @@ inline void treduce(T* __restrict dst, const T* __restrict a, int64_t valid, T i
   }
 }
 
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define PTO_HAS_SHUFFLE 1
+/// The lane permutation moving a vector of W lanes up by S lanes, the freed lanes taken from a
+/// second vector (GCC's two-source __builtin_shuffle).
+template <typename T, int64_t W, int64_t S>
+struct ShiftUpMask {
+  typedef std::conditional_t<sizeof(T) == 8, int64_t, int32_t> Lane;
+  typedef Lane Mask __attribute__((vector_size(W * sizeof(T))));
+  static Mask get() {
+    Mask m;
+    for (int64_t l = 0; l < W; ++l) m[l] = static_cast<Lane>(l >= S ? l - S : W + l);
+    return m;
+  }
+};
+
+/// The inclusive scan of the W lanes of x in log2(W) shift-and-combine steps (Hillis and Steele),
+/// the shifted-in lanes holding Op's identity.
+template <typename Op, typename T, int64_t W, int64_t S, typename Vec>
+inline __attribute__((always_inline)) Vec scan_lanes(Vec x, Vec identity) {
+  if constexpr (S >= W) {
+    return x;
+  } else {
+    x = Op::f(x, __builtin_shuffle(x, identity, ShiftUpMask<T, W, S>::get()));
+    return scan_lanes<Op, T, W, S * 2>(x, identity);
+  }
+}
+#endif
+
+/// TCUMSUM, TCUMPROD: dst = carry (+) the inclusive scan of a tile viewed as [OUTER, LEN, INNER]
+/// along LEN; carry is [OUTER, INNER] (what the tiles before along the scanned dim combine to).
+/// Along a middle or first axis the scan combines whole rows of INNER elements (vectorised across
+/// them); along the last axis each row is scanned a SIMD vector at a time, in registers.
+template <typename Op, typename T, int64_t OUTER, int64_t LEN, int64_t INNER>
+inline void tscan(T* __restrict dst, const T* __restrict a, const T* __restrict carry, T init) {
+  if constexpr (INNER > 1) {
+    for (int64_t o = 0; o < OUTER; ++o) {
+      const T* prev = carry + o * INNER;
+      for (int64_t i = 0; i < LEN; ++i) {
+        T* __restrict d = dst + (o * LEN + i) * INNER;
+        const T* __restrict x = a + (o * LEN + i) * INNER;
+        for (int64_t j = 0; j < INNER; ++j) d[j] = Op::f(prev[j], x[j]);
+        prev = d;
+      }
+    }
+    return;
+  } else {
+    int64_t whole = 0;
+    (void)init;
+#if defined(PTO_HAS_SHUFFLE)
+    constexpr bool kVector = (std::is_floating_point<T>::value || std::is_integral<T>::value) &&
+                             (sizeof(T) == 4 || sizeof(T) == 8);
+    constexpr int64_t kPer = kVecFloats * 4 / static_cast<int64_t>(sizeof(T));
+    if constexpr (kVector && kPer >= 2) {
+      typedef T Vec __attribute__((vector_size(kPer * sizeof(T))));
+      Vec identity;
+      for (int64_t l = 0; l < kPer; ++l) identity[l] = init;
+      whole = LEN / kPer * kPer;
+      for (int64_t o = 0; o < OUTER; ++o) {
+        const T* __restrict row = a + o * LEN;
+        T* __restrict out = dst + o * LEN;
+        T run = carry[o];
+        for (int64_t c = 0; c < whole; c += kPer) {
+          Vec x;
+          memcpy(&x, row + c, sizeof x);
+          x = scan_lanes<Op, T, kPer, 1>(x, identity);
+          Vec before;
+          for (int64_t l = 0; l < kPer; ++l) before[l] = run;
+          x = Op::f(before, x);
+          memcpy(out + c, &x, sizeof x);
+          run = x[kPer - 1];
+        }
+      }
+    }
+#endif
+    for (int64_t o = 0; o < OUTER; ++o) {
+      T run = whole ? dst[o * LEN + whole - 1] : carry[o];
+      for (int64_t c = whole; c < LEN; ++c) {
+        run = Op::f(run, a[o * LEN + c]);
+        dst[o * LEN + c] = run;
+      }
+    }
+  }
+}
+
 }  // namespace pto

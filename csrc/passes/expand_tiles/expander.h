@@ -128,6 +128,17 @@ class Expander {
     return c.dst;
   }
 
+  /// Loads the tile of value `v` (of the space's rank) at iteration `s`, in its compute type.
+  int load_box(int v, const Space& s, std::vector<Stmt>& body) {
+    Instr ld{Opcode::TLOAD};
+    ld.memref = v;
+    ld.offsets = s.offset;
+    ld.valid = s.valid;
+    ld.dst = new_tile(s.tile, compute_dtype(g_.value(v).dtype));
+    body.push_back(instr(ld));
+    return ld.dst;
+  }
+
   int load_operand(int v, const Space& s, std::vector<Stmt>& body) {
     const TensorValue& tv = g_.value(v);
     size_t r = s.shape.size(), rv = tv.shape.size();
@@ -221,6 +232,10 @@ class Expander {
   /// A reduction: parallel loops over the kept dims, sequential loops over the reduced ones into an
   /// accumulator tile (reduce.cc).
   std::vector<Stmt> reduce(const TensorOp& op, int idx);
+
+  /// An inclusive scan: parallel loops over the other dims, a sequential loop along the scanned one
+  /// carrying the combined tiles before (scan.cc).
+  std::vector<Stmt> scan(const TensorOp& op, int idx);
 
   /// Gather and scatter: over the index's shape, the index tiles and the data tensor at the indexed
   /// positions of each block (data.cc).

@@ -43,13 +43,7 @@ std::vector<Stmt> Expander::reduce(const TensorOp& op, int idx) {
   fill.scalar = red_info.init;
 
   std::vector<Stmt> inner;
-  Instr ld{Opcode::TLOAD};
-  ld.memref = op.inputs[0];
-  ld.offsets = s.offset;
-  ld.valid = s.valid;
-  ld.dst = new_tile(s.tile, compute_dtype(inv.dtype));
-  inner.push_back(instr(ld));
-  int cur = convert(ld.dst, acc_dt, inner);
+  int cur = convert(load_box(op.inputs[0], s, inner), acc_dt, inner);
   // Reduce the tile one axis at a time, last axis first.
   std::vector<int64_t> cur_shape = s.tile;
   std::vector<Expr> cur_valid = s.valid;

@@ -39,6 +39,13 @@ def math_family(x: pypto.Tensor((M, N), pypto.DT_FP32)) -> pypto.Tensor((M, N), 
 
 
 @pypto.frontend.jit
+def scans(x: pypto.Tensor((M, N), pypto.DT_FP32)):
+    # A running sum along rows (scanned a SIMD vector at a time) and a running product down columns.
+    pypto.set_vec_tile_shapes(16, 256)
+    return pypto.cumsum(x, 1), pypto.cumprod(x, 0)
+
+
+@pypto.frontend.jit
 def rms_norm(x: pypto.Tensor((M, N), pypto.DT_FP32), w: pypto.Tensor((N,), pypto.DT_FP32)):
     pypto.set_vec_tile_shapes(16, 256)
     return pypto.rms_norm(x, w, 1e-5)
@@ -89,6 +96,7 @@ def kernel_assembly(compiled, tmp_path):
     (softmax, (np.zeros((M, N), np.float32),)),
     (gelu_tanh_log, (np.zeros((M, N), np.float32),)),
     (math_family, (np.zeros((M, N), np.float32),)),
+    (scans, (np.zeros((M, N), np.float32),)),
     (rms_norm, (np.zeros((M, N), np.float32), np.ones(N, np.float32))),
     (narrow_casts, (np.zeros((M, N), np.float32),)),
 ])
