@@ -104,6 +104,24 @@ def pypto_cumsum(m: int, n: int):
     return cumsum
 
 
+def pypto_topk(m: int, n: int, k: int):
+    """The k largest of each row of an (m, n) fp32 tensor and their positions."""
+    @pypto.frontend.jit
+    def topk(x: pypto.Tensor((m, n), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*vec_tile(m, n))
+        return pypto.topk(x, k)
+    return topk
+
+
+def pypto_argsort(m: int, n: int):
+    """The positions sorting each row of an (m, n) fp32 tensor, largest first."""
+    @pypto.frontend.jit
+    def argsort(x: pypto.Tensor((m, n), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(*vec_tile(m, n))
+        return pypto.argsort(x)
+    return argsort
+
+
 def pypto_softmax(m: int, n: int):
     @pypto.frontend.jit
     def softmax(x: pypto.Tensor((m, n), pypto.DT_FP32)):
@@ -339,6 +357,25 @@ def cumsum_kernel() -> Kernel:
                   lambda x: np.cumsum(x, -1), row_bytes((m, n), (m, n)), "GB/s", tol=(1e-3, 1e-4))
 
 
+def topk_kernel(k: int = 8) -> Kernel:
+    """torch.topk's values and positions (sorted) of each row; the reference checks the values."""
+    m, n = ROWS, COLS
+    kernel = pypto_topk(m, n, k)
+    return Kernel(f"topk k={k} {m}x{n}", (randn(m, n),), lambda x: kernel(x)[0],
+                  lambda x: torch.topk(x, k).values, None,
+                  lambda x: -np.sort(np.partition(-x, k - 1, axis=-1)[:, :k], axis=-1),
+                  row_bytes((m, n), (m, 2 * k)), "GB/s", tol=(0.0, 0.0))
+
+
+def argsort_kernel() -> Kernel:
+    """Stable argsort of each row of a 1024-wide tensor; positions compared through the values they pick."""
+    m, n = ROWS, 1024
+    return Kernel(f"argsort {m}x{n}", (randn(m, n),), pypto_argsort(m, n),
+                  lambda x: torch.argsort(x, dim=-1, descending=True, stable=True), None,
+                  lambda x: np.argsort(-x, axis=-1, kind="stable"), row_bytes((m, n), (m, n)), "GB/s",
+                  tol=(0.0, 0.0), reference=lambda x: torch.argsort(x, dim=-1, descending=True, stable=True))
+
+
 def softmax_kernel() -> Kernel:
     m, n = ROWS, COLS
     return Kernel(f"softmax {m}x{n}", (randn(m, n),), pypto_softmax(m, n), eager_softmax,
@@ -414,7 +451,7 @@ def kernel_builders(quick: bool) -> list[Callable[[], Kernel]]:
     attention = [(1024, 64), (2048, 128)] if quick else [(s, d) for s in (1024, 2048, 4096) for d in (64, 128)]
     return ([add_kernel, gelu_kernel, softmax_kernel, layer_norm_kernel, rms_norm_kernel, swiglu_tail_kernel,
              swiglu_ffn_kernel]
-            + [functools.partial(unary_kernel, name) for name in ("sin", "log1p")] + [cumsum_kernel]
+            + [functools.partial(unary_kernel, name) for name in ("sin", "log1p")] + [cumsum_kernel, topk_kernel, argsort_kernel]
             + [functools.partial(matmul_kernel, s) for s in matmul_sizes]
             + [functools.partial(matmul_low_precision_kernel, dt) for dt in (torch.float16, torch.bfloat16)]
             + [matmul_bias_gelu_kernel]

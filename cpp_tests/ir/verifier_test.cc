@@ -243,19 +243,25 @@ TEST(VerifierTest, InstrShapeOfRowExpand) {
   ExpectRule(g, "instr.shape");
 }
 
+/// The last instruction with opcode `op` in any nest of `g` (null if none).
+Instr* FindInstr(TileGraph& g, Opcode op) {
+  Instr* found = nullptr;
+  std::function<void(std::vector<Stmt>&)> walk = [&](std::vector<Stmt>& body) {
+    for (Stmt& s : body) {
+      if (auto* in = std::get_if<Instr>(&s.node); in && in->op == op) found = in;
+      if (auto* l = std::get_if<Loop>(&s.node)) walk(l->body);
+    }
+  };
+  for (TileNest& n : g.nests) walk(n.body);
+  return found;
+}
+
 TEST(VerifierTest, InstrShapeAndAxisOfScan) {
   TensorGraphBuilder b("scan");
   int x = b.add_param("x", {Expr(64), Expr(100)}, DataType::FP32);
   b.set_outputs({b.add_scan(TensorOpKind::Cumsum, x, 1, {32, 32}, testing::TestLoc(2))});
   TileGraph g = Lower(b.finish()).tile;
-  Instr* scan = nullptr;
-  std::function<void(std::vector<Stmt>&)> find = [&](std::vector<Stmt>& body) {
-    for (Stmt& s : body) {
-      if (auto* in = std::get_if<Instr>(&s.node); in && in->op == Opcode::TCUMSUM) scan = in;
-      if (auto* l = std::get_if<Loop>(&s.node)) find(l->body);
-    }
-  };
-  for (TileNest& n : g.nests) find(n.body);
+  Instr* scan = FindInstr(g, Opcode::TCUMSUM);
   ASSERT_NE(scan, nullptr);
   verify(g);
   const int axis = scan->axis;
@@ -263,6 +269,23 @@ TEST(VerifierTest, InstrShapeAndAxisOfScan) {
   ExpectRule(g, "instr.axis");
   scan->axis = axis;
   g.tiles.at(scan->srcs[1]).shape = {32, 32};  // the carry is no longer one value per row
+  ExpectRule(g, "instr.shape");
+}
+
+TEST(VerifierTest, InstrShapeAndDtypeOfSort) {
+  TensorGraphBuilder b("sort");
+  int x = b.add_param("x", {Expr(64), Expr(100)}, DataType::FP32);
+  b.set_outputs({b.add_sort(TensorOpKind::Argsort, x, 8, true, {32, 32}, testing::TestLoc(2))});
+  TileGraph g = Lower(b.finish()).tile;
+  Instr* sort = FindInstr(g, Opcode::TSORTDESC);
+  ASSERT_NE(sort, nullptr);
+  verify(g);
+  EXPECT_EQ(g.tiles.at(sort->dst).shape, (std::vector<int64_t>{32, 8}));
+  EXPECT_EQ(g.tiles.at(sort->srcs[0]).shape, (std::vector<int64_t>{32, 100}));  // the whole sorted dim
+  g.tiles.at(sort->dst).dtype = DataType::INT64;
+  ExpectRule(g, "instr.dtype");
+  g.tiles.at(sort->dst).dtype = DataType::INT32;
+  g.tiles.at(sort->dst).shape = {32, 101};  // keeps more than the row has
   ExpectRule(g, "instr.shape");
 }
 

@@ -224,6 +224,11 @@ void bind_ir(py::module_& m) {
               const std::vector<int64_t>& tile, const std::string& file, int line) {
              return b.add_reduce(op_kind_from_name(op), x, dims, keepdim, tile, loc(file, line));
            })
+      .def("add_sort",
+           [](TensorGraphBuilder& b, const std::string& op, int x, int64_t k, bool descending,
+              const std::vector<int64_t>& tile, const std::string& file, int line) {
+             return b.add_sort(op_kind_from_name(op), x, k, descending, tile, loc(file, line));
+           })
       .def("add_scan",
            [](TensorGraphBuilder& b, const std::string& op, int x, int dim, const std::vector<int64_t>& tile,
               const std::string& file, int line) { return b.add_scan(op_kind_from_name(op), x, dim, tile, loc(file, line)); })

@@ -414,6 +414,15 @@ class KernelEmitter {
                          tn(tile(in.srcs[1])), comment);
         return;
       }
+      case OpForm::Sort: {
+        const TileDecl& src = tile(in.srcs[0]);
+        const TileDecl& t = tile(in.dst);
+        const int64_t n = src.shape.back();
+        o += fmt::format("{}pto::tsort<{}, {}, {}, {}, {}>({}, {}, {});{}\n", pad, ctype(src.dtype), numel(src.shape) / n,
+                         n, t.shape.back(), in.op == Opcode::TSORTDESC ? "true" : "false", tn(t), tn(src),
+                         in.valid.empty() ? std::to_string(n) : cexpr(in.valid.back()), comment);
+        return;
+      }
       case OpForm::Scan: {
         const TileDecl& src = tile(in.srcs[0]);
         const size_t axis = static_cast<size_t>(in.axis);

@@ -29,5 +29,6 @@
 #include "tile_ops/elementwise.h"
 #include "tile_ops/matmul.h"
 #include "tile_ops/gather_scatter.h"
+#include "tile_ops/sort.h"
 
 #endif  // PYPTO_TILE_OPS_H_

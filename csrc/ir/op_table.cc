@@ -41,7 +41,7 @@ int opcode_num_srcs(Opcode op) {
   switch (opcode_info(op).form) {
     case OpForm::Load: case OpForm::Fill: case OpForm::Arange: return 0;
     case OpForm::Store: case OpForm::Unary: case OpForm::Cast: case OpForm::RowReduce: case OpForm::ColReduce:
-    case OpForm::AxisReduce: case OpForm::Expand: case OpForm::Reshape: case OpForm::Gather: return 1;
+    case OpForm::AxisReduce: case OpForm::Sort: case OpForm::Expand: case OpForm::Reshape: case OpForm::Gather: return 1;
     case OpForm::Binary: case OpForm::RowExpand: case OpForm::ColExpand: case OpForm::Scatter:
     case OpForm::Matmul: case OpForm::Scan: return 2;
     case OpForm::Select: case OpForm::MatmulAcc: return 3;
@@ -91,6 +91,7 @@ const char* form_name(OpForm f) {
     case OpForm::Matmul: return "matmul";
     case OpForm::MatmulAcc: return "matmul accumulate";
     case OpForm::Scan: return "scan";
+    case OpForm::Sort: return "sort";
   }
   return "?";
 }
@@ -148,6 +149,7 @@ const char* op_class_name(OpClass c) {
     case OpClass::Cast: return "cast";
     case OpClass::Reduce: return "reduce";
     case OpClass::Scan: return "scan";
+    case OpClass::Sort: return "sort";
     case OpClass::View: return "view";
     case OpClass::Assemble: return "assemble";
     case OpClass::Create: return "create";
@@ -166,6 +168,7 @@ const char* result_type_name(ResultType r) {
     case ResultType::Bool: return "bool";
     case ResultType::Wide: return "wide";
     case ResultType::Integer: return "integer";
+    case ResultType::Index: return "index";
   }
   return "?";
 }

@@ -38,6 +38,7 @@ enum class OpForm {
   Matmul,      ///< dst = a @ b
   MatmulAcc,   ///< dst += a @ b
   Scan,        ///< dst = carry (+) the inclusive scan of src along tile axis `axis`
+  Sort,        ///< dst (i32) = the positions of the first K of each row of src in sorted order
 };
 
 /// The start value of a reduction combining with a binary opcode.
@@ -82,7 +83,7 @@ enum class TensorOpKind {
 };
 
 /// Broad classes of ops, which decide how an op is tiled.
-enum class OpClass { Unary, Binary, Where, Cast, Reduce, Scan, View, Assemble, Create, Matmul, Gather, Scatter, Attention };
+enum class OpClass { Unary, Binary, Where, Cast, Reduce, Scan, Sort, View, Assemble, Create, Matmul, Gather, Scatter, Attention };
 
 /// How scatter combines a value with the one already at its position (PyPTO's `reduce=`).
 enum class ScatterReduce { None = 0, Add = 1, Multiply = 2 };
@@ -98,6 +99,7 @@ enum class ResultType {
   Bool,   ///< comparisons
   Wide,   ///< integers and bool become DT_INT64 (sum, prod)
   Integer,  ///< the (promoted) operand type, which must be an integer or bool (bitwise ops)
+  Index,    ///< DT_INT32 positions (argsort)
 };
 
 /// Static facts about a tensor op (a TENSOR_OP row).

@@ -317,6 +317,8 @@ std::string print(const TensorGraph& g) {
       std::string dims = op.dims.size() <= 1 ? std::to_string(op.dim) : "[" + fmt::format("{}", fmt::join(op.dims, ", ")) + "]";
       attrs = fmt::format(", dim={}{}", dims, op.keepdim ? ", keepdim" : "");
     }
+    if (info.cls == OpClass::Sort)
+      attrs = fmt::format(", k={}{}", o.shape.back().str(), op.descending ? ", descending" : "");
     for (const Operand& o : op.operands)
       if (!o.is_tensor()) attrs += ", " + (o.sym ? o.sym->str() : scalar_text(o.constant));
     if (info.cls == OpClass::Attention)

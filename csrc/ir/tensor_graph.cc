@@ -22,6 +22,7 @@ DataType apply_result(ResultType r, DataType t) {
     case ResultType::Bool: return DataType::BOOL;
     case ResultType::Wide: return dtype_is_float(t) ? t : DataType::INT64;
     case ResultType::Integer: return t;
+    case ResultType::Index: return DataType::INT32;
   }
   return t;
 }
@@ -368,6 +369,39 @@ int TensorGraphBuilder::add_scan(TensorOpKind kind, int x, int dim, const std::v
   TensorOp op{kind, {x}, id, dim, false, fitted, loc};
   op.operands = {Operand::tensor(x)};
   op.compute = compute_dtype(result);
+  op.region = open_.empty() ? -1 : open_.back();
+  g_.ops.push_back(op);
+  return id;
+}
+
+int TensorGraphBuilder::add_sort(TensorOpKind kind, int x, int64_t k, bool descending,
+                                 const std::vector<int64_t>& tile, const SourceLoc& loc) {
+  const OpInfo& info = op_info(kind);
+  if (info.cls != OpClass::Sort) throw InternalError("add_sort with a non-sort op");
+  check_computed(x, info.name, loc);
+  const TensorValue& vx = g_.values[x];
+  if (vx.shape.empty()) throw UserError(where(info.name, loc) + "needs a tensor of at least one dim");
+  const auto n = vx.shape.back().as_const();
+  if (!n || !vx.valid.back().equals(vx.shape.back()))
+    throw NotSupportedError(where(info.name, loc) + fmt::format("sorting a dynamic or partly valid dim ({}) is not "
+                                                                "supported yet",
+                                                                vx.valid.back().str()));
+  if (k < 1 || k > *n)
+    throw UserError(where(info.name, loc) + fmt::format("k = {} is out of range for a dim of size {} (expected 1 to {})",
+                                                        k, *n, *n));
+  if (vx.dtype == DataType::BOOL || !(dtype_is_float(vx.dtype) || dtype_is_int(vx.dtype)))
+    throw TypeError(where(info.name, loc) + fmt::format("expects a float or integer tensor, found {}",
+                                                            dtype_name(vx.dtype)));
+  const std::vector<int64_t> fitted = fit_tile(info.name, tile, vx.shape.size(), loc);
+  std::vector<Expr> shape = vx.shape, valid = vx.valid;
+  shape.back() = Expr(k);
+  valid.back() = Expr(k);
+  int id = new_value(shape, apply_result(info.result, vx.dtype));
+  g_.values[id].valid = valid;
+  TensorOp op{kind, {x}, id, static_cast<int>(shape.size()) - 1, false, fitted, loc};
+  op.operands = {Operand::tensor(x)};
+  op.compute = compute_dtype(g_.values[x].dtype);
+  op.descending = descending;
   op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return id;

@@ -79,6 +79,7 @@ struct TensorOp {
   double scale = 1.0;             ///< Attention: the factor applied to q @ kt
   ScatterReduce reduce = ScatterReduce::None;  ///< Scatter: replace, add or multiply
   std::string tile_note;          ///< why a Tensor-level pass changed tile_shape (shown on the op's tile nest)
+  bool descending = false;        ///< Sort: largest first (the kept count is the output's last dim)
 };
 
 /// A structured control region of the traced program: a loop over a symbolic
@@ -146,6 +147,10 @@ class TensorGraphBuilder {
                  const SourceLoc& loc);
   /// Adds an inclusive scan (cumsum, cumprod) along `dim` (may be negative); the result has x's shape.
   int add_scan(TensorOpKind kind, int x, int dim, const std::vector<int64_t>& tile, const SourceLoc& loc);
+  /// Adds a sort of x's last dim keeping the first `k` positions (DT_INT32), largest first when
+  /// `descending`; the dim must be static.
+  int add_sort(TensorOpKind kind, int x, int64_t k, bool descending, const std::vector<int64_t>& tile,
+               const SourceLoc& loc);
   /// Adds a strided view of `base` (see ViewMap); `valid` may mark a tail.
   int add_view(int base, const std::vector<Expr>& shape, const std::vector<Expr>& offsets, const std::vector<int>& map,
                const std::vector<int64_t>& steps, const std::vector<Expr>& valid, const SourceLoc& loc);

@@ -139,6 +139,17 @@ struct StmtChecker {
           fail("instr.shape", fmt::format("{} needs src1 of shape [..., 1] matching src0", what));
         break;
       }
+      case OpForm::Sort: {
+        const TileDecl* src = tile(in.srcs[0]);
+        bool ok = src->shape.size() == dst->shape.size() && !dst->shape.empty() &&
+                  dst->shape.back() <= src->shape.back();
+        for (size_t d = 0; ok && d + 1 < dst->shape.size(); ++d) ok = dst->shape[d] == src->shape[d];
+        if (!ok)
+          fail("instr.shape", fmt::format("{}: destination [{}] must be the source's shape [{}] with at most its last "
+                                          "dim kept",
+                                          what, fmt::join(dst->shape, ", "), fmt::join(src->shape, ", ")));
+        break;
+      }
       case OpForm::Scan: {
         const TileDecl* src = tile(in.srcs[0]);
         const TileDecl* carry = tile(in.srcs[1]);
@@ -200,6 +211,11 @@ struct StmtChecker {
     const OpForm form = opcode_info(in.op).form;
     switch (form) {
       case OpForm::Load: case OpForm::Store: case OpForm::Fill: case OpForm::Arange: case OpForm::Cast:
+        return;
+      case OpForm::Sort:
+        if (dst->dtype != DataType::INT32)
+          fail("instr.dtype", fmt::format("{}: the destination tile %{} is {}; positions are i32", what, dst->name,
+                                          name(dst->dtype)));
         return;
       case OpForm::Gather: case OpForm::Scatter:
         integer_index(srcs[0], "index");

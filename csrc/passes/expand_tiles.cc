@@ -69,6 +69,8 @@ void Expander::expand(int idx) {
     n.body = indexed(op, idx);
   } else if (info.cls == OpClass::Reduce) {
     n.body = reduce(op, idx);
+  } else if (info.cls == OpClass::Sort) {
+    n.body = sort(op, idx);
   } else if (info.cls == OpClass::Scan) {
     n.body = scan(op, idx);
   } else if (info.cls == OpClass::Assemble || info.cls == OpClass::Create) {

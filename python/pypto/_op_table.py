@@ -47,6 +47,7 @@ _RESULT = {
     "float": "floating point (integers and bool give DT_FP32)",
     "bool": "DT_BOOL",
     "wide": "integers and bool give DT_INT64",
+    "index": "DT_INT32 (positions along the sorted dim)",
     "integer": "the operands' promoted dtype, an integer or DT_BOOL (floating-point operands raise)",
 }
 

@@ -62,6 +62,14 @@ class SaturationMode(_Named):
     ON = 1
 
 
+class TopKAlgo(_Named):
+    """How ``pypto.topk`` selects (``algo=``): PyPTO's device has a merge sort and a radix select.
+    pypto runs one CPU algorithm for both (a threshold scan for small k, a radix sort otherwise)."""
+
+    MERGE_SORT = 0
+    RADIX_SELECT = 1
+
+
 class PrecisionType(_Named):
     """PyPTO's precision choice for math ops (``precision_type=``): its device has a fast
     instruction and a more precise sequence. pypto's vector math is the precise one for both."""

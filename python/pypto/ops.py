@@ -12,7 +12,7 @@ import numbers
 from pypto import _op_table
 from pypto._dtypes import DataType
 from pypto.element import Element
-from pypto.enums import CastMode, SaturationMode
+from pypto.enums import CastMode, SaturationMode, TopKAlgo
 from pypto.errors import NotSupportedError, TracingError, UserError, UserTypeError
 from pypto.frontend.config import current_trace, user_location
 from pypto.frontend.control import Diverged
@@ -434,6 +434,57 @@ def argmin(input, dim, keepdim=False) -> Tensor:  # noqa: A002 - PyPTO's name
     return _arg_extreme("argmin", input, dim, keepdim)
 
 
+def _sorted_positions(op: str, x, dim, descending, k) -> tuple[Tensor, int]:
+    """The positions sorting ``dim`` of ``x`` (the first ``k`` of them; all when None), and the dim."""
+    from pypto import shape_ops
+
+    ctx = _ctx(op)
+    if not isinstance(x, Tensor):
+        raise UserTypeError(f"pypto.{op}: input must be a pypto.Tensor, found {type(x).__name__}")
+    flag = "largest" if op == "topk" else "descending"
+    if not isinstance(descending, builtins.bool):
+        raise UserTypeError(f"pypto.{op}: {flag} must be a bool, found {type(descending).__name__} {descending!r}")
+    rank = len(x.shape)
+    d = rank - 1 if dim is None else _int_arg(op, "dim", dim)
+    if d < -rank or d >= rank:
+        file, line = user_location()
+        raise UserError(f"pypto.{op} at {file}:{line}: dim {d} is out of range for a tensor of rank {rank} "
+                        f"(expected {-rank} to {rank - 1})")
+    d %= rank
+    n = x.shape[d]
+    if not isinstance(n, int):
+        raise NotSupportedError(f"pypto.{op}: sorting a dynamic dim ({n}) is not supported yet")
+    if k is None:
+        k = n
+    elif k < 1 or k > n:
+        file, line = user_location()
+        raise UserError(f"pypto.{op} at {file}:{line}: k = {k} is out of range for dim {d} of size {n} "
+                        f"(expected 1 to {n})")
+    moved = x if d == rank - 1 else shape_ops.transpose(x, d, rank - 1)
+    ix = _tensor(op, moved, ctx, "the")
+    file, line = user_location()
+    idx = Tensor._traced(ctx, ctx.builder.add_sort("argsort", ix, k, descending, _tile(ctx), file, line))
+    if d != rank - 1:
+        idx = shape_ops.clone(shape_ops.transpose(idx, d, rank - 1))
+    return idx, d
+
+
+@_documented
+def argsort(input, dim=None, descending=True) -> Tensor:  # noqa: A002 - PyPTO's name
+    return _sorted_positions("argsort", input, dim, descending, None)[0]
+
+
+@_documented
+def topk(input, k, dim=None, largest=True, algo=TopKAlgo.MERGE_SORT) -> tuple[Tensor, Tensor]:  # noqa: A002
+    from pypto import shape_ops
+
+    if not isinstance(algo, TopKAlgo):
+        raise UserTypeError(f"pypto.topk: algo must be a pypto.TopKAlgo, found {type(algo).__name__} {algo!r}")
+    k = _int_arg("topk", "k", k)
+    idx, d = _sorted_positions("topk", input, dim, largest, k)
+    return shape_ops.gather(input, d, idx), idx
+
+
 def _require_float(op: str, x) -> None:
     from pypto._dtypes import DT_BF16, DT_DOUBLE, DT_FP16, DT_FP32
 
@@ -720,6 +771,33 @@ def prelu(x, weight) -> Tensor:
 
         w = shape_ops.reshape(weight, [n] + [1] * (rank - 2))
     return where(_elementwise("gt", x, 0), x, mul(x, w))
+
+
+@_documented
+def axpy_(y, x, alpha=1.0) -> Tensor:
+    from pypto import shape_ops
+
+    _ctx("axpy_")
+    for what, t in (("y", y), ("x", x)):
+        if not isinstance(t, Tensor):
+            raise UserTypeError(f"pypto.axpy_: {what} must be a pypto.Tensor, found {type(t).__name__}")
+    a = alpha.value if isinstance(alpha, Element) else alpha
+    if isinstance(a, builtins.bool) or not isinstance(a, numbers.Real):
+        raise UserTypeError(f"pypto.axpy_: alpha must be an int or a float, found {type(a).__name__} {a!r}")
+    # Static dims are checked here; dynamic ones by the add below (as any broadcast).
+    if len(x.shape) != len(y.shape) or any(isinstance(dx, int) and isinstance(dy, int) and dx != dy and dx != 1
+                                           for dx, dy in zip(x.shape, y.shape)):
+        raise UserError(f"pypto.axpy_: x of shape {list(x.shape)} does not broadcast to y's shape {list(y.shape)} "
+                        "(same rank; each dim of x equal to y's or 1; y is updated in place and does not broadcast)")
+    from pypto import _dtypes
+
+    # Computed in fp32 for the 16-bit floats and rounded once to y's dtype, as torch's add_(x, alpha=).
+    work = _dtypes.DT_FP32 if y.dtype in (_dtypes.DT_FP16, _dtypes.DT_BF16) else y.dtype
+    yw = y if y.dtype == work else cast(y, work)
+    xw = x if x.dtype == work else cast(x, work)
+    r = add(yw, mul(xw, a))
+    shape_ops.assemble(r if r.dtype == y.dtype else cast(r, y.dtype), [0] * len(y.shape), y)
+    return y
 
 
 @_documented

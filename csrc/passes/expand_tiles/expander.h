@@ -237,6 +237,9 @@ class Expander {
   /// carrying the combined tiles before (scan.cc).
   std::vector<Stmt> scan(const TensorOp& op, int idx);
 
+  /// A sort of the last dim, kept whole in one tile (sort.cc).
+  std::vector<Stmt> sort(const TensorOp& op, int idx);
+
   /// Gather and scatter: over the index's shape, the index tiles and the data tensor at the indexed
   /// positions of each block (data.cc).
   std::vector<Stmt> indexed(const TensorOp& op, int idx);
