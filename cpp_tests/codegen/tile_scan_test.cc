@@ -64,7 +64,7 @@ TEST(TileScanTest, NaNAndInfinityPropagateFromAnyLane) {
     std::vector<float> a(20, 1.0f), dst(20);
     a[at] = std::nanf("");
     float carry = 0.0f;
-    pto::tscan<pto::OpAdd, float, 1, 20, 1>(dst.data(), a.data(), &carry, -0.0f);
+    pto::tscan<pto::OpAdd, float, 1, 20, 1>(dst.data(), a.data(), &carry, 0.0f);
     for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(std::isnan(dst[i]), i >= at) << "NaN at " << at << ", lane " << i;
   }
 }

@@ -431,10 +431,10 @@ class KernelEmitter {
         for (size_t d = axis + 1; d < src.shape.size(); ++d) inner *= src.shape[d];
         const std::string ty = ctype(src.dtype);
         const Identity id = opcode_info(opcode_info(in.op).base).identity;
-        // The lanes shifted in hold the identity: -0 for sums (x + -0 is x, -0 too), 1 for products.
+        // The lanes shifted in hold the identity: 0 for sums, 1 for products.
         o += fmt::format("{}pto::tscan<{}, {}, {}, {}, {}>({}, {}, {}, {}({}));{}\n", pad, op_struct(in.op), ty, outer,
                          src.shape[axis], inner, tn(tile(in.dst)), tn(src), tn(tile(in.srcs[1])), ty,
-                         id == Identity::One ? "1" : "-0.0", comment);
+                         id == Identity::One ? "1" : "0", comment);
         return;
       }
       case OpForm::ColExpand: {

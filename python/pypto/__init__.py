@@ -55,7 +55,7 @@ from pypto.frontend.config import (
 )
 from pypto.frontend.jit import Compiled, compile, jit
 from pypto.ops import (
-    TABLE_FUNCTIONS as _TABLE_FUNCTIONS, amax, amin, argmax, argmin, argsort, axpy_, topk, cast, cumprod, cumsum, tril, triu, clamp, clip, gelu, layer_norm, lrelu, matmul, mean, prelu,
+    TABLE_FUNCTIONS as _TABLE_FUNCTIONS, amax, amin, argmax, argmin, argsort, axpy_, topk, tril_, triu_, cast, cumprod, cumsum, tril, triu, clamp, clip, gelu, layer_norm, lrelu, matmul, mean, prelu,
     prod, rms_norm, round, softmax, sum, var, where,
 )
 from pypto.frontend.symbolic import SymExpr, SymInt, ceildiv, max, min, to_sym, to_syms  # noqa: A004 - PyPTO's names
@@ -106,7 +106,7 @@ __all__ = [
     "DT_INT4", "DT_FP4_E2M1", "DT_FP4_E1M2", "DT_FP4_E2M1X2", "DT_FP4_E1M2X2", "DT_HF4", "DT_BOTTOM", "bytes_of",
     "DT_BOOL", "Tensor", "jit", "compile", "Compiled", "frontend", "set_vec_tile_shapes",
     "get_vec_tile_shapes", "set_pass_options", "SymExpr", "ceildiv", "min", "max",
-    "amax", "amin", "argmax", "argmin", "argsort", "axpy_", "topk", "TopKAlgo", "cast", "cumprod", "cumsum", "tril", "triu", "clamp", "clip", "gelu", "layer_norm", "lrelu", "mean", "prelu", "prod", "rms_norm",
+    "amax", "amin", "argmax", "argmin", "argsort", "axpy_", "tril_", "triu_", "topk", "TopKAlgo", "cast", "cumprod", "cumsum", "tril", "triu", "clamp", "clip", "gelu", "layer_norm", "lrelu", "mean", "prelu", "prod", "rms_norm",
     "softmax", "sum", "var",
     "where", "arange", "assemble", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "DYN", "STATIC", "StatusType",

@@ -399,6 +399,24 @@ def triu(input, diagonal=0) -> Tensor:  # noqa: A002 - PyPTO's name
     return _triangle("triu", input, diagonal, False)
 
 
+def _in_place(x: Tensor, result: Tensor) -> Tensor:
+    """Writes ``result`` (x's shape and dtype) into x's memory; returns x."""
+    from pypto import shape_ops
+
+    shape_ops.assemble(result, [0] * len(x.shape), x)
+    return x
+
+
+@_documented
+def tril_(input, diagonal=0) -> Tensor:  # noqa: A002 - PyPTO's name
+    return _in_place(input, _triangle("tril_", input, diagonal, True))
+
+
+@_documented
+def triu_(input, diagonal=0) -> Tensor:  # noqa: A002 - PyPTO's name
+    return _in_place(input, _triangle("triu_", input, diagonal, False))
+
+
 def _arg_extreme(op: str, x, dim, keepdim) -> Tensor:
     from pypto import _dtypes
 
@@ -775,8 +793,6 @@ def prelu(x, weight) -> Tensor:
 
 @_documented
 def axpy_(y, x, alpha=1.0) -> Tensor:
-    from pypto import shape_ops
-
     _ctx("axpy_")
     for what, t in (("y", y), ("x", x)):
         if not isinstance(t, Tensor):
@@ -796,8 +812,7 @@ def axpy_(y, x, alpha=1.0) -> Tensor:
     yw = y if y.dtype == work else cast(y, work)
     xw = x if x.dtype == work else cast(x, work)
     r = add(yw, mul(xw, a))
-    shape_ops.assemble(r if r.dtype == y.dtype else cast(r, y.dtype), [0] * len(y.shape), y)
-    return y
+    return _in_place(y, r if r.dtype == y.dtype else cast(r, y.dtype))
 
 
 @_documented

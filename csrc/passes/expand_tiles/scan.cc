@@ -26,7 +26,7 @@ std::vector<Stmt> Expander::scan(const TensorOp& op, int idx) {
                                                                          : variant(OpForm::AxisReduce);
   double init = 0.0;
   switch (opcode_info(combine).identity) {
-    case Identity::Zero: init = -0.0; break;  // x + -0 is x for every x, -0 too (+0 would turn -0 into +0)
+    case Identity::Zero: init = 0.0; break;  // +0, as torch: a leading -0 sums to +0
     case Identity::One: init = 1.0; break;
     default: throw InternalError(fmt::format("{} cannot start a scan", opcode_name(combine)));
   }
