@@ -425,13 +425,7 @@ def _arg_extreme(op: str, x, dim, keepdim) -> Tensor:
         raise UserTypeError(f"pypto.{op}: input must be a pypto.Tensor, found {type(x).__name__}")
     if not isinstance(keepdim, builtins.bool):
         raise UserTypeError(f"pypto.{op}: keepdim must be a bool, found {type(keepdim).__name__} {keepdim!r}")
-    rank = len(x.shape)
-    d = _int_arg(op, "dim", dim)
-    if d < -rank or d >= rank:
-        file, line = user_location()
-        raise UserError(f"pypto.{op} at {file}:{line}: dim {d} is out of range for a tensor of rank {rank} "
-                        f"(expected {-rank} to {rank - 1})")
-    d %= rank
+    d = _dims(op, x, _int_arg(op, "dim", dim))[0]
     # The first position holding the extreme; a NaN is the extreme wherever one occurs (as torch).
     extreme = _reduce("amax" if op == "argmax" else "amin", x, d, True)
     hit = _elementwise("eq", x, extreme)
@@ -463,12 +457,7 @@ def _sorted_positions(op: str, x, dim, descending, k) -> tuple[Tensor, int]:
     if not isinstance(descending, builtins.bool):
         raise UserTypeError(f"pypto.{op}: {flag} must be a bool, found {type(descending).__name__} {descending!r}")
     rank = len(x.shape)
-    d = rank - 1 if dim is None else _int_arg(op, "dim", dim)
-    if d < -rank or d >= rank:
-        file, line = user_location()
-        raise UserError(f"pypto.{op} at {file}:{line}: dim {d} is out of range for a tensor of rank {rank} "
-                        f"(expected {-rank} to {rank - 1})")
-    d %= rank
+    d = rank - 1 if dim is None else _dims(op, x, _int_arg(op, "dim", dim))[0]
     n = x.shape[d]
     if not isinstance(n, int):
         raise NotSupportedError(f"pypto.{op}: sorting a dynamic dim ({n}) is not supported yet")
