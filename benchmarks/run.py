@@ -122,6 +122,16 @@ def pypto_argsort(m: int, n: int):
     return argsort
 
 
+def pypto_index_add(m: int, n: int, t: int):
+    """An (m, n) fp32 tensor plus the rows of a (t, n) source at row positions index (duplicates add up)."""
+    @pypto.frontend.jit
+    def index_add(x: pypto.Tensor((m, n), pypto.DT_FP32), index: pypto.Tensor((t,), pypto.DT_INT64),
+                  source: pypto.Tensor((t, n), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(32, min(n, 1024))  # 32 source rows per task: fewer tasks in the ordered chain
+        return pypto.index_add(x, 0, index, source)
+    return index_add
+
+
 def pypto_softmax(m: int, n: int):
     @pypto.frontend.jit
     def softmax(x: pypto.Tensor((m, n), pypto.DT_FP32)):
@@ -376,6 +386,22 @@ def argsort_kernel() -> Kernel:
                   tol=(0.0, 0.0), reference=lambda x: torch.argsort(x, dim=-1, descending=True, stable=True))
 
 
+def index_add_kernel() -> Kernel:
+    """Rows of a source added into a copy of x at random row positions (duplicates accumulate)."""
+    m, n, t = ROWS, 1024, ROWS
+    index = torch.randint(0, m, (t,), generator=torch.Generator().manual_seed(0))
+
+    def numpy_index_add(x, i, s):
+        out = x.copy()
+        np.add.at(out, i, s)
+        return out
+
+    return Kernel(f"index_add {m}x{n} +{t} rows", (randn(m, n), index, randn(t, n)), pypto_index_add(m, n, t),
+                  lambda x, i, s: torch.index_add(x, 0, i, s), None, numpy_index_add,
+                  row_bytes((m, n), (t, n), (m, n)) + 8.0 * t, "GB/s", tol=(1e-5, 1e-4),
+                  reference=lambda x, i, s: torch.index_add(x.double(), 0, i, s.double()))
+
+
 def softmax_kernel() -> Kernel:
     m, n = ROWS, COLS
     return Kernel(f"softmax {m}x{n}", (randn(m, n),), pypto_softmax(m, n), eager_softmax,
@@ -451,7 +477,7 @@ def kernel_builders(quick: bool) -> list[Callable[[], Kernel]]:
     attention = [(1024, 64), (2048, 128)] if quick else [(s, d) for s in (1024, 2048, 4096) for d in (64, 128)]
     return ([add_kernel, gelu_kernel, softmax_kernel, layer_norm_kernel, rms_norm_kernel, swiglu_tail_kernel,
              swiglu_ffn_kernel]
-            + [functools.partial(unary_kernel, name) for name in ("sin", "log1p")] + [cumsum_kernel, topk_kernel, argsort_kernel]
+            + [functools.partial(unary_kernel, name) for name in ("sin", "log1p")] + [cumsum_kernel, topk_kernel, argsort_kernel, index_add_kernel]
             + [functools.partial(matmul_kernel, s) for s in matmul_sizes]
             + [functools.partial(matmul_low_precision_kernel, dt) for dt in (torch.float16, torch.bfloat16)]
             + [matmul_bias_gelu_kernel]

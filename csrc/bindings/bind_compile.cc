@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "codegen/program.h"
 #include "ir/errors.h"
+#include "ir/op_table.h"
 #include "runtime/runtime.h"
 
 namespace py = pybind11;
@@ -126,6 +129,30 @@ std::vector<pypto_tensor> make_tensors(const std::vector<TensorSpec>& specs) {
   return tensors;
 }
 
+/// The user's ops behind the InCore function a kernel's index error names ("@name: ..."), as
+/// " (pypto.index_select at f.py:12)"; "" when it names none.
+std::string indexing_ops(const CompiledProgram& p, const std::string& text) {
+  if (text.empty() || text[0] != '@') return "";
+  const std::string fn = text.substr(1, text.find(':') - 1);
+  std::vector<std::string> ops;
+  for (const InCoreFunction& f : p.ir.execution.functions) {
+    if (f.name != fn) continue;
+    for (int i : f.source_ops) {
+      if (i < 0 || i >= static_cast<int>(p.ir.tensor.ops.size())) continue;
+      const TensorOp& op = p.ir.tensor.ops[i];
+      const OpClass cls = op_info(op.kind).cls;
+      if (cls != OpClass::Gather && cls != OpClass::Scatter) continue;
+      std::string s = "pypto." + (op.label.empty() ? std::string(op_info(op.kind).name) : op.label);
+      if (!op.loc.file.empty()) s += " at " + op.loc.str();
+      if (std::find(ops.begin(), ops.end(), s) == ops.end()) ops.push_back(s);
+    }
+  }
+  if (ops.empty()) return "";
+  std::string out = " (";
+  for (size_t i = 0; i < ops.size(); ++i) out += (i ? ", " : "") + ops[i];
+  return out + ")";
+}
+
 void check_status(const CompiledProgram& p, int32_t rc) {
   if (rc == PYPTO_STATUS_RESHAPE)
     throw UserError(fmt::format("'{}': pypto.reshape (or a view with another dtype) of a tensor that is not contiguous in memory", p.ir.tensor.name));
@@ -156,7 +183,8 @@ auto with_tensors(const CompiledProgram& p, const std::vector<pypto_tensor>& ten
     // a RuntimeError (TaskError), now with the kernel's message. Other failures as they are.
     char text[512];
     const int32_t status = p.take_kernel_error ? p.take_kernel_error(text, sizeof text) : 0;
-    if (status == PYPTO_STATUS_INDEX) throw runtime::TaskError(fmt::format("'{}': {}", p.ir.execution.name, text));
+    if (status == PYPTO_STATUS_INDEX)
+      throw runtime::TaskError(fmt::format("'{}': {}{}", p.ir.execution.name, text, indexing_ops(p, text)));
     if (status != 0) throw UserError(fmt::format("'{}': {}", p.ir.execution.name, text));
     throw;
   }

@@ -271,14 +271,21 @@ void bind_ir(py::module_& m) {
               const std::vector<int64_t>& cube_l0, const std::string& file, int line) {
              return b.add_matmul(x, y, out, cube, cube_l0, loc(file, line));
            })
+      .def("mark_covered", &TensorGraphBuilder::mark_covered, py::arg("value"))
       .def("add_gather",
            [](TensorGraphBuilder& b, int x, int dim, int index, const std::vector<int64_t>& tile,
-              const std::string& file, int line) { return b.add_gather(x, dim, index, tile, loc(file, line)); })
+              const std::string& file, int line, const std::string& name) {
+             return b.add_gather(x, dim, index, tile, loc(file, line), name);
+           },
+           py::arg("x"), py::arg("dim"), py::arg("index"), py::arg("tile"), py::arg("file"), py::arg("line"),
+           py::arg("name") = "gather")
       .def("add_scatter",
            [](TensorGraphBuilder& b, int target, int dim, int index, int src, const std::string& reduce,
-              const std::vector<int64_t>& tile, const std::string& file, int line) {
-             return b.add_scatter(target, dim, index, src, scatter_reduce_by_name(reduce), tile, loc(file, line));
-           })
+              const std::vector<int64_t>& tile, const std::string& file, int line, const std::string& name) {
+             return b.add_scatter(target, dim, index, src, scatter_reduce_by_name(reduce), tile, loc(file, line), name);
+           },
+           py::arg("target"), py::arg("dim"), py::arg("index"), py::arg("src"), py::arg("reduce"), py::arg("tile"),
+           py::arg("file"), py::arg("line"), py::arg("name") = "scatter")
       .def("begin_loop",
            [](TensorGraphBuilder& b, const std::string& var, const Dim& start, const Dim& stop, const Dim& step,
               const std::string& file, int line) {

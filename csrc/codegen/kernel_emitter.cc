@@ -365,20 +365,21 @@ class KernelEmitter {
       case OpForm::Gather: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
-        o += fmt::format("{}  if (int32_t bad = pto::tgather({}, {}, {}_shape, valid, {}, {}, {}, {}, {}[{}], \"@{}: {}\")) "
+        o += fmt::format("{}  if (int32_t bad = pto::tgather({}, {}, {}_shape, valid, {}, {}, {}, {}, {}, {}[{}], \"@{}: {}\")) "
                          "return bad; }}\n",
                          pad, tn(t), t.shape.size(), tn(t), address(in), mem_stride_.at(in.memref), tn(tile(in.srcs[0])),
-                         in.axis, mem_extent_.at(in.memref), in.axis, f_.name, access_text(in, f_.tiles, memrefs_));
+                         tile(in.srcs[0]).shape.back(), in.axis, mem_extent_.at(in.memref), in.axis, f_.name,
+                         access_text(in, f_.tiles, memrefs_));
         return;
       }
       case OpForm::Scatter: {
-        const TileDecl& t = tile(in.srcs[0]);
+        const TileDecl& t = tile(in.srcs[1]);  // the values: the box (the index tile may be [..., 1])
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
-        o += fmt::format("{}  if (int32_t bad = pto::tscatter<{}>({}, {}, valid, {}, {}_shape, {}, {}, {}, {}[{}], "
+        o += fmt::format("{}  if (int32_t bad = pto::tscatter<{}>({}, {}, valid, {}, {}_shape, {}, {}, {}, {}, {}[{}], "
                          "\"@{}: {}\")) return bad; }}\n",
                          pad, static_cast<int>(in.reduce), address(in), mem_stride_.at(in.memref), t.shape.size(), tn(t),
-                         tn(t), tn(tile(in.srcs[1])), in.axis, mem_extent_.at(in.memref), in.axis, f_.name,
-                         access_text(in, f_.tiles, memrefs_));
+                         tn(tile(in.srcs[0])), tile(in.srcs[0]).shape.back(), tn(tile(in.srcs[1])), in.axis,
+                         mem_extent_.at(in.memref), in.axis, f_.name, access_text(in, f_.tiles, memrefs_));
         return;
       }
       case OpForm::Matmul:

@@ -321,6 +321,7 @@ std::string print(const TensorGraph& g) {
       attrs = fmt::format(", k={}{}", o.shape.back().str(), op.descending ? ", descending" : "");
     for (const Operand& o : op.operands)
       if (!o.is_tensor()) attrs += ", " + (o.sym ? o.sym->str() : scalar_text(o.constant));
+    if (op.covered) attrs += ", covered";
     if (info.cls == OpClass::Attention)
       attrs += fmt::format(", scale={}, rows={}, key_block={}", scalar_text(op.scale), op.cube_tile[0], op.cube_tile[2]);
     std::string loc = op.loc.file.empty() ? "" : fmt::format("  @ {}", op.loc.str());

@@ -18,7 +18,10 @@ bool writes_memory(Opcode op) {
   OpForm f = opcode_info(op).form;
   return f == OpForm::Store || f == OpForm::Scatter;
 }
-int memory_tile(const Instr& in) { return reads_memory(in.op) ? in.dst : in.srcs.at(0); }
+int memory_tile(const Instr& in) {
+  if (in.op == Opcode::TSCATTER) return in.srcs.at(1);  // the values (the index tile may hold one per row)
+  return reads_memory(in.op) ? in.dst : in.srcs.at(0);
+}
 
 FuseRole fuse_role(const Fused& f, const Instr& in) {
   switch (in.op) {

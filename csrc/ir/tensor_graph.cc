@@ -554,6 +554,11 @@ int TensorGraphBuilder::add_full(const std::vector<Expr>& shape, const Operand& 
   return id;
 }
 
+void TensorGraphBuilder::mark_covered(int value) {
+  for (TensorOp& op : g_.ops)
+    if (op.output == value && op.kind == TensorOpKind::Full) op.covered = true;
+}
+
 int TensorGraphBuilder::add_arange(const Expr& n, double start, double step, DataType dtype,
                                    const std::vector<int64_t>& tile, const SourceLoc& loc) {
   const std::vector<int64_t> fitted = fit_tile("arange", tile, 1, loc);
@@ -645,16 +650,19 @@ void check_index(const char* op, const TensorValue& x, int& dim, const TensorVal
 }
 }  // namespace
 
-int TensorGraphBuilder::add_gather(int x, int dim, int index, const std::vector<int64_t>& tile, const SourceLoc& loc) {
-  check_value(x, "gather", loc);
-  check_value(index, "gather", loc);
-  check_index("gather", g_.values[x], dim, g_.values[index], loc);
+int TensorGraphBuilder::add_gather(int x, int dim, int index, const std::vector<int64_t>& tile, const SourceLoc& loc,
+                                   const std::string& name) {
+  const char* what = name.c_str();
+  check_value(x, what, loc);
+  check_value(index, what, loc);
+  check_index(what, g_.values[x], dim, g_.values[index], loc);
   std::vector<Expr> shape = g_.values[index].shape;
   DataType dt = g_.values[x].dtype;
-  const std::vector<int64_t> fitted = fit_tile("gather", tile, shape.size(), loc);
+  const std::vector<int64_t> fitted = fit_tile(what, tile, shape.size(), loc);
   int id = new_value(shape, dt);
   TensorOp op{TensorOpKind::Gather, {x, index}, id, dim, false, fitted, loc};
   op.operands = {Operand::tensor(x), Operand::tensor(index)};
+  if (name != "gather") op.label = name;
   op.compute = compute_dtype(dt);
   op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
@@ -662,34 +670,36 @@ int TensorGraphBuilder::add_gather(int x, int dim, int index, const std::vector<
 }
 
 int TensorGraphBuilder::add_scatter(int target, int dim, int index, int src, ScatterReduce reduce,
-                                    const std::vector<int64_t>& tile, const SourceLoc& loc) {
-  check_value(target, "scatter", loc);
-  check_value(index, "scatter", loc);
-  check_value(src, "scatter", loc);
+                                    const std::vector<int64_t>& tile, const SourceLoc& loc, const std::string& name) {
+  const char* what = name.c_str();
+  check_value(target, what, loc);
+  check_value(index, what, loc);
+  check_value(src, what, loc);
   const TensorValue& t = g_.values[target];
   const TensorValue& i = g_.values[index];
   const TensorValue& sv = g_.values[src];
-  check_index("scatter", t, dim, i, loc);
+  check_index(what, t, dim, i, loc);
   if (sv.shape.size() != i.shape.size())
-    throw UserError(where("scatter", loc) + fmt::format("src of shape {} must have the shape of index {}", shape_str(sv.shape),
+    throw UserError(where(what, loc) + fmt::format("src of shape {} must have the shape of index {}", shape_str(sv.shape),
                                                         shape_str(i.shape)));
   for (size_t d = 0; d < sv.shape.size(); ++d) {
     auto a = sv.shape[d].as_const(), b = i.shape[d].as_const();
     if ((a && b && *a != *b) ||
         (!(a && b) && !sv.shape[d].equals(i.shape[d]) && !(checkable_per_call(sv.shape[d]) && checkable_per_call(i.shape[d]))))
-      throw UserError(where("scatter", loc) + fmt::format("src of shape {} must have the shape of index {}",
+      throw UserError(where(what, loc) + fmt::format("src of shape {} must have the shape of index {}",
                                                           shape_str(sv.shape), shape_str(i.shape)));
     if (!(a && b) && !sv.shape[d].equals(i.shape[d]))  // a dynamic dim: each call checks
       dim_checks_.push_back({sv.shape[d], i.shape[d],
-                             where("scatter", loc) + fmt::format("src of shape {} and index of shape {} must agree in dim {} "
+                             where(what, loc) + fmt::format("src of shape {} and index of shape {} must agree in dim {} "
                                                                  "({} versus {})", shape_str(sv.shape), shape_str(i.shape),
                                                                  d, sv.shape[d].str(), i.shape[d].str())});
   }
-  const std::vector<int64_t> fitted = fit_tile("scatter", tile, i.shape.size(), loc);
+  const std::vector<int64_t> fitted = fit_tile(what, tile, i.shape.size(), loc);
   TensorOp op{TensorOpKind::Scatter, {index, src, target}, target, dim, false, fitted, loc};
   op.operands = {Operand::tensor(index), Operand::tensor(src), Operand::tensor(target)};
   op.compute = compute_dtype(t.dtype);
   op.reduce = reduce;
+  if (name != "scatter") op.label = name;
   op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
   return target;
@@ -795,7 +805,9 @@ void TensorGraphBuilder::set_outputs(const std::vector<int>& ids) {
 
 TensorGraph TensorGraphBuilder::finish() const {
   if (!open_.empty()) throw InternalError("finish with an open loop or condition");
-  bool writes = std::any_of(g_.ops.begin(), g_.ops.end(), [](const TensorOp& op) { return op.kind == TensorOpKind::Assemble; });
+  bool writes = std::any_of(g_.ops.begin(), g_.ops.end(), [](const TensorOp& op) {
+    return op.kind == TensorOpKind::Assemble || op.kind == TensorOpKind::Scatter;
+  });
   if (g_.outputs.empty() && !writes)
     throw UserError(fmt::format("function '{}' returns no tensor and writes no output parameter", g_.name));
   verify(g_);

@@ -79,6 +79,11 @@ struct TensorOp {
   double scale = 1.0;             ///< Attention: the factor applied to q @ kt
   ScatterReduce reduce = ScatterReduce::None;  ///< Scatter: replace, add or multiply
   std::string tile_note;          ///< why a Tensor-level pass changed tile_shape (shown on the op's tile nest)
+  /// The user's op when this one was written for it (a gather for pypto.index_select); messages name it.
+  std::string label;
+  /// Full: a copy that follows writes every element before anything reads one, so no fill is made
+  /// (printed `, covered`).
+  bool covered = false;
   bool descending = false;        ///< Sort: largest first (the kept count is the output's last dim)
 };
 
@@ -170,11 +175,15 @@ class TensorGraphBuilder {
   /// Adds a matrix product; `cube` holds the m, k, n L1 tile sizes, `cube_l0` their L0 sizes.
   int add_matmul(int a, int b, DataType out_dtype, const std::vector<int64_t>& cube,
                  const std::vector<int64_t>& cube_l0, const SourceLoc& loc);
-  /// out = x gathered along `dim` at `index` (an integer tensor of x's rank).
-  int add_gather(int x, int dim, int index, const std::vector<int64_t>& tile, const SourceLoc& loc);
-  /// Writes `src` into `target` along `dim` at `index`; returns `target`.
+  /// out = x gathered along `dim` at `index` (an integer tensor of x's rank). `name` is the
+  /// user's op in error messages (an op written with gather, such as index_select).
+  int add_gather(int x, int dim, int index, const std::vector<int64_t>& tile, const SourceLoc& loc,
+                 const std::string& name = "gather");
+  /// Marks the Full op making `value` covered: the caller copies into all of it next.
+  void mark_covered(int value);
+  /// Writes `src` into `target` along `dim` at `index`; returns `target`. `name` as for add_gather.
   int add_scatter(int target, int dim, int index, int src, ScatterReduce reduce, const std::vector<int64_t>& tile,
-                  const SourceLoc& loc);
+                  const SourceLoc& loc, const std::string& name = "scatter");
   /// Opens a loop region: ops added until end_loop run once per index value.
   void begin_loop(const std::string& var, const Expr& start, const Expr& stop, const Expr& step, const SourceLoc& loc);
   void end_loop();

@@ -58,6 +58,7 @@ void Expander::expand(int idx) {
   n.region = op.region;
   n.note = op.tile_note;
   if (info.cls == OpClass::View) return;  // views move no data
+  if (op.covered) return;                  // a copy writes every element next: no fill
   if (info.cls == OpClass::Matmul) {
     n.body = matmul(op, idx);
   } else if (info.cls == OpClass::Attention) {

@@ -242,7 +242,8 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
         throw UserError(fmt::format(
             "pypto.{}{}: with {} it needs {} bytes of tile buffers, more than the buffer budget of {} KB; use smaller "
             "tiles or raise pypto.set_pass_options(sram_budget_kb=...)",
-            op_info(op.kind).name, op.loc.file.empty() ? "" : " at " + op.loc.str(), tile, f.buffer_bytes,
+            op.label.empty() ? std::string(op_info(op.kind).name) : op.label,
+            op.loc.file.empty() ? "" : " at " + op.loc.str(), tile, f.buffer_bytes,
             opts.sram_budget_kb));
       }
       int cut = nest_of_op.at(f.source_ops[f.source_ops.size() / 2]);

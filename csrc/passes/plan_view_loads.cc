@@ -5,7 +5,8 @@
 // there densely, instead of copying it; pto::tload_view decides at run time) exactly when its tile
 // is written by loads only, has the source's element type, is never read before a load defines it
 // (no value carried around a loop), and no instruction writes memory between the load and the last
-// read of what it loaded. Every other TLOAD loses the flag.
+// read of what it loaded (except that last reader when it is a TSCATTER into another global tensor).
+// Every other TLOAD loses the flag.
 #include "passes/plan_view_loads.h"
 
 #include <fmt/format.h>
@@ -18,6 +19,22 @@
 namespace pypto {
 
 namespace {
+
+/// The memref whose memory `m` addresses (itself unless a view).
+int root_of(int m, const std::vector<MemRef>& memrefs) {
+  while (memrefs.at(m).view) m = memrefs.at(m).view->base;
+  return m;
+}
+
+/// Whether `w`, the last reader of a load from `loaded`, is a TSCATTER into other global memory:
+/// it reads its values before writing, and where it writes cannot be the loaded memory (distinct
+/// global tensors do not overlap: the runtime refuses a written argument sharing memory with
+/// another). Local buffers are excluded (the arena may place two in one place).
+bool scatters_elsewhere(const Instr& w, bool last_reader, int loaded, const std::vector<MemRef>& memrefs) {
+  if (!last_reader || w.op != Opcode::TSCATTER) return false;
+  const int a = root_of(w.memref, memrefs), b = root_of(loaded, memrefs);
+  return a != b && memrefs[a].kind != MemKind::Local && memrefs[b].kind != MemKind::Local;
+}
 
 void plan(InCoreFunction& f, const std::vector<MemRef>& memrefs) {
   std::vector<Instr*> seq;
@@ -54,7 +71,8 @@ void plan(InCoreFunction& f, const std::vector<MemRef>& memrefs) {
     if (excluded.count(in.dst)) continue;
     const size_t end = last_read.count(p) ? last_read.at(p) : p;
     bool stored = false;
-    for (size_t q = p + 1; q <= end && !stored; ++q) stored = writes_memory(seq[q]->op);
+    for (size_t q = p + 1; q <= end && !stored; ++q)
+      stored = writes_memory(seq[q]->op) && !scatters_elsewhere(*seq[q], q == end, in.memref, memrefs);
     in.view = !stored;
     views += in.view;
   }

@@ -229,6 +229,11 @@ clamp = clip
 
 
 @_documented
+def greater(input, other) -> Tensor:  # noqa: A002 - PyPTO's names
+    return _elementwise("gt", input, other)
+
+
+@_documented
 def gelu(x, approximate: str = "none") -> Tensor:
     if approximate == "none":
         return _unary("gelu", x)

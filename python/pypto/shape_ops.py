@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from pypto import _dtypes
 from pypto._dtypes import DataType
+from pypto.element import Element
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend.config import current_trace, user_location
 from pypto.frontend.symbolic import SymExpr, to_expr
@@ -537,6 +538,13 @@ def arange(start, end=None, step=1, dtype: DataType | None = None) -> Tensor:
                                                       tile, file, line))
 
 
+def _mark_covered(src: Tensor, out: Tensor) -> None:
+    """After a copy of all of ``src`` into the new ``out``: ``out``'s zero fill is dropped when the
+    copy writes every element (static shapes with no tail)."""
+    if all(_is_static(v) and _is_static(d) and v == d for v, d in zip(src.valid_shape, out.shape)):
+        out._ctx.builder.mark_covered(out._id)
+
+
 def _materialize(src: Tensor) -> Tensor:
     """A new tensor holding a copy of ``src`` (e.g. a view), tiled by the
     active vec tile fitted to its rank."""
@@ -552,6 +560,7 @@ def _materialize(src: Tensor) -> Tensor:
     try:
         out = full(shape, 0, src.dtype)
         assemble(src, [0] * len(shape), out)
+        _mark_covered(src, out)
     finally:
         ctx.vec_tile = saved
         if zero_d:
@@ -565,6 +574,7 @@ def clone(x) -> Tensor:
         raise UserTypeError(f"pypto.clone: the operand must be a pypto.Tensor, found {type(x).__name__}")
     out = local_tensor(list(x.shape), x.dtype)
     assemble(x, [0] * len(x.shape), out)
+    _mark_covered(x, out)
     return out
 
 
@@ -630,15 +640,31 @@ def gather(x, dim: int, index) -> Tensor:
 
 @_documented
 def scatter(x, dim: int, index, src, *, reduce: str | None = None) -> Tensor:
-    ctx = _ctx("scatter")
+    _tensor("scatter", x, _ctx("scatter"), "the")
+    return scatter_into("scatter", _materialize(x), dim, index, src, reduce)
+
+
+def scatter_into(op: str, target: Tensor, dim, index, src, reduce) -> Tensor:
+    """Writes ``src`` (a tensor or a number) into ``target``'s memory along ``dim`` at ``index``, as
+    torch.scatter_ (a src larger than index is read in its leading part); returns ``target``.
+    Errors name ``op``."""
+    ctx = _ctx(op)
     if isinstance(dim, bool) or not isinstance(dim, int):
-        raise UserTypeError(f"pypto.scatter: dim must be an int, found {dim!r}")
+        raise UserTypeError(f"pypto.{op}: dim must be an int, found {dim!r}")
     if reduce is not None and reduce not in ("add", "multiply"):
-        raise UserError(f"pypto.scatter: reduce must be None, 'add' or 'multiply', found {reduce!r}")
+        raise UserError(f"pypto.{op}: reduce must be None, 'add' or 'multiply', found {reduce!r}")
+    ii = _tensor(op, index, ctx, "index")
+    if isinstance(src, Element):
+        src = src.value
     if not isinstance(src, Tensor):
-        src = full(list(index.shape), src, x.dtype)
-    out = _materialize(x)
+        if isinstance(src, bool) or not isinstance(src, numbers.Real):
+            raise UserTypeError(f"pypto.{op}: src must be a pypto.Tensor or a number, found {type(src).__name__}")
+        src = full(list(index.shape), src, target.dtype)
+    elif len(src.shape) == len(index.shape) and all(_is_static(a) and _is_static(b) and a >= b
+                                                     for a, b in zip(src.shape, index.shape)):
+        if list(src.shape) != list(index.shape):  # a larger src: its leading part, as torch
+            src = view(src, list(index.shape), [0] * len(index.shape))
     file, line = user_location()
-    ctx.builder.add_scatter(out._id, dim, _tensor("scatter", index, ctx, "index"), _tensor("scatter", src, ctx, "src"),
-                            reduce or "", _tile(ctx), file, line)
-    return out
+    ctx.builder.add_scatter(target._id, dim, ii, _tensor(op, src, ctx, "src"), reduce or "", _tile(ctx), file, line,
+                            op)
+    return target

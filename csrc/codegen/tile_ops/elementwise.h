@@ -134,6 +134,36 @@ struct FnExp2 { template <typename T> static T f(T x) { return fp::exp2(x); } };
 struct FnExpm1 { template <typename T> static T f(T x) { return fp::expm1(x); } };
 // Bitwise ops and shifts (integer and bool operands only: the op table's Integer result type).
 // Shifts follow torch: a left shift outside [0, bits) gives 0, a right shift there shifts by bits - 1.
+/// The greatest common divisor of |a| and |b| by Stein's binary algorithm (shifts and subtractions,
+/// no division), on the magnitudes taken unsigned: exact for every pair, the most negative value
+/// included (its gcd is then wrapped into T).
+struct OpGcd {
+  template <typename T>
+  static T f(T a, T b) {
+    if constexpr (std::is_same<T, bool>::value) {
+      return a || b;
+    } else {
+      using U = typename std::make_unsigned<T>::type;
+      using W = typename std::conditional<(sizeof(T) > 4), uint64_t, uint32_t>::type;
+      W x = static_cast<U>(a < T(0) ? U(U(0) - U(a)) : U(a));
+      W y = static_cast<U>(b < T(0) ? U(U(0) - U(b)) : U(b));
+      if (x == 0) return T(y);
+      if (y == 0) return T(x);
+      const int shift = __builtin_ctzll(x | y);
+      x >>= __builtin_ctzll(x);
+      do {
+        y >>= __builtin_ctzll(y);
+        if (x > y) {
+          const W t = x;
+          x = y;
+          y = t;
+        }
+        y -= x;
+      } while (y != 0);
+      return T(x << shift);
+    }
+  }
+};
 struct OpBitAnd { template <typename T> static T f(T a, T b) { return T(a & b); } };
 struct OpBitOr { template <typename T> static T f(T a, T b) { return T(a | b); } };
 struct OpBitXor { template <typename T> static T f(T a, T b) { return T(a ^ b); } };

@@ -3,25 +3,6 @@
 
 namespace pto {
 
-/// Walks the valid part of a tile of shape `tshape`: calls f(flat tile index,
-/// element offset of the box position with the `axis` coordinate left out).
-template <typename F>
-inline void for_each_valid(int rank, const int64_t* tshape, const int64_t* valid, const int64_t* stride, int axis, F f) {
-  int64_t total = 1;
-  for (int d = 0; d < rank; ++d) total *= tshape[d];
-  for (int64_t i = 0; i < total; ++i) {
-    int64_t rem = i, off = 0;
-    bool inside = true;
-    for (int d = rank - 1; d >= 0; --d) {
-      int64_t c = rem % tshape[d];
-      rem /= tshape[d];
-      inside = inside && c < valid[d];
-      if (d != axis) off += c * stride[d];
-    }
-    if (inside) f(i, off);
-  }
-}
-
 /// Kernel: an index `k` of a gather or scatter (`where`) outside [0, extent) on `axis`.
 [[gnu::cold, gnu::noinline]] inline int32_t index_error(const char* where, int64_t k, int axis, int64_t extent) {
   char text[512];
@@ -30,45 +11,111 @@ inline void for_each_valid(int rank, const int64_t* tshape, const int64_t* valid
   return kernel_error(PYPTO_STATUS_INDEX, text);
 }
 
-/// Walks the valid part of an index tile: calls f(flat tile index, element offset of the indexed
-/// position) for each index inside [0, extent); 0, or PYPTO_STATUS_INDEX naming the first index
-/// outside it (no element is moved for that one).
-template <typename I, typename F>
+/// Walks the valid part of a tile of shape `tshape` a row (the last tile dim) at a time, with the
+/// index tile `idx`: of that shape, or (idx_cols 1) of one index per row. For each index inside
+/// [0, extent): `elem(flat tile index, element offset of the indexed position)`; where a whole row
+/// holds one index and `axis` is not the last dim (index_select, index_add, embedding rows), one
+/// `run(flat tile index of the row, element offset of its first position, length)` instead, over
+/// positions `stride[rank - 1]` apart. Returns 0, or PYPTO_STATUS_INDEX naming the first index
+/// outside [0, extent) (nothing is moved for that one).
+template <typename I, typename E, typename R>
 inline int32_t for_each_indexed(int rank, const int64_t* tshape, const int64_t* valid, const int64_t* stride,
-                                const I* __restrict idx, int axis, int64_t extent, const char* where, F f) {
+                                const I* __restrict idx, int64_t idx_cols, int axis, int64_t extent, const char* where,
+                                E elem, R run) {
+  const int last = rank - 1;
+  for (int d = 0; d < rank; ++d)
+    if (valid[d] <= 0) return 0;
+  const int64_t n = valid[last], sl = stride[last];
+  int64_t coord[PYPTO_MAX_DIMS] = {};
   bool ok = true;
   int64_t bad = 0;
-  for_each_valid(rank, tshape, valid, stride, axis, [&](int64_t i, int64_t off) {
-    int64_t k = static_cast<int64_t>(idx[i]);
-    if (k < 0 || k >= extent) {
-      if (ok) bad = k;
-      ok = false;
-    } else {
-      f(i, off + k * stride[axis]);
+  const int64_t ic = idx_cols == 1 ? 0 : 1;  // index step along a row
+  for (;;) {
+    int64_t rowno = 0, off = 0;  // the row's number in the tile; its element offset
+    for (int d = 0; d < last; ++d) {
+      rowno = rowno * tshape[d] + coord[d];
+      if (d != axis) off += coord[d] * stride[d];
     }
-  });
+    const int64_t row = rowno * tshape[last];  // flat tile index of the row's first element
+    const I* r = idx + rowno * idx_cols;
+    bool uniform = axis != last;
+    for (int64_t c = 1; c < n && uniform && ic; ++c) uniform = r[c] == r[0];
+    if (uniform) {
+      const int64_t k = static_cast<int64_t>(r[0]);
+      if (k < 0 || k >= extent) {
+        if (ok) bad = k;
+        ok = false;
+      } else {
+        run(row, off + k * stride[axis], n);
+      }
+    } else {
+      for (int64_t c = 0; c < n; ++c) {
+        const int64_t k = static_cast<int64_t>(r[c * ic]);
+        if (k < 0 || k >= extent) {
+          if (ok) bad = k;
+          ok = false;
+        } else {
+          elem(row + c, off + (axis == last ? 0 : c * sl) + k * stride[axis]);
+        }
+      }
+    }
+    int d = last - 1;  // the next row: an odometer over the valid part of the leading dims
+    for (; d >= 0; --d) {
+      if (++coord[d] < valid[d]) break;
+      coord[d] = 0;
+    }
+    if (d < 0) break;
+  }
   return ok ? 0 : index_error(where, bad, axis, extent);
 }
 
-/// TGATHER: dst[i] = src[box position of i, with idx[i] on `axis`].
+/// TGATHER: dst[i] = src[box position of i, with idx[i] on `axis`] (idx_cols 1: the row's one index).
 template <typename T, typename S, typename I>
 inline int32_t tgather(T* __restrict dst, int rank, const int64_t* tshape, const int64_t* valid, const S* __restrict src,
-                       const int64_t* stride, const I* __restrict idx, int axis, int64_t extent, const char* where) {
-  return for_each_indexed(rank, tshape, valid, stride, idx, axis, extent, where,
-                          [&](int64_t i, int64_t at) { dst[i] = cvt<T>(src[at]); });
+                       const int64_t* stride, const I* __restrict idx, int64_t idx_cols, int axis, int64_t extent,
+                       const char* where) {
+  const int64_t sl = stride[rank - 1];
+  return for_each_indexed(
+      rank, tshape, valid, stride, idx, idx_cols, axis, extent, where, [&](int64_t i, int64_t at) { dst[i] = cvt<T>(src[at]); },
+      [&](int64_t i, int64_t at, int64_t n) {
+        T* __restrict d = dst + i;
+        const S* __restrict s = src + at;
+        if (sl == 1) {
+          for (int64_t c = 0; c < n; ++c) d[c] = cvt<T>(s[c]);
+        } else {
+          for (int64_t c = 0; c < n; ++c) d[c] = cvt<T>(s[c * sl]);
+        }
+      });
+}
+
+/// One TSCATTER element: `to` = val (REDUCE 0), or to plus (1) or times (2) val, computed in T.
+template <int REDUCE, typename T, typename S>
+inline void scatter_one(S& to, T val) {
+  if constexpr (REDUCE == 1) to = cvt<S>(static_cast<T>(cvt<T>(to) + val));
+  else if constexpr (REDUCE == 2) to = cvt<S>(static_cast<T>(cvt<T>(to) * val));
+  else to = cvt<S>(val);
 }
 
 /// TSCATTER: dst[box position of i, with idx[i] on `axis`] = val[i] (REDUCE 0), or the value there
-/// plus (1) or times (2) val[i], computed in the tile's type. Elements are visited in order, so
-/// duplicate indices accumulate deterministically.
+/// plus (1) or times (2) val[i], computed in the tile's type. Rows are visited in order and a row's
+/// elements in order, so duplicate indices accumulate deterministically (in index order).
 template <int REDUCE, typename T, typename S, typename I>
 inline int32_t tscatter(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
-                        const I* __restrict idx, const T* __restrict val, int axis, int64_t extent, const char* where) {
-  return for_each_indexed(rank, tshape, valid, stride, idx, axis, extent, where, [&](int64_t i, int64_t at) {
-    if constexpr (REDUCE == 1) dst[at] = cvt<S>(static_cast<T>(cvt<T>(dst[at]) + val[i]));
-    else if constexpr (REDUCE == 2) dst[at] = cvt<S>(static_cast<T>(cvt<T>(dst[at]) * val[i]));
-    else dst[at] = cvt<S>(val[i]);
-  });
+                        const I* __restrict idx, int64_t idx_cols, const T* __restrict val, int axis, int64_t extent,
+                        const char* where) {
+  const int64_t sl = stride[rank - 1];
+  return for_each_indexed(
+      rank, tshape, valid, stride, idx, idx_cols, axis, extent, where,
+      [&](int64_t i, int64_t at) { scatter_one<REDUCE>(dst[at], val[i]); },
+      [&](int64_t i, int64_t at, int64_t n) {
+        S* __restrict d = dst + at;
+        const T* __restrict v = val + i;
+        if (sl == 1) {
+          for (int64_t c = 0; c < n; ++c) scatter_one<REDUCE>(d[c], v[c]);
+        } else {
+          for (int64_t c = 0; c < n; ++c) scatter_one<REDUCE>(d[c * sl], v[c]);
+        }
+      });
 }
 
 /// TEXPAND: broadcasts `src` (shape `sshape`, size-1 dims stretch) to `dshape`.

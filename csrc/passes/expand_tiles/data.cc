@@ -14,7 +14,25 @@ std::vector<Stmt> Expander::indexed(const TensorOp& op, int idx) {
   const TensorValue& iv = g_.value(index);
   Space s = make_space(iv.shape, op.tile_shape, idx, iv.valid);
   std::vector<Stmt> body;
-  int it = load_operand(index, s, body);
+  // An index seen through a view that repeats it along the last dim (index_select, index_add):
+  // one index per row is loaded, an index tile [..., 1] the instruction reads as the whole row's.
+  const size_t last = s.shape.size() - 1;
+  int it;
+  if (iv.view && iv.view->map.size() == s.shape.size() && iv.view->map.back() == -1 && op.dim != static_cast<int>(last)) {
+    Instr ld{Opcode::TLOAD};
+    ld.memref = index;
+    std::vector<int64_t> shape = s.tile;
+    shape.back() = 1;
+    ld.offsets = s.offset;
+    ld.offsets.back() = Expr(0);
+    ld.valid = s.valid;
+    ld.valid.back() = Expr(1);
+    ld.dst = new_tile(shape, compute_dtype(iv.dtype));
+    body.push_back(instr(ld));
+    it = ld.dst;
+  } else {
+    it = load_operand(index, s, body);
+  }
   Instr in{gather ? Opcode::TGATHER : Opcode::TSCATTER};
   in.memref = data;
   in.axis = op.dim;

@@ -172,3 +172,29 @@ def test_fused_low_precision_intermediate_is_rounded_to_its_type():
 
     z, z32 = f(torch.randn(8, 16).half())
     assert torch.equal(z32, z.float())
+
+
+def test_a_copy_of_every_element_makes_no_zero_fill_first():
+    x = torch.randn(20, 48)
+
+    @pypto.jit
+    def whole(x: pypto.Tensor((20, 48), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 16)
+        return pypto.clone(x), pypto.scatter(x, 1, pypto.full([20, 1], 3, pypto.DT_INT64), 0.0)
+
+    c = whole.compile(x)
+    assert ", covered)" in c.dump()
+    assert "tfill" not in c.pto().split("incore func @assemble")[1].split("incore func")[0]
+    a, b = whole(x)
+    assert torch.equal(a, x)
+    assert torch.equal(b, x.scatter(1, torch.full((20, 1), 3), 0.0))
+
+    @pypto.jit
+    def tail(x: pypto.Tensor((20, 48), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 16)
+        v = pypto.view(x, [20, 48], [0, 0], valid_shape=[20, 40])  # a tail: the rest stays zero
+        return pypto.clone(v)
+
+    assert ", covered" not in tail.compile(x).dump()
+    got = tail(x)
+    assert torch.equal(got[:, :40], x[:, :40])
