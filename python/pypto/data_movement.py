@@ -11,9 +11,8 @@ import numbers
 from pypto import _dtypes
 from pypto.element import Element
 from pypto.errors import NotSupportedError, UserError, UserTypeError
-from pypto.frontend.config import user_location
 from pypto.frontend.tensor import Tensor
-from pypto.ops import _ctx, _documented, _tensor
+from pypto.ops import _at, _ctx, _documented, _tensor
 from pypto.shape_ops import _is_static, _materialize, _view, assemble, full
 
 _FLOATS = (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16, _dtypes.DT_DOUBLE)
@@ -21,11 +20,6 @@ _INT_RANGES = {_dtypes.DT_INT8: (-2 ** 7, 2 ** 7 - 1), _dtypes.DT_INT16: (-2 ** 
                _dtypes.DT_INT32: (-2 ** 31, 2 ** 31 - 1), _dtypes.DT_INT64: (-2 ** 63, 2 ** 63 - 1),
                _dtypes.DT_UINT8: (0, 2 ** 8 - 1), _dtypes.DT_UINT16: (0, 2 ** 16 - 1),
                _dtypes.DT_UINT32: (0, 2 ** 32 - 1), _dtypes.DT_UINT64: (0, 2 ** 64 - 1), _dtypes.DT_BOOL: (0, 1)}
-
-
-def _at(op: str) -> str:
-    file, line = user_location()
-    return f"pypto.{op} at {file}:{line}"
 
 
 def _fill_value(op: str, x: Tensor, mode, value):

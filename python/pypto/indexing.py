@@ -14,15 +14,10 @@ from pypto import _dtypes
 from pypto.errors import UserError, UserTypeError
 from pypto.frontend.config import user_location
 from pypto.frontend.tensor import Tensor
-from pypto.ops import _ctx, _documented, _elementwise, _int_arg, _tensor, _tile, cast
+from pypto.ops import _at, _ctx, _dims, _documented, _elementwise, _int_arg, _tensor, _tile, cast
 from pypto.shape_ops import _fit_tile, _is_static, _materialize, _view, full, reshape, scatter_into
 
 _INDEX_DTYPES = (_dtypes.DT_INT32, _dtypes.DT_INT64)
-
-
-def _at(op: str) -> str:
-    file, line = user_location()
-    return f"pypto.{op} at {file}:{line}"
 
 
 def _index(op: str, index, name: str = "index", ranks=(1,)) -> Tensor:
@@ -38,12 +33,7 @@ def _index(op: str, index, name: str = "index", ranks=(1,)) -> Tensor:
 
 
 def _dim_of(op: str, x: Tensor, dim) -> int:
-    d = _int_arg(op, "dim", dim)
-    rank = len(x.shape)
-    if not -rank <= d < rank:
-        raise UserError(f"{_at(op)}: dim {d} is out of range for a tensor of rank {rank} (expected {-rank} to "
-                        f"{rank - 1})")
-    return d % rank
+    return _dims(op, x, _int_arg(op, "dim", dim))[0]
 
 
 def _along(op: str, index: Tensor, shape, d: int) -> Tensor:
@@ -175,16 +165,17 @@ def index_put_(input, indices, values, accumulate=False) -> None:  # noqa: A002 
     _same_dims(op, f"values of shape {list(values.shape)} must have the shape {want}", values.shape, want)
     # One row index into the first k dims flattened; negative indices count from the end (as torch), and
     # an index outside its dim becomes -1, which the scatter reports when the kernel runs.
-    row, ok = None, None
+    row, ok, first = None, None, None
     for j, t in enumerate(idx):
         size = input.shape[j]
         t = cast(t, _dtypes.DT_INT64)
+        first = t if j == 0 else first
         inside = _elementwise("logical_and", _elementwise("ge", t, -size), _elementwise("lt", t, size))
         t = _elementwise("where", _elementwise("lt", t, 0), _elementwise("add", t, size), t)
         row = t if row is None else _elementwise("add", _elementwise("mul", row, size), t)
         ok = inside if ok is None else _elementwise("logical_and", ok, inside)
     # An index outside its dim: the user's value itself where one dim is indexed, else -1.
-    row = _elementwise("where", ok, row, cast(idx[0], _dtypes.DT_INT64) if k == 1 else -1)
+    row = _elementwise("where", ok, row, first if k == 1 else -1)
     _put_rows(op, _rows_of(op, input, k), row, values, accumulate)
     return None
 

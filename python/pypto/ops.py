@@ -83,6 +83,12 @@ def _unary(op: str, x) -> Tensor:
     return _result(ctx, ctx.builder.add_unary(op, ix, _tile(ctx), file, line), [x])
 
 
+def _at(op: str) -> str:
+    """``pypto.<op> at <file>:<line>``: the head of an error raised while tracing the user's call."""
+    file, line = user_location()
+    return f"pypto.{op} at {file}:{line}"
+
+
 def _dims(op: str, x: Tensor, dim) -> list[int]:
     rank = len(x.shape)
     if dim is None:
