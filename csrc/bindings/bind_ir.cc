@@ -259,6 +259,16 @@ void bind_ir(py::module_& m) {
               const std::vector<int64_t>& tile, const std::string& file, int line) {
              return b.add_arange(to_shape({n})[0], start, step, dt, tile, loc(file, line));
            })
+      .def("add_random",
+           [](TensorGraphBuilder& b, const std::vector<Dim>& shape, uint64_t key, uint64_t counter, bool normal, DataType dt,
+              const std::vector<int64_t>& tile, const std::string& label, const std::string& file, int line) {
+             RandomParams p;
+             p.key = key;
+             p.counter = counter;
+             p.normal = normal;
+             p.mantissa = dt == DataType::FP16 ? 10 : dt == DataType::BF16 ? 7 : 23;
+             return b.add_random(to_shape(shape), p, dt, tile, label, loc(file, line));
+           })
       .def("valid_shape", [](const TensorGraphBuilder& b, int id) { return from_shape(b.value(id).valid); })
       .def("is_view", [](const TensorGraphBuilder& b, int id) { return b.value(id).view.has_value(); })
       .def("view_root",

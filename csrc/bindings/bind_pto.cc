@@ -5,6 +5,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "ir/errors.h"
@@ -58,6 +60,9 @@ struct Dumper {
     d["to"] = in.round_to ? py::object(py::str(dtype_pto_name(*in.round_to))) : py::object(py::none());
     d["l0"] = in.l0;
     d["step"] = scalar_text(in.step);
+    d["random"] = in.op == Opcode::TRANDOM
+                      ? py::object(py::make_tuple(in.random.key, in.random.counter, in.random.normal, in.random.mantissa))
+                      : py::object(py::none());
     return d;
   }
 
@@ -186,7 +191,8 @@ void add_instr(FunctionBuilder& b, const std::string& mnemonic, const std::optio
                const std::vector<std::string>& srcs, const std::optional<std::string>& memref,
                const std::vector<Expr>& offsets, const std::vector<Expr>& valid, std::optional<double> scalar,
                std::optional<Expr> scalar_expr, int scalar_pos, int axis, const std::optional<std::string>& to,
-               double step, const std::vector<int64_t>& l0) {
+               double step, const std::vector<int64_t>& l0,
+               const std::optional<std::tuple<uint64_t, uint64_t, bool, int>>& random) {
   std::optional<Opcode> op = opcode_by_name(mnemonic);
   const bool constant = scalar || scalar_expr;
   if (!op && mnemonic.size() > 1 && mnemonic.back() == 's') op = opcode_by_name(mnemonic.substr(0, mnemonic.size() - 1));
@@ -209,6 +215,11 @@ void add_instr(FunctionBuilder& b, const std::string& mnemonic, const std::optio
   if (to) in.round_to = dtype_of(*to);
   in.step = step;
   in.l0 = l0;
+  if (random) {
+    std::tie(in.random.key, in.random.counter, in.random.normal, in.random.mantissa) = *random;
+    if (in.random.mantissa < 1 || in.random.mantissa > 23)
+      throw UserError(fmt::format("@{}: random keeps 1 to 23 mantissa bits, found {}", b.name(), in.random.mantissa));
+  }
   b.add(std::move(in));
 }
 
@@ -259,7 +270,7 @@ void bind_pto(py::module_& m) {
            py::arg("offsets") = std::vector<Expr>{}, py::arg("valid") = std::vector<Expr>{},
            py::arg("scalar") = py::none(), py::arg("scalar_expr") = py::none(), py::arg("scalar_pos") = -1,
            py::arg("axis") = -1, py::arg("to") = py::none(), py::arg("step") = 1.0,
-           py::arg("l0") = std::vector<int64_t>{})
+           py::arg("l0") = std::vector<int64_t>{}, py::arg("random") = py::none())
       .def("call",
            [](FunctionBuilder& b, const std::string& callee,
               const std::vector<std::tuple<std::string, std::string, std::optional<std::vector<Expr>>,

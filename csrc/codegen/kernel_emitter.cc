@@ -342,6 +342,21 @@ class KernelEmitter {
                          tn(t), in.scalar, in.step, cexpr(in.offsets.at(0)), comment);
         return;
       }
+      case OpForm::Random: {
+        const TileDecl& t = tile(in.dst);
+        // Leading tile dims and their strides in the flattened tensor (a tile row is a run).
+        std::string dims, strides;
+        for (size_t d = 0; d + 1 < t.shape.size(); ++d) {
+          dims += fmt::format("INT64_C({}), ", t.shape[d]);
+          strides += cexpr(in.offsets.at(d + 1)) + ", ";
+        }
+        o += fmt::format("{}{{ const int64_t lead[] = {{{}0}}, stride[] = {{{}0}};\n", pad, dims, strides);
+        o += fmt::format("{}  pto::trandom<{}, {}, {}, {}, {}>({}, {}ull, {}ull, {}, {}, lead, stride); }}{}\n", pad,
+                         ctype(t.dtype), numel(t.shape), t.shape.back(), in.random.normal ? "true" : "false",
+                         in.random.mantissa, tn(t), in.random.key, in.random.counter, cexpr(in.offsets.at(0)),
+                         t.shape.size() - 1, comment);
+        return;
+      }
       case OpForm::Reshape: {
         const TileDecl& t = tile(in.dst);
         o += fmt::format("{}pto::tcopy<{}, {}>({}, {});{}\n", pad, ctype(t.dtype), numel(t.shape), tn(t),

@@ -30,5 +30,6 @@
 #include "tile_ops/matmul.h"
 #include "tile_ops/gather_scatter.h"
 #include "tile_ops/sort.h"
+#include "tile_ops/random.h"
 
 #endif  // PYPTO_TILE_OPS_H_

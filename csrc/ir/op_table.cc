@@ -39,7 +39,7 @@ std::optional<Opcode> opcode_by_name(const std::string& name) {
 
 int opcode_num_srcs(Opcode op) {
   switch (opcode_info(op).form) {
-    case OpForm::Load: case OpForm::Fill: case OpForm::Arange: return 0;
+    case OpForm::Load: case OpForm::Fill: case OpForm::Arange: case OpForm::Random: return 0;
     case OpForm::Store: case OpForm::Unary: case OpForm::Cast: case OpForm::RowReduce: case OpForm::ColReduce:
     case OpForm::AxisReduce: case OpForm::Sort: case OpForm::Expand: case OpForm::Reshape: case OpForm::Gather: return 1;
     case OpForm::Binary: case OpForm::RowExpand: case OpForm::ColExpand: case OpForm::Scatter:
@@ -75,6 +75,7 @@ const char* form_name(OpForm f) {
     case OpForm::Store: return "store";
     case OpForm::Fill: return "fill";
     case OpForm::Arange: return "arange";
+    case OpForm::Random: return "random";
     case OpForm::Unary: return "unary";
     case OpForm::Binary: return "binary";
     case OpForm::Select: return "select";

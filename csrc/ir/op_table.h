@@ -4,6 +4,7 @@
 /// Python op functions all look them up here.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ enum class OpForm {
   Store,       ///< memref box <- tile
   Fill,        ///< tile <- constant
   Arange,      ///< tile <- start + i * step
+  Random,      ///< tile <- Philox draws for elements offset + i
   Unary,       ///< dst[i] = f(src[i])
   Binary,      ///< dst[i] = f(a[i], b[i]) (one may be the instruction's constant)
   Select,      ///< dst[i] = cond[i] ? a[i] : b[i]
@@ -91,6 +93,16 @@ enum class ScatterReduce { None = 0, Add = 1, Multiply = 2 };
 ScatterReduce scatter_reduce_by_name(const std::string& name);
 /// The .pto spelling: "add", "mul" ("" for None).
 const char* scatter_reduce_name(ScatterReduce r);
+
+/// A counter-based random draw (TRANDOM): Philox4x32-10 keyed by `key`; element i of the stream is
+/// lane i % 4 of the block with the 128-bit counter (i / 4 as the low 64 bits, `counter` as the high).
+struct RandomParams {
+  uint64_t key = 0;
+  uint64_t counter = 0;
+  bool normal = false;  ///< Box-Muller pairs of the stream's fp32 uniforms; else uniform
+  /// Uniform: the mantissa bits kept (23 for fp32, 10 for fp16, 7 for bf16): value = bits / 2^mantissa.
+  int mantissa = 23;
+};
 
 /// How an op decides its result dtype.
 enum class ResultType {

@@ -30,7 +30,7 @@ using namespace pto_text;  // NOLINT: the scanner is this file's vocabulary
 bool has_own_form(Opcode op) {
   switch (opcode_info(op).form) {
     case OpForm::Load: case OpForm::Store: case OpForm::Fill: case OpForm::Gather: case OpForm::Scatter:
-    case OpForm::Arange: return true;
+    case OpForm::Arange: case OpForm::Random: return true;
     default: return false;
   }
 }
@@ -800,6 +800,35 @@ class Parser {
       in.step = number(L, "the step of tarange");
       L.expect(",", "after the step of tarange");
       in.offsets = {L.expr()};
+      finish_def(L, in, name, name_at);
+      return;
+    }
+    if (w == "trandom") {
+      Instr in = make_instr(Opcode::TRANDOM);
+      if (L.accept_word("uniform")) {
+        const int64_t bits = L.whole_integer("the mantissa bits of trandom uniform");
+        if (bits < 1 || bits > 23) L.fail(fmt::format("trandom uniform keeps 1 to 23 mantissa bits, found {}", bits));
+        in.random.mantissa = static_cast<int>(bits);
+      } else if (L.accept_word("normal")) {
+        in.random.normal = true;
+      } else {
+        L.fail(fmt::format("expected uniform or normal after trandom, found {}", L.found()));
+      }
+      L.expect(",", "after the distribution of trandom");
+      L.expect("key", "in trandom");
+      in.random.key = L.unsigned_integer("the key of trandom");
+      L.expect(",", "after the key of trandom");
+      L.expect("counter", "in trandom");
+      in.random.counter = L.unsigned_integer("the counter of trandom");
+      L.expect(",", "after the counter of trandom");
+      in.offsets = {L.expr()};
+      L.expect("strides", "after the position of trandom");
+      L.expect("[", "before the row strides of trandom");
+      if (!L.accept("]")) {
+        do in.offsets.push_back(L.expr());
+        while (L.accept(","));
+        L.expect("]", "after the row strides of trandom");
+      }
       finish_def(L, in, name, name_at);
       return;
     }

@@ -91,6 +91,14 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
       out += fmt::format("{}%{} = tarange {}, {}, {} : {}\n", pad, n.tile_name(in.dst), scalar_text(in.scalar),
                          in.step, in.offsets.empty() ? std::string("0") : in.offsets[0].str(), type);
       return;
+    case Opcode::TRANDOM:
+      out += fmt::format("{}%{} = trandom {}, key {}, counter {}, {} strides [{}] : {}\n", pad, n.tile_name(in.dst),
+                         in.random.normal ? std::string("normal") : fmt::format("uniform {}", in.random.mantissa),
+                         in.random.key, in.random.counter,
+                         in.offsets.empty() ? std::string("0") : in.offsets[0].str(),
+                         exprs(std::vector<Expr>(in.offsets.begin() + (in.offsets.empty() ? 0 : 1), in.offsets.end())),
+                         type);
+      return;
     default: {
       // Operands in position order; a constant operand is written inline and
       // the mnemonic gets PTO's "s" suffix (tadds, tmuls, ...).
@@ -322,6 +330,10 @@ std::string print(const TensorGraph& g) {
     for (const Operand& o : op.operands)
       if (!o.is_tensor()) attrs += ", " + (o.sym ? o.sym->str() : scalar_text(o.constant));
     if (op.covered) attrs += ", covered";
+    if (op.kind == TensorOpKind::Random)
+      attrs += op.random.normal ? fmt::format(", normal, key={}, counter={}", op.random.key, op.random.counter)
+                                : fmt::format(", uniform, key={}, counter={}, mantissa={}", op.random.key,
+                                              op.random.counter, op.random.mantissa);
     if (info.cls == OpClass::Attention)
       attrs += fmt::format(", scale={}, rows={}, key_block={}", scalar_text(op.scale), op.cube_tile[0], op.cube_tile[2]);
     std::string loc = op.loc.file.empty() ? "" : fmt::format("  @ {}", op.loc.str());

@@ -61,6 +61,7 @@ struct Instr {
   int axis = -1;             ///< TRED*: the reduced tile axis
   std::optional<DataType> round_to;  ///< TCAST: storage type the value is rounded through
   double step = 1.0;         ///< TARANGE
+  RandomParams random;       ///< TRANDOM (its element offset is offsets[0])
   /// TMATMUL*: the L0 cube tile (m, k, n) that blocks the product inside the tile; empty: the whole
   /// tile is one block. Printed as ` l0 [m, k, n]`.
   std::vector<int64_t> l0;

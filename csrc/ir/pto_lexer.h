@@ -207,6 +207,18 @@ class Line {
       fail(s, fmt::format("integer {} is out of range", t_.substr(s, pos_ - s)));
     return v;
   }
+  /// A non-negative integer literal up to 2^64 - 1 (Philox keys and counters).
+  uint64_t unsigned_integer(const char* what) {
+    skip_ws();
+    size_t s = pos_;
+    if (!is_digit(peek())) fail(fmt::format("expected {}, found {}", what, found()));
+    while (is_digit(peek())) ++pos_;
+    uint64_t v = 0;
+    auto r = std::from_chars(t_.data() + s, t_.data() + pos_, v);
+    if (r.ec != std::errc() || r.ptr != t_.data() + pos_)
+      fail(s, fmt::format("integer {} is out of range", t_.substr(s, pos_ - s)));
+    return v;
+  }
   /// An integer literal that must end at a non-name character.
   int64_t whole_integer(const char* what) {
     skip_ws();

@@ -546,12 +546,17 @@ int TensorGraphBuilder::add_full(const std::vector<Expr>& shape, const Operand& 
       throw UserError(where("full", loc) + fmt::format("valid_shape {} does not match shape {}", shape_str(valid), shape_str(shape)));
     g_.values[id].valid = valid;
   }
-  TensorOp op{TensorOpKind::Full, {}, id, -1, false, fitted, loc};
-  op.operands = {value};
-  op.compute = compute_dtype(dtype);
+  push_create(TensorOpKind::Full, id, fitted, loc).operands = {value};
+  return id;
+}
+
+TensorOp& TensorGraphBuilder::push_create(TensorOpKind kind, int id, const std::vector<int64_t>& tile,
+                                          const SourceLoc& loc) {
+  TensorOp op{kind, {}, id, -1, false, tile, loc};
+  op.compute = compute_dtype(g_.values[id].dtype);
   op.region = open_.empty() ? -1 : open_.back();
   g_.ops.push_back(op);
-  return id;
+  return g_.ops.back();
 }
 
 void TensorGraphBuilder::mark_covered(int value) {
@@ -563,12 +568,22 @@ int TensorGraphBuilder::add_arange(const Expr& n, double start, double step, Dat
                                    const std::vector<int64_t>& tile, const SourceLoc& loc) {
   const std::vector<int64_t> fitted = fit_tile("arange", tile, 1, loc);
   int id = new_value({n}, dtype);
-  TensorOp op{TensorOpKind::Arange, {}, id, -1, false, fitted, loc};
-  op.compute = compute_dtype(dtype);
+  TensorOp& op = push_create(TensorOpKind::Arange, id, fitted, loc);
   op.start = start;
   op.step = step;
-  op.region = open_.empty() ? -1 : open_.back();
-  g_.ops.push_back(op);
+  return id;
+}
+
+int TensorGraphBuilder::add_random(const std::vector<Expr>& shape, const RandomParams& params, DataType dtype,
+                                   const std::vector<int64_t>& tile, const std::string& label, const SourceLoc& loc) {
+  if (dtype != DataType::FP32 && dtype != DataType::FP16 && dtype != DataType::BF16)
+    throw TypeError(where(label.c_str(), loc) +
+                    fmt::format("dtype must be DT_FP32, DT_FP16 or DT_BF16, found {}", dtype_name(dtype)));
+  const std::vector<int64_t> fitted = fit_tile(label.c_str(), tile, shape.size(), loc);
+  int id = new_value(shape, dtype);
+  TensorOp& op = push_create(TensorOpKind::Random, id, fitted, loc);
+  op.random = params;
+  op.label = label;
   return id;
 }
 

@@ -72,6 +72,7 @@ struct TensorOp {
   DataType compute = DataType::FP32;  ///< dtype operands are converted to before computing
   std::vector<int> dims;          ///< reductions: every reduced dim, ascending
   double start = 0.0, step = 1.0; ///< Arange
+  RandomParams random;            ///< Random
   int region = -1;                ///< innermost control region, -1 at top level
   std::vector<int64_t> cube_tile; ///< Matmul: the L1 tile sizes m, k, n (L0 sizes in cube_tile_l0);
                                   ///< Attention: query rows, head dim, key block (the score tile is m x n)
@@ -172,6 +173,10 @@ class TensorGraphBuilder {
   /// A new 1-D tensor of `n` elements start + i * step.
   int add_arange(const Expr& n, double start, double step, DataType dtype, const std::vector<int64_t>& tile,
                  const SourceLoc& loc);
+  /// A new float tensor of `shape` holding Philox draws of its flattened elements (pypto.uniform,
+  /// pypto.normal); `label` names the user's op.
+  int add_random(const std::vector<Expr>& shape, const RandomParams& params, DataType dtype, const std::vector<int64_t>& tile,
+                 const std::string& label, const SourceLoc& loc);
   /// Adds a matrix product; `cube` holds the m, k, n L1 tile sizes, `cube_l0` their L0 sizes.
   int add_matmul(int a, int b, DataType out_dtype, const std::vector<int64_t>& cube,
                  const std::vector<int64_t>& cube_l0, const SourceLoc& loc);
@@ -204,6 +209,8 @@ class TensorGraphBuilder {
   /// The reshape op making `shape` of `dtype` an alias of contiguous `base` (add_reshape, add_bitcast).
   int add_reshape_alias(int base, const std::vector<Expr>& shape, DataType dtype, const SourceLoc& loc);
   int new_value(const std::vector<Expr>& shape, DataType dtype);
+  /// Appends a creation op (full, arange, random) writing value `id`, in the open region.
+  TensorOp& push_create(TensorOpKind kind, int id, const std::vector<int64_t>& tile, const SourceLoc& loc);
   void check_value(int id, const char* op, const SourceLoc& loc) const;
   /// check_value, and a TypeError for a pair type (FP4_E2M1X2, ...), which only moves.
   void check_computed(int id, const char* op, const SourceLoc& loc) const;

@@ -212,6 +212,15 @@ struct StmtChecker {
     switch (form) {
       case OpForm::Load: case OpForm::Store: case OpForm::Fill: case OpForm::Arange: case OpForm::Cast:
         return;
+      case OpForm::Random:
+        if (!dtype_is_float(dst->dtype))
+          fail("instr.dtype", fmt::format("{}: the destination tile %{} is {}; random draws are floats", what,
+                                          dst->name, name(dst->dtype)));
+        if (in.offsets.size() != dst->shape.size())
+          fail("instr.offsets", fmt::format("{}: a position and {} row strides expected for a rank-{} tile, found {} "
+                                            "values", what, dst->shape.size() - 1, dst->shape.size(),
+                                            in.offsets.size()));
+        return;
       case OpForm::Sort:
         if (dst->dtype != DataType::INT32)
           fail("instr.dtype", fmt::format("{}: the destination tile %{} is {}; positions are i32", what, dst->name,

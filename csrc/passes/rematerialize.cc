@@ -25,7 +25,7 @@ namespace {
 bool is_elementwise(const Instr& in) {
   if (in.op == Opcode::TLOAD) return true;
   if (writes_memory(in.op) || in.op == Opcode::TGATHER || is_reduction(in.op) || in.op == Opcode::TFILL ||
-      in.op == Opcode::TARANGE || in.op == Opcode::TMATMUL || in.op == Opcode::TMATMUL_ACC)
+      in.op == Opcode::TARANGE || in.op == Opcode::TRANDOM || in.op == Opcode::TMATMUL || in.op == Opcode::TMATMUL_ACC)
     return false;
   return in.dst >= 0 && std::find(in.srcs.begin(), in.srcs.end(), in.dst) == in.srcs.end();
 }

@@ -71,6 +71,21 @@ std::vector<Stmt> Expander::copy_or_fill(const TensorOp& op, int idx) {
     f.scalar_expr = op.operands.at(0).sym;
     body.push_back(instr(f));
     t = f.dst;
+  } else if (op.kind == TensorOpKind::Random) {
+    // The tile's first element's position in the flattened tensor, then the stride of each leading
+    // dim there (a tile row is a run of consecutive positions).
+    Instr r{Opcode::TRANDOM};
+    r.dst = new_tile(s.tile, compute_dtype(outv.dtype));
+    r.random = op.random;
+    const size_t rank = s.shape.size();
+    std::vector<Expr> stride(rank, Expr(1));
+    for (size_t d = rank - 1; d-- > 0;) stride[d] = stride[d + 1] * s.shape[d + 1];
+    Expr base = s.offset[rank - 1];
+    for (size_t d = rank - 1; d-- > 0;) base = s.offset[d] * stride[d] + base;
+    r.offsets = {base};
+    for (size_t d = 0; d + 1 < rank; ++d) r.offsets.push_back(stride[d]);
+    body.push_back(instr(r));
+    t = r.dst;
   } else {
     Instr a{Opcode::TARANGE};
     a.dst = new_tile(s.tile, compute_dtype(outv.dtype));

@@ -68,6 +68,10 @@ def _instr(s: dict) -> str:
     if op == "tarange":
         off = s["offsets"][0] if s["offsets"] else "0"
         return f".arange({dst!r}, {s['scalar']!r}, {s['step']!r}, {off!r})"
+    if op == "trandom":
+        key, counter, normal, mantissa = s["random"]
+        off, strides = s["offsets"][0], list(s["offsets"][1:])
+        return f".random({dst!r}, {key}, {counter}, {off!r}, {strides!r}, normal={normal}, mantissa={mantissa})"
     args = "".join(f", {x!r}" for x in srcs)
     kw = ""
     if s["scalar_pos"] >= 0:

@@ -372,6 +372,25 @@ class PTOFunctionBuilder:
         return self._instr("tarange", dst, [], scalar=_number(start, "arange start"), step=_number(step, "arange step"),
                            offsets=[self._e(offset, "arange offset")])
 
+    def random(self, dst: str, key: int, counter: int, offset: ExprLike = 0, strides=(), *, normal: bool = False,
+               mantissa: int = 23):
+        """dst <- Philox4x32-10 draws of the stream (key, counter): uniform in [0, 1) keeping
+        ``mantissa`` bits, or standard normal (Box-Muller pairs); see pypto.uniform. The tile's first
+        element is stream element ``offset``; ``strides`` (one per leading tile dim) step a tile row's
+        start along each leading dim."""
+        self._need_incore("random")
+        self._need_tile(dst, "random")
+        for what, v in (("key", key), ("counter", counter)):
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 2 ** 64:
+                raise UserError(f"@{self.name}.random: {what} must be an int in [0, 2**64), found {v!r}")
+        shape = self._b.tile_shape(dst)
+        if len(strides) != len(shape) - 1:
+            raise UserError(f"@{self.name}.random: a rank-{len(shape)} tile needs {len(shape) - 1} strides, "
+                            f"found {list(strides)!r}")
+        return self._instr("trandom", dst, [], offsets=[self._e(offset, "random offset")] +
+                           [self._e(s, "random strides") for s in strides],
+                           random=(key, counter, bool(normal), int(mantissa)))
+
     def fill(self, dst: str, value):
         """dst <- value everywhere."""
         self._need_incore("fill")

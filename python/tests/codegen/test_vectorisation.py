@@ -61,6 +61,14 @@ def narrow_casts(x: pypto.Tensor((M, N), pypto.DT_FP32)) -> pypto.Tensor((M, N),
     return out
 
 
+@pypto.frontend.jit
+def random_draws(x: pypto.Tensor((M, N), pypto.DT_FP32)):
+    # Philox blocks (32 x 32 -> 64-bit products, packed) and Box-Muller's log, sin and cos.
+    pypto.set_vec_tile_shapes(16, 256)
+    return x * pypto.uniform([M, N], [5], [0, 1], [1], pypto.DT_FP32) + pypto.normal([M, N], [5], [0, 2], [1],
+                                                                                   pypto.DT_FP32)
+
+
 # Packed single-precision arithmetic on SIMD registers (SSE, AVX or AVX-512).
 PACKED = re.compile(r"^\s+v?(fmadd|fnmadd|fmsub|mul|add|sub|div|max|sqrt)\w*ps\s", re.M)
 # A fused multiply-add on one float: the vector math (exp, log, tanh, erf) left scalar, as GCC leaves
@@ -124,6 +132,30 @@ def test_generated_kernels_use_packed_simd(kernel, args, target, tmp_path):
             assert reg in wide, f"{name} ({target}): no packed arithmetic on {reg} registers"
             wider = {"xmm": ("ymm", "zmm"), "ymm": ("zmm",), "zmm": ()}[reg]
             assert not any(w in asm for w in wider), f"{name} ({target}) uses registers wider than {reg}"
+
+
+@pytest.mark.parametrize("target", ["x86-64-v2", "x86-64-v3", "x86-64-v4", "generic"])
+def test_random_draws_are_packed(target, tmp_path):
+    # The kernels call pto::trandom once per tile: its Philox rounds run vectors of blocks at a time
+    # (packed 32 x 32 -> 64-bit products: pmuludq, or AVX-512's vpmullq) and Box-Muller's log, sin
+    # and cos are the vector math.
+    pypto.set_cpu_target(target)
+    try:
+        compiled = pypto.compile(random_draws, np.zeros((M, N), np.float32))
+    finally:
+        pypto.set_cpu_target(None)
+    kernels = kernel_assembly(compiled, tmp_path)
+    assert len(kernels) == 2, list(kernels)  # each draw fused with its consumer
+    # The tile library's random functions, where the compiler keeps them out of line, count as part of
+    # the kernels.
+    outlined = re.findall(r"^(_ZN3pto\w*(?:trandom|philox)[\w.]*):\n(.*?)\.cfi_endproc",
+                          (tmp_path / "kernel.s").read_text(), re.S | re.M)
+    body = "".join(kernels.values()) + "".join(b for _, b in outlined)
+    reg = REGISTERS[target]
+    assert len(re.findall(rf"^\s+v?pmul(?:udq|lq)\s.*%{reg}", body, re.M)) >= 20, "Philox's products are not packed"
+    assert re.search(rf"^\s+v?cvtdq2ps\s.*%{reg}", body, re.M), "the conversion to floats is not packed"
+    assert not SCALAR_LIBM.search(body), "a scalar libm call"
+    assert not SCALAR_FMA.findall(body), "scalar fused multiply-adds (vector math left scalar)"
 
 
 def test_host_cpu_flags_are_used():

@@ -70,6 +70,12 @@ def branch_fn(x: pypto.Tensor((4, 3, 16), pypto.DT_FP32), out: pypto.Tensor((4, 
                 out[i:i + 1, j:j + 1, :] = pypto.exp(v)
 
 
+def random_fn(x: pypto.Tensor([M, 24], pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(4, 8)
+    u = pypto.uniform([x.shape[0], 24], [2 ** 64 - 1], [0, 12345678901234567], [1], pypto.DT_BF16)
+    return x * pypto.cast(u, pypto.DT_FP32) + pypto.normal([x.shape[0], 24], [7], [0, 3], [3], pypto.DT_FP32)
+
+
 KERNELS = {
     "softmax": (softmax_fn, lambda: (np.zeros((64, 200), np.float32),)),
     "layer_norm": (layer_norm_fn, lambda: (np.zeros((40, 96), np.float32), np.ones(96, np.float32),
@@ -80,6 +86,7 @@ KERNELS = {
     "views": (views_fn, lambda: (np.zeros((12, 40), np.float32),)),
     "loop": (loop_fn, lambda: (np.zeros((13, 32), np.float32), np.zeros((13, 32), np.float32))),
     "branch": (branch_fn, lambda: (np.zeros((4, 3, 16), np.float32), np.zeros((4, 3, 16), np.float32))),
+    "random": (random_fn, lambda: (np.zeros((13, 24), np.float32),)),
 }
 
 

@@ -1,0 +1,181 @@
+"""Integer quantisation with PyPTO's signatures: ``quantize`` and ``dequantize``.
+
+Both are elementwise compositions (a multiply by the broadcast scale, the zero point, a round half
+to even and a clamp to the type's range), so they fuse with what produces or consumes them. The
+scale (and the zero points) may be:
+
+- a number, or a tensor of one element: one scale for the whole tensor;
+- a tensor with one dim less than the input (PyPTO's form): ``axis=-1`` takes shape
+  ``[..., row]`` (one scale per row), ``axis=-2`` takes ``[..., col]`` (one per column);
+- a tensor of the input's rank (groups): ``axis=-1`` takes ``[..., row, G]``, each row cut into G
+  groups of ``col / G`` consecutive elements; ``axis=-2`` takes ``[..., G, col]``, each column cut
+  into G groups of ``row / G``. G must divide that dim.
+"""
+
+from __future__ import annotations
+
+import builtins
+import numbers
+
+from pypto import _dtypes
+from pypto.errors import UserError, UserTypeError
+from pypto.frontend.tensor import Tensor
+from pypto.ops import _at, _documented, _elementwise, cast, clip, round as round_
+from pypto.shape_ops import _is_static, reshape
+
+_RANGES = {_dtypes.DT_INT8: (-128, 127), _dtypes.DT_UINT8: (0, 255), _dtypes.DT_INT4: (-8, 7)}
+_FLOATS = (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16)
+_INTS = (_dtypes.DT_INT8, _dtypes.DT_UINT8, _dtypes.DT_INT4, _dtypes.DT_INT16, _dtypes.DT_INT32)
+
+
+def _shape(t) -> list:
+    return list(t.shape)
+
+
+def _axis(op: str, x: Tensor, axis) -> int:
+    rank = len(x.shape)
+    if isinstance(axis, builtins.bool) or not isinstance(axis, numbers.Integral):
+        raise UserTypeError(f"{_at(op)}: axis must be an int, found {type(axis).__name__} {axis!r}")
+    a = axis + rank if axis < 0 else axis
+    if a not in (rank - 1, rank - 2) or a < 0:
+        allowed = "-1" if rank == 1 else f"-1, -2, {rank - 1} or {rank - 2}"
+        raise UserError(f"{_at(op)}: axis must be {allowed} for a rank-{rank} input, found {axis}")
+    return a - rank  # -1 or -2
+
+
+class _Layout:
+    """How the scale meets the input: the input reshaped (groups) and the scale's broadcast shape."""
+
+    def __init__(self, op: str, x: Tensor, scale, axis: int, what: str = "scale"):
+        self.x_shape = _shape(x)
+        self.work_shape = None  # the input's shape while the groups have a dim of their own
+        self.kind = "tensor"
+        if isinstance(scale, Tensor):
+            s = _shape(scale)
+            rank = len(self.x_shape)
+            if _ones(s):
+                self.kind = "tensor"
+            elif len(s) == rank - 1:
+                want = self.x_shape[:-1] if axis == -1 else self.x_shape[:-2] + self.x_shape[-1:]
+                if not _same(s, want):
+                    raise UserError(f"{_at(op)}: {what} of shape {s} does not fit the input {self.x_shape} with "
+                                    f"axis={axis}: expected {want}")
+                self.kind = "row" if axis == -1 else "col"
+            elif len(s) == rank and rank >= (1 if axis == -1 else 2):
+                d = rank + axis  # the grouped dim
+                g = s[d]
+                other = [s[k] for k in range(rank) if k != d]
+                want_other = [self.x_shape[k] for k in range(rank) if k != d]
+                if not _same(other, want_other):
+                    raise UserError(f"{_at(op)}: {what} of shape {s} does not fit the input {self.x_shape} with "
+                                    f"axis={axis}: groups along dim {d} need the other dims {want_other}")
+                n = self.x_shape[d]
+                if not (_is_static(g) and _is_static(n)):
+                    raise UserError(f"{_at(op)}: groups need a static dim {d} and group count, found {n} and {g}")
+                if g <= 0 or n % g:
+                    raise UserError(f"{_at(op)}: the {g} groups of {what} do not divide dim {d} of the input "
+                                    f"({n} elements)")
+                self.kind = "group"
+                self.groups, self.dim = g, d
+                self.work_shape = self.x_shape[:d] + [g, n // g] + self.x_shape[d + 1:]
+            else:
+                raise UserError(f"{_at(op)}: {what} must have rank {rank - 1} (one {what} per "
+                                f"{'row' if axis == -1 else 'column'}), rank {rank} (groups) or one element, "
+                                f"found shape {s}")
+
+    def operand(self, op: str, t, what: str = "scale"):
+        """The scale or zero points, shaped to broadcast against the (working) input."""
+        if not isinstance(t, Tensor):
+            return float(t)
+        if t.dtype not in _FLOATS:
+            raise UserTypeError(f"{_at(op)}: {what} must be a float tensor, found {t.dtype.name}")
+        t = cast(t, _dtypes.DT_FP32) if t.dtype != _dtypes.DT_FP32 else t
+        s = _shape(t)
+        if self.kind == "tensor":
+            return t if len(s) == len(self.x_shape) else reshape(t, [1] * len(self.x_shape))
+        if self.kind == "row":
+            return reshape(t, s + [1])
+        if self.kind == "col":
+            return reshape(t, s[:-1] + [1] + s[-1:])
+        return reshape(t, s[:self.dim + 1] + [1] + s[self.dim + 1:])  # group: [.., G, 1, ..]
+
+    def to_work(self, x: Tensor) -> Tensor:
+        """The input with the groups as a dim of their own; the vec tile gains a dim to match (the
+        grouped dim's tile cut into whole groups), until from_work."""
+        if not self.work_shape:
+            return x
+        self.saved_tile = x._ctx.vec_tile
+        tile = list(self.saved_tile or [])
+        rank = len(self.x_shape)
+        if len(tile) >= rank:
+            lead, tail = tile[:len(tile) - rank], tile[len(tile) - rank:]
+            t, size = tail[self.dim], self.x_shape[self.dim] // self.groups
+            tail[self.dim:self.dim + 1] = [builtins.max(1, t // size), builtins.min(t, size)]
+            x._ctx.vec_tile = lead + tail
+        return reshape(x, self.work_shape)
+
+    def from_work(self, x: Tensor) -> Tensor:
+        if not self.work_shape:
+            return x
+        x._ctx.vec_tile = self.saved_tile
+        return reshape(x, self.x_shape)
+
+
+def _ones(shape) -> bool:
+    """A shape of one element ([], [1], [1, 1], ...)."""
+    return all(_is_static(d) and d == 1 for d in shape)
+
+
+def _same(a, b) -> bool:
+    return len(a) == len(b) and all((p == q) if _is_static(p) and _is_static(q) else str(p) == str(q)
+                                    for p, q in zip(a, b))
+
+
+def _check_number(op: str, what: str, v) -> None:
+    if isinstance(v, builtins.bool) or not isinstance(v, (numbers.Real, Tensor)):
+        raise UserTypeError(f"{_at(op)}: {what} must be a tensor or a number, found {type(v).__name__} {v!r}")
+
+
+def _checked(op: str, input, dtypes, dtype_names: str, otype, otypes, otype_names: str, scale, axis,
+             zero_points) -> _Layout:
+    """Checks quantize's or dequantize's arguments; the layout of the scale (and the zero points)."""
+    if not isinstance(input, Tensor):
+        raise UserTypeError(f"{_at(op)}: input must be a pypto.Tensor, found {type(input).__name__}")
+    if input.dtype not in dtypes:
+        raise UserTypeError(f"{_at(op)}: input must be {dtype_names}, found {input.dtype.name}")
+    if otype not in otypes:
+        raise UserTypeError(f"{_at(op)}: otype must be {otype_names}, found {getattr(otype, 'name', otype)!r}")
+    a = _axis(op, input, axis)
+    _check_number(op, "scale", scale)
+    layout = _Layout(op, input, scale, a)
+    if zero_points is not None:
+        _check_number(op, "zero_points", zero_points)
+        _Layout(op, input, zero_points, a, "zero_points")
+    return layout
+
+
+@_documented
+def quantize(input, scale, otype, axis, zero_points=None) -> Tensor:  # noqa: A002 - PyPTO's names
+    op = "quantize"
+    layout = _checked(op, input, _FLOATS, "DT_FP32, DT_FP16 or DT_BF16", otype, tuple(_RANGES),
+                      "DT_INT8, DT_UINT8 or DT_INT4", scale, axis, zero_points)
+    x = layout.to_work(cast(input, _dtypes.DT_FP32) if input.dtype != _dtypes.DT_FP32 else input)
+    y = _elementwise("mul", x, layout.operand(op, scale))
+    if zero_points is not None:
+        y = _elementwise("add", y, layout.operand(op, zero_points, "zero_points"))
+    lo, hi = _RANGES[otype]
+    q = cast(clip(round_(y), float(lo), float(hi)), otype)
+    return layout.from_work(q)
+
+
+@_documented
+def dequantize(input, scale, otype, axis, zero_points=None) -> Tensor:  # noqa: A002 - PyPTO's names
+    op = "dequantize"
+    layout = _checked(op, input, _INTS, "DT_INT8, DT_UINT8, DT_INT4, DT_INT16 or DT_INT32", otype, _FLOATS,
+                      "DT_FP32, DT_FP16 or DT_BF16", scale, axis, zero_points)
+    y = layout.to_work(cast(input, _dtypes.DT_FP32))
+    if zero_points is not None:
+        y = _elementwise("sub", y, layout.operand(op, zero_points, "zero_points"))
+    y = _elementwise("mul", y, layout.operand(op, scale))
+    y = layout.from_work(y)
+    return cast(y, otype) if otype != _dtypes.DT_FP32 else y
