@@ -1,5 +1,5 @@
-"""Data movement written with views and copies: ``pad``, ``fillpad``, ``interleave`` and
-``deinterleave``. Each is a fill and strided copies (``assemble`` into a view), which the tile
+"""Data movement written with views and copies: ``pad``, ``fillpad``, ``interleave``,
+``deinterleave``, ``pack`` and ``unpack``. Each is a fill and strided copies (``assemble`` into a view), which the tile
 passes fuse like any other copy."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pypto.element import Element
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend.tensor import Tensor
 from pypto.ops import _at, _ctx, _documented, _tensor
-from pypto.shape_ops import _is_static, _materialize, _view, assemble, full
+from pypto.shape_ops import _bitcast, _is_static, _materialize, _view, assemble, clone, full, reshape
 
 _FLOATS = (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16, _dtypes.DT_DOUBLE)
 _INT_RANGES = {_dtypes.DT_INT8: (-2 ** 7, 2 ** 7 - 1), _dtypes.DT_INT16: (-2 ** 15, 2 ** 15 - 1),
@@ -139,3 +139,43 @@ def deinterleave(input, other=None) -> tuple:  # noqa: A002 - PyPTO's names
         stream = concat([input, other], -1)
     _pairs_along_last(op, stream)
     return _every_other(stream, 0, op), _every_other(stream, 1, op)
+
+
+# The dtypes pack and unpack read and write, as PyPTO lists them.
+_PACKABLE = (_dtypes.DT_BF16, _dtypes.DT_FP16, _dtypes.DT_FP32, _dtypes.DT_INT64, _dtypes.DT_UINT64, _dtypes.DT_INT32,
+             _dtypes.DT_UINT32, _dtypes.DT_INT16, _dtypes.DT_UINT16, _dtypes.DT_INT8, _dtypes.DT_UINT8)
+
+
+def _names(dtypes) -> str:
+    return ", ".join(d.name for d in dtypes)
+
+
+@_documented
+def pack(input) -> Tensor:  # noqa: A002 - PyPTO's name
+    op = "pack"
+    _tensor(op, input, _ctx(op), "the")
+    if input.dtype not in _PACKABLE:
+        raise UserTypeError(f"{_at(op)}: input must be one of {_names(_PACKABLE)}, found {input.dtype.name}")
+    if not 1 <= len(input.shape) <= 4:
+        raise UserError(f"{_at(op)}: input must have 1 to 4 dims, found shape {list(input.shape)}")
+    flat = reshape(input, [-1]) if len(input.shape) > 1 else input
+    return clone(_bitcast(flat, _dtypes.DT_UINT8))
+
+
+@_documented
+def unpack(input, dtype) -> Tensor:  # noqa: A002 - PyPTO's names
+    op = "unpack"
+    _tensor(op, input, _ctx(op), "the")
+    if input.dtype != _dtypes.DT_UINT8 or len(input.shape) != 1:
+        raise UserTypeError(f"{_at(op)}: input must be a 1-D DT_UINT8 tensor, found {input.dtype.name} of shape "
+                            f"{list(input.shape)}")
+    if dtype not in _PACKABLE:
+        raise UserTypeError(f"{_at(op)}: dtype must be one of {_names(_PACKABLE)}, found "
+                            f"{getattr(dtype, 'name', dtype)!r}")
+    n, size = input.shape[0], _dtypes.bytes_of(dtype)
+    if _is_static(n) and n % size:
+        raise UserError(f"{_at(op)}: {n} bytes do not divide into {dtype.name} elements of {size} bytes")
+    if not _is_static(n) and size > 1:
+        raise NotSupportedError(f"{_at(op)}: unpacking a dynamic number of bytes ({n}) into {dtype.name} is not "
+                                "supported yet (only a static length)")
+    return clone(_bitcast(input, dtype))

@@ -133,3 +133,69 @@ def test_interleave_errors():
     with pytest.raises(ValueError, match=r"other \(DT_FP16 \[2, 4\]\) must have input's dtype and shape "
                                          r"\(DT_FP32 \[2, 4\]\)"):
         mismatch(torch.zeros(2, 4), torch.zeros(2, 4).half())
+
+
+PACK_DTYPES = {torch.float32: pypto.DT_FP32, torch.bfloat16: pypto.DT_BF16, torch.float16: pypto.DT_FP16,
+               torch.int64: pypto.DT_INT64, torch.int16: pypto.DT_INT16, torch.uint8: pypto.DT_UINT8,
+               torch.int32: pypto.DT_INT32}
+
+
+@pytest.mark.parametrize("dtype", list(PACK_DTYPES))
+@pytest.mark.parametrize("shape", [(37,), (3, 7), (2, 3, 5), (2, 1, 3, 4)])
+def test_pack_gives_the_bytes_and_unpack_reads_them_back(dtype, shape):
+    dt = PACK_DTYPES[dtype]
+    x = _data(shape, dtype) if dtype != torch.int64 else torch.randint(-2 ** 62, 2 ** 62, shape)
+
+    @pypto.jit
+    def f(x: pypto.Tensor(shape, dt)):
+        pypto.set_vec_tile_shapes(*(2, 4, 4, 8)[-len(shape):])
+        b = pypto.pack(x)
+        return b, pypto.unpack(b, dt), pypto.unpack(b, pypto.DT_UINT8)
+
+    b, back, same = f(x)
+    assert b.dtype == torch.uint8 and torch.equal(b, x.reshape(-1).view(torch.uint8))
+    assert torch.equal(back, x.reshape(-1)) and torch.equal(same, b)
+
+
+def test_pack_of_a_transposed_view_and_a_dynamic_length():
+    @pypto.jit
+    def f(x: pypto.Tensor((pypto.DYNAMIC, 6), pypto.DT_FP32), y: pypto.Tensor((5, 6), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        return pypto.pack(pypto.transpose(x, 0, 1)), pypto.unpack(pypto.pack(pypto.transpose(y, 0, 1)), pypto.DT_INT32)
+
+    y = torch.randn(5, 6)
+    for rows in (1, 5):
+        x = torch.randn(rows, 6)
+        b, ints = f(x, y)
+        assert torch.equal(b, x.t().contiguous().reshape(-1).view(torch.uint8))
+        assert torch.equal(ints, y.t().contiguous().reshape(-1).view(torch.int32))
+
+    @pypto.jit
+    def g(x: pypto.Tensor((pypto.DYNAMIC, 6), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(4, 8)
+        return pypto.unpack(pypto.pack(x), pypto.DT_INT32)
+
+    with pytest.raises(pypto.NotSupportedError, match=r"pypto\.unpack at .*: unpacking a dynamic number of bytes "
+                                                      r".* into DT_INT32 is not supported yet"):
+        g(torch.randn(3, 6))
+
+
+def test_pack_and_unpack_errors():
+    def build(fn, shape=(8,), dt=pypto.DT_UINT8):
+        @pypto.jit
+        def f(x: pypto.Tensor(shape, dt)):
+            pypto.set_vec_tile_shapes(8, 8)
+            return fn(x)
+        return lambda: f(torch.zeros(shape, dtype=torch.bool if dt == pypto.DT_BOOL else torch.uint8))
+
+    with pytest.raises(TypeError, match=r"pypto\.pack at .*test_data_movement\.py:\d+: input must be one of DT_BF16, "
+                                        r".*, found DT_BOOL"):
+        build(pypto.pack, dt=pypto.DT_BOOL)()
+    with pytest.raises(TypeError, match=r"pypto\.unpack at .*: input must be a 1-D DT_UINT8 tensor, found DT_UINT8 "
+                                        r"of shape \[2, 4\]"):
+        build(lambda x: pypto.unpack(x, pypto.DT_INT16), shape=(2, 4))()
+    with pytest.raises(ValueError, match=r"pypto\.unpack at .*: 7 bytes do not divide into DT_INT32 elements of 4 "
+                                         r"bytes"):
+        build(lambda x: pypto.unpack(x, pypto.DT_INT32), shape=(7,))()
+    with pytest.raises(TypeError, match=r"dtype must be one of DT_BF16, .*, found 'DT_INT4'"):
+        build(lambda x: pypto.unpack(x, pypto.DT_INT4))()
