@@ -77,9 +77,10 @@ def test_the_documented_examples():
     torch.testing.assert_close(z, want, rtol=2e-6, atol=2e-6)
 
 
-@pytest.mark.parametrize("dtype", [pypto.DT_FP32, pypto.DT_FP16, pypto.DT_BF16])
-@pytest.mark.parametrize("shape,tile", [((1000,), (64,)), ((7, 13), (4, 8)), ((3, 5, 9), (2, 4, 4)),
-                                         ((2, 3, 4, 5), (1, 2, 2, 4)), ((33,), (33,))])
+@pytest.mark.parametrize("shape,tile,dtype", [((1000,), (64,), pypto.DT_FP32), ((7, 13), (4, 8), pypto.DT_FP16),
+                                               ((3, 5, 9), (2, 4, 4), pypto.DT_BF16),
+                                               ((2, 3, 4, 5), (1, 2, 2, 4), pypto.DT_FP32),
+                                               ((33,), (33,), pypto.DT_BF16), ((7, 13), (4, 8), pypto.DT_FP32)])
 def test_uniform_is_the_philox_stream_bit_for_bit(dtype, shape, tile):
     key, counter = 0xDEADBEEF12345678, 2 ** 40 + 3
     got = _draw("uniform", shape, key, counter, dtype, tile)
@@ -89,8 +90,9 @@ def test_uniform_is_the_philox_stream_bit_for_bit(dtype, shape, tile):
     assert float(got.min()) >= 0 and float(got.max()) < 1
 
 
-@pytest.mark.parametrize("dtype", [pypto.DT_FP32, pypto.DT_FP16, pypto.DT_BF16])
-@pytest.mark.parametrize("shape,tile", [((1001,), (64,)), ((7, 13), (4, 8)), ((3, 5, 9), (3, 3, 3))])
+@pytest.mark.parametrize("shape,tile,dtype", [((1001,), (64,), pypto.DT_FP32), ((7, 13), (4, 8), pypto.DT_FP16),
+                                               ((3, 5, 9), (3, 3, 3), pypto.DT_BF16),
+                                               ((7, 13), (4, 8), pypto.DT_FP32)])
 def test_normal_is_box_muller_of_the_stream(dtype, shape, tile):
     key, counter = 99, 7
     got = _draw("normal", shape, key, counter, dtype, tile, alg=3)
@@ -118,7 +120,7 @@ def test_the_values_do_not_depend_on_the_worker_count():
             "    return pypto.normal([64, 96], [3], [0, 4], [1], pypto.DT_FP32)\n"
             "print(hashlib.sha256(f(torch.zeros(1)).numpy().tobytes()).hexdigest())\n")
     digests = set()
-    for workers in ("1", "2", "5"):
+    for workers in ("1", "3"):
         r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYPTO_NUM_THREADS=workers),
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
