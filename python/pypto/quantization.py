@@ -18,7 +18,7 @@ import builtins
 import numbers
 
 from pypto import _dtypes
-from pypto.errors import UserError, UserTypeError
+from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend.tensor import Tensor
 from pypto.ops import _at, _documented, _elementwise, cast, clip, round as round_
 from pypto.shape_ops import _is_static, reshape
@@ -92,7 +92,8 @@ class _Layout:
         t = cast(t, _dtypes.DT_FP32) if t.dtype != _dtypes.DT_FP32 else t
         s = _shape(t)
         if self.kind == "tensor":
-            return t if len(s) == len(self.x_shape) else reshape(t, [1] * len(self.x_shape))
+            rank = len(self.work_shape or self.x_shape)
+            return t if len(s) == rank else reshape(t, [1] * rank)
         if self.kind == "row":
             return reshape(t, s + [1])
         if self.kind == "col":
@@ -137,8 +138,10 @@ def _check_number(op: str, what: str, v) -> None:
 
 
 def _checked(op: str, input, dtypes, dtype_names: str, otype, otypes, otype_names: str, scale, axis,
-             zero_points) -> _Layout:
-    """Checks quantize's or dequantize's arguments; the layout of the scale (and the zero points)."""
+             zero_points) -> tuple:
+    """Checks quantize's or dequantize's arguments; the layouts of the scale and of the zero points
+    (None without zero points). Each operand is shaped by its own layout; the input is worked in the
+    grouped one's, if any (see _work)."""
     if not isinstance(input, Tensor):
         raise UserTypeError(f"{_at(op)}: input must be a pypto.Tensor, found {type(input).__name__}")
     if input.dtype not in dtypes:
@@ -148,21 +151,37 @@ def _checked(op: str, input, dtypes, dtype_names: str, otype, otypes, otype_name
     a = _axis(op, input, axis)
     _check_number(op, "scale", scale)
     layout = _Layout(op, input, scale, a)
-    if zero_points is not None:
-        _check_number(op, "zero_points", zero_points)
-        _Layout(op, input, zero_points, a, "zero_points")
-    return layout
+    if zero_points is None:
+        return layout, None
+    _check_number(op, "zero_points", zero_points)
+    zp = _Layout(op, input, zero_points, a, "zero_points")
+    # Groups give the input a dim of their own: the other operand must then be grouped the same way or
+    # be one value.
+    for grouped, other, name in ((layout, zp, "zero_points"), (zp, layout, "scale")):
+        if grouped.work_shape and other.kind != "tensor" and other.work_shape != grouped.work_shape:
+            raise NotSupportedError(f"{_at(op)}: grouped scales with {name} of another form ({other.kind}) are "
+                                    "not supported yet (give both the same groups, or one value)")
+    for one, grouped in ((zp, layout), (layout, zp)):
+        if one.kind == "tensor" and grouped.work_shape:
+            one.work_shape = grouped.work_shape  # a single value broadcasts at the grouped rank
+    return layout, zp
+
+
+def _work(sl: _Layout, zl) -> _Layout:
+    """The layout the input is worked in: the grouped operand's, if any."""
+    return zl if zl is not None and zl.kind == "group" else sl
 
 
 @_documented
 def quantize(input, scale, otype, axis, zero_points=None) -> Tensor:  # noqa: A002 - PyPTO's names
     op = "quantize"
-    layout = _checked(op, input, _FLOATS, "DT_FP32, DT_FP16 or DT_BF16", otype, tuple(_RANGES),
+    sl, zl = _checked(op, input, _FLOATS, "DT_FP32, DT_FP16 or DT_BF16", otype, tuple(_RANGES),
                       "DT_INT8, DT_UINT8 or DT_INT4", scale, axis, zero_points)
+    layout = _work(sl, zl)
     x = layout.to_work(cast(input, _dtypes.DT_FP32) if input.dtype != _dtypes.DT_FP32 else input)
-    y = _elementwise("mul", x, layout.operand(op, scale))
+    y = _elementwise("mul", x, sl.operand(op, scale))
     if zero_points is not None:
-        y = _elementwise("add", y, layout.operand(op, zero_points, "zero_points"))
+        y = _elementwise("add", y, zl.operand(op, zero_points, "zero_points"))
     lo, hi = _RANGES[otype]
     q = cast(clip(round_(y), float(lo), float(hi)), otype)
     return layout.from_work(q)
@@ -171,11 +190,12 @@ def quantize(input, scale, otype, axis, zero_points=None) -> Tensor:  # noqa: A0
 @_documented
 def dequantize(input, scale, otype, axis, zero_points=None) -> Tensor:  # noqa: A002 - PyPTO's names
     op = "dequantize"
-    layout = _checked(op, input, _INTS, "DT_INT8, DT_UINT8, DT_INT4, DT_INT16 or DT_INT32", otype, _FLOATS,
+    sl, zl = _checked(op, input, _INTS, "DT_INT8, DT_UINT8, DT_INT4, DT_INT16 or DT_INT32", otype, _FLOATS,
                       "DT_FP32, DT_FP16 or DT_BF16", scale, axis, zero_points)
+    layout = _work(sl, zl)
     y = layout.to_work(cast(input, _dtypes.DT_FP32))
     if zero_points is not None:
-        y = _elementwise("sub", y, layout.operand(op, zero_points, "zero_points"))
-    y = _elementwise("mul", y, layout.operand(op, scale))
+        y = _elementwise("sub", y, zl.operand(op, zero_points, "zero_points"))
+    y = _elementwise("mul", y, sl.operand(op, scale))
     y = layout.from_work(y)
     return cast(y, otype) if otype != _dtypes.DT_FP32 else y

@@ -125,6 +125,43 @@ def test_a_dynamic_dim_and_half_precision():
         torch.testing.assert_close(back, dequantize_ref(want, 1 / s, -1).half(), rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("scale_shape,zp_shape", [((16,), None), (None, (16,)), ((16, 4), None), (None, (16, 4)),
+                                                  ((16, 4), (16, 4))])
+def test_scale_and_zero_points_of_different_forms(scale_shape, zp_shape):
+    """Each of scale and zero points broadcasts by its own form (None: a number)."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(16, 32, generator=g) * 4
+    scale = torch.rand(*scale_shape, generator=g) * 5 + 1 if scale_shape else 2.5
+    zp = torch.randint(-3, 4, zp_shape, generator=g).float() if zp_shape else 1.5
+    s_shape, z_shape = scale_shape or (1,), zp_shape or (1,)  # unused tensors where a number is given
+
+    @pypto.jit
+    def f(x: pypto.Tensor((16, 32), pypto.DT_FP32), st: pypto.Tensor(s_shape, pypto.DT_FP32),
+          zt: pypto.Tensor(z_shape, pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 16)
+        s = st if scale_shape else scale
+        z = zt if zp_shape else zp
+        q = pypto.quantize(x, s, pypto.DT_INT8, -1, z)
+        return pypto.cast(q, pypto.DT_INT32), pypto.dequantize(q, s, pypto.DT_FP32, -1, z)
+
+    q, back = f(x, scale if scale_shape else torch.ones(1), zp if zp_shape else torch.zeros(1))
+    want = quantize_ref(x, scale, pypto.DT_INT8, -1, zp)
+    assert torch.equal(q, want.int())
+    torch.testing.assert_close(back, dequantize_ref(want, scale, -1, zp), rtol=1e-5, atol=1e-5)
+
+
+def test_grouped_scales_with_zero_points_of_another_form_are_not_supported_yet():
+    @pypto.jit
+    def f(x: pypto.Tensor((16, 32), pypto.DT_FP32), s: pypto.Tensor((16, 4), pypto.DT_FP32),
+          z: pypto.Tensor((16,), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 16)
+        return pypto.quantize(x, s, pypto.DT_INT8, -1, z)
+
+    with pytest.raises(pypto.NotSupportedError, match=r"pypto\.quantize at .*: grouped scales with zero_points of "
+                                                      r"another form \(row\) are not supported yet"):
+        f(torch.zeros(16, 32), torch.ones(16, 4), torch.zeros(16))
+
+
 def test_errors_name_the_op_the_argument_and_the_value():
     def build(fn, xshape=(8, 12), xdt=pypto.DT_FP32, sshape=(8,)):
         @pypto.jit
