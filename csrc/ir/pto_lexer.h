@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -192,28 +193,21 @@ class Line {
   }
 
   /// An integer literal, optionally negative.
-  int64_t integer(const char* what) {
+  int64_t integer(const char* what) { return integer_of<int64_t>(what); }
+  /// A non-negative integer literal up to 2^64 - 1 (Philox keys and counters).
+  uint64_t unsigned_integer(const char* what) { return integer_of<uint64_t>(what); }
+  /// An integer literal of type T (a minus sign only where T is signed).
+  template <typename T>
+  T integer_of(const char* what) {
     skip_ws();
     size_t s = pos_;
-    if (peek() == '-') ++pos_;
+    if (std::is_signed_v<T> && peek() == '-') ++pos_;
     if (!is_digit(peek())) {
       pos_ = s;
       fail(fmt::format("expected {}, found {}", what, found()));
     }
     while (is_digit(peek())) ++pos_;
-    int64_t v = 0;
-    auto r = std::from_chars(t_.data() + s, t_.data() + pos_, v);
-    if (r.ec != std::errc() || r.ptr != t_.data() + pos_)
-      fail(s, fmt::format("integer {} is out of range", t_.substr(s, pos_ - s)));
-    return v;
-  }
-  /// A non-negative integer literal up to 2^64 - 1 (Philox keys and counters).
-  uint64_t unsigned_integer(const char* what) {
-    skip_ws();
-    size_t s = pos_;
-    if (!is_digit(peek())) fail(fmt::format("expected {}, found {}", what, found()));
-    while (is_digit(peek())) ++pos_;
-    uint64_t v = 0;
+    T v = 0;
     auto r = std::from_chars(t_.data() + s, t_.data() + pos_, v);
     if (r.ec != std::errc() || r.ptr != t_.data() + pos_)
       fail(s, fmt::format("integer {} is out of range", t_.substr(s, pos_ - s)));
