@@ -442,6 +442,29 @@ int TensorGraphBuilder::add_view(int base, const std::vector<Expr>& shape, const
   return id;
 }
 
+namespace {
+
+// True when two shapes hold the same number of elements as products of the same symbolic dims and
+// constants ([n, 96] and [n, 3, 32]): the constants multiply to one number, the other dims match as
+// a multiset.
+bool same_factors(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  auto split = [](const std::vector<Expr>& dims, int64_t& c, std::vector<std::string>& syms) {
+    c = 1;
+    for (const Expr& d : dims) {
+      if (auto v = d.as_const()) c *= *v;
+      else syms.push_back(d.str());
+    }
+    std::sort(syms.begin(), syms.end());
+  };
+  int64_t ca = 1, cb = 1;
+  std::vector<std::string> sa, sb;
+  split(a, ca, sa);
+  split(b, cb, sb);
+  return ca == cb && sa == sb;
+}
+
+}  // namespace
+
 int TensorGraphBuilder::add_reshape(int base, const std::vector<Expr>& shape, const SourceLoc& loc) {
   check_value(base, "reshape", loc);
   const TensorValue& b = g_.values[base];
@@ -449,7 +472,7 @@ int TensorGraphBuilder::add_reshape(int base, const std::vector<Expr>& shape, co
   for (const Expr& d : b.shape) n_old = n_old * d;
   for (const Expr& d : shape) n_new = n_new * d;
   auto co = n_old.as_const(), cn = n_new.as_const();
-  if ((co && cn && *co != *cn) || (!(co && cn) && !n_old.equals(n_new)))
+  if ((co && cn && *co != *cn) || (!(co && cn) && !n_old.equals(n_new) && !same_factors(b.shape, shape)))
     throw UserError(where("reshape", loc) + fmt::format("cannot reshape {} ({} elements) to {} ({} elements)",
                                                         shape_str(b.shape), n_old.str(), shape_str(shape), n_new.str()));
   if (shape.empty() || shape.size() > 6)

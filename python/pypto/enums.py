@@ -77,3 +77,16 @@ class PrecisionType(_Named):
     INTRINSIC = 0
     HIGH_PRECISION = 1
 
+
+
+class DequantScaleRoundingMode(_Named):
+    """How ``pypto.quant_mx`` picks a group's shared exponent: ROUND_UP (NVIDIA's rule: the smallest
+    power of two that brings the group's largest magnitude within the format's largest value) or
+    ROUND_DOWN (the OCP MX rule: the largest magnitude's exponent less the format's largest one)."""
+
+    ROUND_UP = 0
+    ROUND_DOWN = 1
+
+
+ROUND_UP = DequantScaleRoundingMode.ROUND_UP
+ROUND_DOWN = DequantScaleRoundingMode.ROUND_DOWN

@@ -60,14 +60,21 @@ def index_select(input, dim, index) -> Tensor:  # noqa: A002 - PyPTO's name
     d = _dim_of(op, input, dim)
     _index(op, index, ranks=(1, 2))
     flat = reshape(index, [index.shape[0] * index.shape[1]]) if len(index.shape) == 2 else index
-    shape = list(input.shape)
-    shape[d] = flat.shape[0]
-    file, line = user_location()
-    out = Tensor._traced(ctx, ctx.builder.add_gather(input._id, d, _along(op, flat, shape, d)._id, _tile(ctx), file,
-                                                     line, op))
+    out = select_along(op, input, d, flat)
     if len(index.shape) == 2:  # the dim becomes the index's two dims
         out = reshape(out, list(input.shape[:d]) + list(index.shape) + list(input.shape[d + 1:]))
     return out
+
+
+def select_along(op: str, input: Tensor, d: int, index: Tensor) -> Tensor:  # noqa: A002
+    """``input``'s slices along dim ``d`` at the positions of the 1-D ``index`` (one gather; an index
+    outside the dim raises pypto.TaskError naming ``op`` when the kernel runs)."""
+    ctx = _ctx(op)
+    shape = list(input.shape)
+    shape[d] = index.shape[0]
+    file, line = user_location()
+    return Tensor._traced(ctx, ctx.builder.add_gather(input._id, d, _along(op, index, shape, d)._id, _tile(ctx), file,
+                                                      line, op))
 
 
 def _index_add_source(op: str, input: Tensor, d: int, index: Tensor, source, alpha) -> Tensor:

@@ -20,8 +20,9 @@ import numbers
 from pypto import _dtypes
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend.tensor import Tensor
-from pypto.ops import _at, _documented, _elementwise, cast, clip, round as round_
-from pypto.shape_ops import _is_static, reshape
+from pypto.enums import DequantScaleRoundingMode
+from pypto.ops import _at, _documented, _elementwise, _reduce, _unary, cast, clip, round as round_, where
+from pypto.shape_ops import _bitcast, _is_static, assemble, clone, full, reshape, transpose
 
 _RANGES = {_dtypes.DT_INT8: (-128, 127), _dtypes.DT_UINT8: (0, 255), _dtypes.DT_INT4: (-8, 7)}
 _FLOATS = (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16)
@@ -82,6 +83,16 @@ class _Layout:
                 raise UserError(f"{_at(op)}: {what} must have rank {rank - 1} (one {what} per "
                                 f"{'row' if axis == -1 else 'column'}), rank {rank} (groups) or one element, "
                                 f"found shape {s}")
+
+    @classmethod
+    def groups_of(cls, x: Tensor, d: int, g: int) -> "_Layout":
+        """The layout of ``g`` groups along dim ``d`` of ``x`` (which they divide)."""
+        self = cls.__new__(cls)
+        self.x_shape = _shape(x)
+        self.kind, self.groups, self.dim = "group", g, d
+        n = self.x_shape[d]
+        self.work_shape = self.x_shape[:d] + [g, n // g] + self.x_shape[d + 1:]
+        return self
 
     def operand(self, op: str, t, what: str = "scale"):
         """The scale or zero points, shaped to broadcast against the (working) input."""
@@ -199,3 +210,84 @@ def dequantize(input, scale, otype, axis, zero_points=None) -> Tensor:  # noqa: 
     y = _elementwise("mul", y, sl.operand(op, scale))
     y = layout.from_work(y)
     return cast(y, otype) if otype != _dtypes.DT_FP32 else y
+
+
+# The MX element formats: the largest power of two they hold, their largest value and its mantissa
+# bits (as an fp32), the result's dtype, and the block of 32 elements that shares one exponent.
+_MX = {_dtypes.DT_FP8E4M3: (8, 448.0, 0x600000, _dtypes.DT_FP8E4M3),
+       _dtypes.DT_FP4_E2M1X2: (2, 6.0, 0x400000, _dtypes.DT_FP4_E2M1)}
+_MX_BLOCK = 32
+
+
+def _int(op: str, x: Tensor, v: int) -> Tensor:
+    return _elementwise(op, x, v)
+
+
+@_documented
+def quant_mx(input, quant_dtype=_dtypes.DT_FP8E4M3, mode=DequantScaleRoundingMode.ROUND_DOWN, axis=-1,  # noqa: A002
+             performance_mode=True) -> tuple:
+    op = "quant_mx"
+    if not isinstance(input, Tensor):
+        raise UserTypeError(f"{_at(op)}: input must be a pypto.Tensor, found {type(input).__name__}")
+    if input.dtype not in _FLOATS:
+        raise UserTypeError(f"{_at(op)}: input must be DT_FP32, DT_FP16 or DT_BF16, found {input.dtype.name}")
+    if quant_dtype not in _MX:
+        raise UserTypeError(f"{_at(op)}: quant_dtype must be DT_FP8E4M3 or DT_FP4_E2M1X2, found "
+                            f"{getattr(quant_dtype, 'name', quant_dtype)!r}")
+    if quant_dtype == _dtypes.DT_FP4_E2M1X2 and input.dtype == _dtypes.DT_FP32:
+        raise UserTypeError(f"{_at(op)}: quant_dtype DT_FP4_E2M1X2 takes a DT_FP16 or DT_BF16 input, found DT_FP32")
+    if not isinstance(mode, DequantScaleRoundingMode):
+        raise UserTypeError(f"{_at(op)}: mode must be pypto.ROUND_DOWN or pypto.ROUND_UP, found {mode!r}")
+    if not isinstance(performance_mode, builtins.bool):
+        raise UserTypeError(f"{_at(op)}: performance_mode must be a bool, found {performance_mode!r}")
+    rank = len(input.shape)
+    if not 1 <= rank <= 4:
+        raise UserError(f"{_at(op)}: input must have 1 to 4 dims, found shape {_shape(input)}")
+    a = _axis(op, input, axis)
+    d = rank + a
+    n = input.shape[d]
+    if not _is_static(n):
+        raise UserError(f"{_at(op)}: the quantised dim {d} must be static, found {n}")
+    if a == -2 and n % 64:
+        raise UserError(f"{_at(op)}: axis=-2 needs dim {d} to be a multiple of 64, found {n}")
+    if n % _MX_BLOCK:
+        raise NotSupportedError(f"{_at(op)}: a last dim of {n} (not a multiple of {_MX_BLOCK}) is not supported yet")
+    top, largest, mantissa, qtype = _MX[quant_dtype]
+    groups = n // _MX_BLOCK
+    layout = _Layout.groups_of(input, d, groups)
+    x = layout.to_work(cast(input, _dtypes.DT_FP32) if input.dtype != _dtypes.DT_FP32 else input)
+    peak = _reduce("amax", _unary("abs", x), d + 1, True)  # NaN when the group holds one
+    bits = _bitcast(peak, _dtypes.DT_INT32)
+    exponent = _int("bitwise_right_shift", bits, 23)  # the biased exponent (peak >= 0 or NaN)
+    if mode == DequantScaleRoundingMode.ROUND_DOWN:
+        # OCP: 2^floor(log2(peak)) / 2^top; infinity follows the same rule
+        e = clip(_int("sub", exponent, top), 0, 254)
+    else:
+        # NV: the least e with peak <= largest * 2^e: the exponents' difference, plus one when peak's
+        # mantissa exceeds the largest value's
+        above = cast(_elementwise("gt", _int("bitwise_and", bits, 0x7FFFFF), mantissa), _dtypes.DT_INT32)
+        e = clip(_elementwise("add", _int("sub", exponent, top), above), 0, 254)
+        e = where(_elementwise("eq", exponent, 255), 254, e)
+    e = where(_unary("isnan", peak), 255, e)  # the E8M0 biased exponent
+    # The multiplier 2^(127 - e), built from its bits: 2^-127 is a subnormal, NaN stays NaN.
+    scaling_bits = where(_elementwise("eq", e, 254), 0x400000,
+                         where(_elementwise("eq", e, 255), 0x7FC00000,
+                               _int("bitwise_left_shift", _elementwise("sub", 254, e), 23)))
+    scaling = _bitcast(scaling_bits, _dtypes.DT_FP32)
+    v = _elementwise("mul", x, scaling)
+    if qtype == _dtypes.DT_FP4_E2M1:
+        v = where(_unary("isnan", v), largest, v)  # E2M1 has no NaN: the largest code
+    q = cast(clip(v, -largest, largest), qtype)
+    codes = cast(e, _dtypes.DT_UINT8)  # [.., G, 1, ..]; read as E8M0 at the end
+    lead = list(input.shape[:d])
+    if a == -2:  # [.., G, 1, n] -> [.., G / 2, n, 2]: each column's pair of blocks last
+        codes = clone(transpose(reshape(codes, lead + [groups // 2, 2, input.shape[-1]]), -1, -2))
+    q = layout.from_work(q)  # (the vec tile is the caller's again)
+    if a == -1:
+        codes = reshape(codes, lead + [groups])
+        if groups % 2:  # the pair of the last block has no second group: its slot holds 0
+            padded = full(lead + [groups + 1], 0, _dtypes.DT_UINT8)
+            assemble(codes, [0] * (len(lead) + 1), padded)
+            codes = padded
+        codes = reshape(codes, lead + [(groups + 1) // 2, 2])
+    return q, _bitcast(codes, _dtypes.DT_FP8E8M0)

@@ -60,6 +60,27 @@ def test_reshape_of_a_strided_input_is_read_correctly():
     torch.testing.assert_close(f(x), x.reshape(4, 12))
 
 
+def test_reshape_splitting_a_static_dim_next_to_a_dynamic_one():
+    # [n, 96] and [n, 3, 32] hold n * 96 elements whatever n is: the counts match as products of the
+    # same dims and constants; [n, 96] to [n, 5, 32] does not
+    @pypto.jit
+    def f(x: pypto.Tensor((pypto.DYNAMIC, 96), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(2, 3, 32)
+        return pypto.reshape(x, (x.shape[0], 3, 32)) * 2
+
+    for rows in (5, 2):
+        x = torch.randn(rows, 96)
+        torch.testing.assert_close(f(x), x.reshape(rows, 3, 32) * 2)
+
+    @pypto.jit
+    def g(x: pypto.Tensor((pypto.DYNAMIC, 96), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(2, 3, 32)
+        return pypto.reshape(x, (x.shape[0], 5, 32)) * 2
+
+    with pytest.raises(pypto.UserError, match=r"cannot reshape \[\w+, 96\] .* to \[\w+, 5, 32\]"):
+        g(torch.randn(4, 96))
+
+
 def test_creation_ops():
     @pypto.jit
     def f(x: pypto.Tensor((5, 7), pypto.DT_FP32)):
