@@ -117,6 +117,8 @@ sanpy -m pytest -v -p no:cacheprovider --capture=sys --durations=15 \
   --deselect "$T/pto/test_roundtrip.py::test_jit_pto_parses_back_compiles_and_matches[layer_norm]" \
   --deselect "$T/pto/test_roundtrip.py::test_jit_pto_parses_back_compiles_and_matches[views]" \
   --deselect "$T/pto/test_roundtrip.py::test_cli_parse_writes_builder_code_that_rebuilds_the_module[random]" \
+  --deselect "$T/pto/test_roundtrip.py::test_jit_pto_parses_back_compiles_and_matches[random]" \
+  --deselect $T/codegen/test_cache.py::test_second_process_does_not_run_the_compiler \
   --deselect $T/codegen/test_cache.py::test_damaged_cache_entry_is_rebuilt \
   --deselect "$T/codegen/test_cache.py::test_a_truncated_library_is_rebuilt_not_loaded[page]" \
   --deselect "$T/codegen/test_cache.py::test_a_truncated_library_is_rebuilt_not_loaded[tenth]" \

@@ -455,6 +455,35 @@ def matmul_low_precision_kernel(dtype) -> Kernel:
                            f"torch.matmul multiplies in {name} and returns {name}")
 
 
+def pypto_scaled_mm_int8(s: int):
+    @pypto.jit
+    def scaled_mm_int8(a: pypto.Tensor((s, s), pypto.DT_INT8), b: pypto.Tensor((s, s), pypto.DT_INT8),
+                       sa: pypto.Tensor((s, 1), pypto.DT_FP32), sb: pypto.Tensor((1, s), pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes([128, 128], [256, 256], [128, 128])
+        pypto.set_vec_tile_shapes(64, 256)
+        return pypto.scaled_mm(a, b, pypto.DT_FP32, sa, sb)
+    return scaled_mm_int8
+
+
+def scaled_mm_int8_kernel() -> Kernel:
+    """int8 x int8 with an exact int32 product, then a scale per row of a and per column of b."""
+    s = 1024
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(-128, 128, (s, s), generator=g, dtype=torch.int8)
+    b = torch.randint(-128, 128, (s, s), generator=g, dtype=torch.int8)
+    sa, sb = torch.rand(s, 1, generator=g) / 64, torch.rand(1, s, generator=g) / 64
+    builtin = None
+    if hasattr(torch, "_int_mm"):
+        builtin = ("torch._int_mm", lambda a, b, sa, sb: torch._int_mm(a, b).float() * sa * sb)
+    return Kernel(f"scaled_mm int8 {s}^3", (a, b, sa, sb), pypto_scaled_mm_int8(s),
+                  lambda a, b, sa, sb: (a.float() @ b.float()) * sa * sb, builtin,
+                  lambda a, b, sa, sb: (a.astype(np.float32) @ b.astype(np.float32)) * sa * sb, 2.0 * s ** 3,
+                  "GFLOP/s", tol=(1e-3, 1e-5),
+                  reference=lambda a, b, sa, sb: (a.long() @ b.long()).double() * sa.double() * sb.double(),
+                  footnote="eager, torch.compile and NumPy multiply in fp32 (a.float() @ b.float()); pypto and "
+                           "torch._int_mm in int32")
+
+
 def matmul_bias_gelu_kernel() -> Kernel:
     s = 1024
     erf = numpy_erf()
@@ -480,7 +509,7 @@ def kernel_builders(quick: bool) -> list[Callable[[], Kernel]]:
             + [functools.partial(unary_kernel, name) for name in ("sin", "log1p")] + [cumsum_kernel, topk_kernel, argsort_kernel, index_add_kernel]
             + [functools.partial(matmul_kernel, s) for s in matmul_sizes]
             + [functools.partial(matmul_low_precision_kernel, dt) for dt in (torch.float16, torch.bfloat16)]
-            + [matmul_bias_gelu_kernel]
+            + [scaled_mm_int8_kernel, matmul_bias_gelu_kernel]
             + [functools.partial(attention_kernel, s, d) for s, d in attention])
 
 

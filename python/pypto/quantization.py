@@ -22,7 +22,7 @@ from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend.tensor import Tensor
 from pypto.enums import DequantScaleRoundingMode
 from pypto.ops import _at, _documented, _elementwise, _reduce, _unary, cast, clip, round as round_, where
-from pypto.shape_ops import _bitcast, _is_static, assemble, clone, full, reshape, transpose
+from pypto.shape_ops import _bitcast, _is_static, assemble, clone, full, reshape, transpose, view
 
 _RANGES = {_dtypes.DT_INT8: (-128, 127), _dtypes.DT_UINT8: (0, 255), _dtypes.DT_INT4: (-8, 7)}
 _FLOATS = (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16)
@@ -291,3 +291,129 @@ def quant_mx(input, quant_dtype=_dtypes.DT_FP8E4M3, mode=DequantScaleRoundingMod
             codes = padded
         codes = reshape(codes, lead + [(groups + 1) // 2, 2])
     return q, _bitcast(codes, _dtypes.DT_FP8E8M0)
+
+
+_MX_INPUTS = (_dtypes.DT_FP8E4M3, _dtypes.DT_FP8E5M2, _dtypes.DT_FP4_E2M1)
+_MM_OUT = (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16)
+
+
+def _mx_operand(op: str, name: str, m: Tensor, scale, trans: bool, scale_trans: bool) -> Tensor:
+    """An MX matrix (mat_a or mat_b) as fp32 with its E8M0 block scales applied, in its stored
+    orientation. PyPTO's scale shapes: [M, K / 64, 2] for mat_a and [K / 64, N, 2] for mat_b (each
+    pair: two blocks of 32 along K); ``scale_trans`` swaps their first two dims."""
+    is_a = name == "mat_a"
+    s_name = "scale_a" if is_a else "scale_b"
+    if not isinstance(scale, Tensor):
+        raise UserTypeError(f"{_at(op)}: {s_name} must be a pypto.Tensor, found {type(scale).__name__}")
+    if scale.dtype != _dtypes.DT_FP8E8M0:
+        raise UserTypeError(f"{_at(op)}: {s_name} must be DT_FP8E8M0 for {m.dtype.name} matrices, found "
+                            f"{scale.dtype.name}")
+    r, c = _shape(m)
+    k_last = is_a != trans  # the stored matrix has K as its last dim
+    k, other = (c, r) if k_last else (r, c)
+    if not _is_static(k) or k % _MX_BLOCK:
+        raise NotSupportedError(f"{_at(op)}: a K of {k} (not a static multiple of 32) is not supported yet")
+    pairs, blocks = (k + 63) // 64, k // _MX_BLOCK
+    want = [other, pairs] if is_a else [pairs, other]
+    want = (want[::-1] if scale_trans else want) + [2]
+    if not _same(_shape(scale), want):
+        raise UserError(f"{_at(op)}: {s_name} has shape {_shape(scale)}, expected {want} for {name} of shape "
+                        f"{[r, c]}{' with scale_' + s_name[-1] + '_trans' if scale_trans else ''}")
+    ctx = m._ctx
+    saved = ctx.vec_tile
+    try:
+        # the scaling's own tiles (whole blocks of 32 along K), whatever tile the caller set
+        ctx.vec_tile = [64, 8, 2]
+        s = cast(scale, _dtypes.DT_FP32)
+        if scale_trans == is_a:  # bring the other dim first: [other, K / 64, 2]
+            s = transpose(s, 0, 1)
+        ctx.vec_tile = [64, 64]
+        s = reshape(s, [other, 2 * pairs])  # the block scales along K, one row per row of A (column of B)
+        if 2 * pairs != blocks:  # the last pair's second block lies past K
+            s = view(s, [other, blocks], [0, 0])
+        if k_last:
+            ctx.vec_tile = [16, 8, _MX_BLOCK]
+            y = _elementwise("mul", reshape(cast(m, _dtypes.DT_FP32), [other, blocks, _MX_BLOCK]),
+                             reshape(s, [other, blocks, 1]))
+        else:
+            ctx.vec_tile = [2, _MX_BLOCK, 64]
+            y = _elementwise("mul", reshape(cast(m, _dtypes.DT_FP32), [blocks, _MX_BLOCK, other]),
+                             reshape(transpose(s, 0, 1), [blocks, 1, other]))
+        return reshape(y, [r, c])
+    finally:
+        ctx.vec_tile = saved
+
+
+@_documented
+def scaled_mm(mat_a, mat_b, out_dtype, scale_a, scale_b, *, a_trans=False, b_trans=False, scale_a_trans=False,
+              scale_b_trans=False, c_matrix_nz=False, extend_params=None) -> Tensor:
+    from pypto.ops import matmul
+
+    op = "scaled_mm"
+    for name, t in (("mat_a", mat_a), ("mat_b", mat_b)):
+        if not isinstance(t, Tensor):
+            raise UserTypeError(f"{_at(op)}: {name} must be a pypto.Tensor, found {type(t).__name__}")
+    for name, flag in (("a_trans", a_trans), ("b_trans", b_trans), ("scale_a_trans", scale_a_trans),
+                       ("scale_b_trans", scale_b_trans), ("c_matrix_nz", c_matrix_nz)):
+        if not isinstance(flag, builtins.bool):
+            raise UserTypeError(f"{_at(op)}: {name} must be a bool, found {flag!r}")
+    if c_matrix_nz:
+        raise NotSupportedError(f"{_at(op)}: c_matrix_nz=True (an NZ-format result) is not supported: results are "
+                                "row-major (ND) here")
+    if out_dtype not in _MM_OUT + (_dtypes.DT_INT8,):
+        raise UserTypeError(f"{_at(op)}: out_dtype must be DT_FP32, DT_FP16, DT_BF16 or DT_INT8, found "
+                            f"{getattr(out_dtype, 'name', out_dtype)!r}")
+    ints = mat_a.dtype == _dtypes.DT_INT8
+    if ints != (mat_b.dtype == _dtypes.DT_INT8) or not (ints or (mat_a.dtype in _MX_INPUTS and mat_b.dtype in
+                                                                   _MX_INPUTS)):
+        raise UserTypeError(f"{_at(op)}: mat_a and mat_b must both be DT_INT8, or each DT_FP8E4M3, DT_FP8E5M2 or "
+                            f"DT_FP4_E2M1 (the two FP4 or neither), found {mat_a.dtype.name} and {mat_b.dtype.name}")
+    if (mat_a.dtype == _dtypes.DT_FP4_E2M1) != (mat_b.dtype == _dtypes.DT_FP4_E2M1):
+        raise UserTypeError(f"{_at(op)}: DT_FP4_E2M1 multiplies DT_FP4_E2M1 only, found {mat_a.dtype.name} and "
+                            f"{mat_b.dtype.name}")
+    if len(mat_a.shape) != 2 or len(mat_b.shape) != 2:
+        raise NotSupportedError(f"{_at(op)}: batched matrices (shapes {_shape(mat_a)} and {_shape(mat_b)}) are not "
+                                "supported yet (2-D only)")
+    if ints:
+        from pypto.ops import _cube_tiled
+
+        acc = matmul(mat_a, mat_b, _dtypes.DT_INT32, a_trans, b_trans)
+        ctx = acc._ctx
+        if ctx.vec_tile is None:  # as matmul's epilogue: tiled by the cube tile's L1 m and n
+            return _cube_tiled(ctx, acc, 0, 2, lambda: _int8_scaled(op, acc, scale_a, scale_b, out_dtype,
+                                                                    extend_params))
+        return _int8_scaled(op, acc, scale_a, scale_b, out_dtype, extend_params)
+    a = _mx_operand(op, "mat_a", mat_a, scale_a, a_trans, scale_a_trans)
+    b = _mx_operand(op, "mat_b", mat_b, scale_b, b_trans, scale_b_trans)
+    return matmul(a, b, out_dtype, a_trans, b_trans, extend_params=extend_params)
+
+
+def _int8_scaled(op: str, acc: Tensor, scale_a, scale_b, out_dtype, extend_params) -> Tensor:
+    """The int32 product of scaled_mm's int8 form times its row and column scales, then the epilogue."""
+    m, n = acc.shape
+    y = cast(acc, _dtypes.DT_FP32)
+    for name, s, want in (("scale_a", scale_a, [m, 1]), ("scale_b", scale_b, [1, n])):
+        if isinstance(s, builtins.bool) or not isinstance(s, (Tensor, numbers.Real)):
+            raise UserTypeError(f"{_at(op)}: {name} must be a float tensor or a number, found {type(s).__name__}")
+        if isinstance(s, Tensor):
+            if s.dtype not in _FLOATS:
+                raise UserTypeError(f"{_at(op)}: {name} must be a float tensor, found {s.dtype.name}")
+            shape = _shape(s)
+            if not (_ones(shape) or _same(shape, want) or _same(shape, [want[0] * want[1]])):
+                raise UserError(f"{_at(op)}: {name} has shape {shape}, expected {want} (or one element)")
+            y = _elementwise("mul", y, reshape(cast(s, _dtypes.DT_FP32), [1, 1] if _ones(shape) else want))
+        else:
+            y = _elementwise("mul", y, float(s))
+    return matmul_epilogue(y, out_dtype, extend_params)
+
+
+def matmul_epilogue(y: Tensor, out_dtype, extend_params) -> Tensor:
+    """extend_params (bias, scale, ReLU) on an fp32 product, then out_dtype, as matmul's epilogue."""
+    from pypto.enums import ReLuType
+    from pypto.ops import _epilogue
+
+    params = dict(extend_params or {})
+    relu = params.get("relu_type", ReLuType.NO_RELU)
+    if not isinstance(relu, ReLuType):
+        raise UserTypeError(f"pypto.scaled_mm: extend_params['relu_type'] must be a pypto.ReLuType, found {relu!r}")
+    return _epilogue(y, params, out_dtype, relu)

@@ -62,6 +62,51 @@ inline PTO_CONTRACT void matmul_column_block(float* __restrict d, const float* _
     matmul_block<small, NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b);
 }
 
+template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS>
+__attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const T* __restrict a, const T* __restrict b);
+
+/// |v| as a double (exact enough for the bound below; no overflow at the type's minimum).
+template <typename T>
+inline double magnitude(T v) { return v >= 0 ? static_cast<double>(v) : -static_cast<double>(v); }
+
+/// A per-thread scratch of at least n floats (grown as needed), or null when memory runs out.
+inline float* int_matmul_scratch(int64_t n) {
+  static thread_local float* buf = nullptr;
+  static thread_local int64_t cap = 0;
+  if (n > cap) {
+    free(buf);
+    buf = static_cast<float*>(aligned_alloc(64, static_cast<size_t>((n * 4 + 63) / 64 * 64)));
+    cap = buf != nullptr ? n : 0;
+  }
+  return buf;
+}
+
+/// An integer product through the float micro-kernel, when it is exact there: every partial sum is
+/// an integer of magnitude at most K max|a| max|b|, and fp32 holds each integer up to 2^24 exactly
+/// (an int8 matmul's K may reach 1024). Returns false, having done nothing, when the bound fails.
+template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS>
+bool matmul_int_as_float(T* __restrict d, const T* __restrict a, const T* __restrict b) {
+  double ma = 0, mb = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) ma = magnitude(a[i * KA + k]) > ma ? magnitude(a[i * KA + k]) : ma;
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j) mb = magnitude(b[k * NS + j]) > mb ? magnitude(b[k * NS + j]) : mb;
+  if (ma * mb * static_cast<double>(K) > 16777216.0) return false;
+  float* fa = int_matmul_scratch(M * K + K * N + M * N);
+  if (fa == nullptr) return false;
+  float* fb = fa + M * K;
+  float* fd = fb + K * N;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) fa[i * K + k] = static_cast<float>(a[i * KA + k]);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j) fb[k * N + j] = static_cast<float>(b[k * NS + j]);
+  matmul_tile<false, float, M, K, N, K, N>(fd, fa, fb);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      d[i * NS + j] = (ACC ? d[i * NS + j] : T(0)) + static_cast<T>(fd[i * N + j]);
+  return true;
+}
+
 /// d (M x N, row stride NS) = or += a (M x K, row stride KA) @ b (K x N, row stride NS) for any
 /// T: floats through the register-blocked micro-kernel over column blocks of kMatmulCols (then
 /// single vectors), the columns left over and other types through the i-k-j loop, which streams
@@ -74,6 +119,9 @@ template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int
 __attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const T* __restrict a, const T* __restrict b) {
   PTO_CONTRACT_BODY
   int64_t j0 = 0;
+  if constexpr (std::is_same<T, int32_t>::value || std::is_same<T, int64_t>::value) {
+    if (matmul_int_as_float<ACC, T, M, K, N, KA, NS>(d, a, b)) return;
+  }
   if constexpr (std::is_same<T, float>::value) {
     for (; j0 + kMatmulCols <= N; j0 += kMatmulCols)
       matmul_column_block<kMatmulVecs, ACC, M, K, NS, KA>(d + j0, a, b + j0);
