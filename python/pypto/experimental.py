@@ -33,22 +33,22 @@ def _row_vector(op: str, t, name: str, dtypes) -> Tensor:
     return reshape(t, [t.shape[1]])
 
 
-def _paged_rows(op: str, src, indices, block_table, block_size, index_dtypes) -> tuple[Tensor, Tensor]:
-    """Checks the arguments the two gathers share; returns (src, the physical row of each position)."""
-    _tensor(op, src, _ctx(op), "src" if op == "gather_in_l1" else "param")
+def _paged_rows(op: str, name: str, src, indices, block_table, block_size) -> Tensor:
+    """Checks the arguments the two gathers share; returns the physical row of each position."""
+    _tensor(op, src, _ctx(op), name)
     if len(src.shape) != 2:
-        raise UserError(f"{_at(op)}: {'src' if op == 'gather_in_l1' else 'param'} must have 2 dims, found shape "
-                        f"{list(src.shape)}")
+        raise UserError(f"{_at(op)}: {name} must have 2 dims, found shape {list(src.shape)}")
     if isinstance(block_size, bool) or not isinstance(block_size, numbers.Integral) or block_size < 1:
         raise UserError(f"{_at(op)}: block_size must be an int >= 1, found {block_size!r}")
-    positions = _row_vector(op, indices, "indices", index_dtypes)
+    size = int(block_size)
+    positions = _row_vector(op, indices, "indices", _INDEX_DTYPES)
     table = _row_vector(op, block_table, "block_table", (_dtypes.DT_INT32,))
     if positions.dtype != table.dtype:
         positions = cast(positions, table.dtype)
-    logical = _elementwise("floor_div", positions, int(block_size))
-    within = _elementwise("sub", positions, _elementwise("mul", logical, int(block_size)))
+    logical = _elementwise("floor_div", positions, size)
+    within = _elementwise("sub", positions, _elementwise("mul", logical, size))
     physical = select_along(op, table, 0, logical)
-    return src, _elementwise("add", _elementwise("mul", physical, int(block_size)), within)
+    return _elementwise("add", _elementwise("mul", physical, size), within)
 
 
 def gather_in_ub(param, indices, block_table, block_size: int, axis: int) -> Tensor:
@@ -60,8 +60,7 @@ def gather_in_ub(param, indices, block_table, block_size: int, axis: int) -> Ten
     op = "gather_in_ub"
     if axis != -2:
         raise UserError(f"{_at(op)}: axis must be -2, found {axis!r}")
-    src, rows = _paged_rows(op, param, indices, block_table, block_size, _INDEX_DTYPES)
-    return select_along(op, src, 0, rows)
+    return select_along(op, param, 0, _paged_rows(op, "param", param, indices, block_table, block_size))
 
 
 def gather_in_l1(src, indices, block_table, block_size: int, size: int, is_b_matrix: bool,
@@ -75,12 +74,11 @@ def gather_in_l1(src, indices, block_table, block_size: int, size: int, is_b_mat
     for name, flag in (("is_b_matrix", is_b_matrix), ("is_trans", is_trans)):
         if not isinstance(flag, bool):
             raise UserTypeError(f"{_at(op)}: {name} must be a bool, found {flag!r}")
-    _tensor(op, src, _ctx(op), "src")
-    width = src.shape[1] if len(src.shape) == 2 else None
+    rows = _paged_rows(op, "src", src, indices, block_table, block_size)
+    width = src.shape[1]
     if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1 or (
-            width is not None and _is_static(width) and size > width):
+            _is_static(width) and size > width):
         raise UserError(f"{_at(op)}: size must be an int in [1, {width}] (src's row length), found {size!r}")
-    src, rows = _paged_rows(op, src, indices, block_table, block_size, _INDEX_DTYPES)
     if not (_is_static(width) and size == width):
         src = view(src, [src.shape[0], int(size)], [0, 0])
     return select_along(op, src, 0, rows)

@@ -219,10 +219,6 @@ _MX = {_dtypes.DT_FP8E4M3: (8, 448.0, 0x600000, _dtypes.DT_FP8E4M3),
 _MX_BLOCK = 32
 
 
-def _int(op: str, x: Tensor, v: int) -> Tensor:
-    return _elementwise(op, x, v)
-
-
 @_documented
 def quant_mx(input, quant_dtype=_dtypes.DT_FP8E4M3, mode=DequantScaleRoundingMode.ROUND_DOWN, axis=-1,  # noqa: A002
              performance_mode=True) -> tuple:
@@ -258,21 +254,21 @@ def quant_mx(input, quant_dtype=_dtypes.DT_FP8E4M3, mode=DequantScaleRoundingMod
     x = layout.to_work(cast(input, _dtypes.DT_FP32) if input.dtype != _dtypes.DT_FP32 else input)
     peak = _reduce("amax", _unary("abs", x), d + 1, True)  # NaN when the group holds one
     bits = _bitcast(peak, _dtypes.DT_INT32)
-    exponent = _int("bitwise_right_shift", bits, 23)  # the biased exponent (peak >= 0 or NaN)
+    exponent = _elementwise("bitwise_right_shift", bits, 23)  # the biased exponent (peak >= 0 or NaN)
     if mode == DequantScaleRoundingMode.ROUND_DOWN:
         # OCP: 2^floor(log2(peak)) / 2^top; infinity follows the same rule
-        e = clip(_int("sub", exponent, top), 0, 254)
+        e = clip(_elementwise("sub", exponent, top), 0, 254)
     else:
         # NV: the least e with peak <= largest * 2^e: the exponents' difference, plus one when peak's
         # mantissa exceeds the largest value's
-        above = cast(_elementwise("gt", _int("bitwise_and", bits, 0x7FFFFF), mantissa), _dtypes.DT_INT32)
-        e = clip(_elementwise("add", _int("sub", exponent, top), above), 0, 254)
+        above = cast(_elementwise("gt", _elementwise("bitwise_and", bits, 0x7FFFFF), mantissa), _dtypes.DT_INT32)
+        e = clip(_elementwise("add", _elementwise("sub", exponent, top), above), 0, 254)
         e = where(_elementwise("eq", exponent, 255), 254, e)
     e = where(_unary("isnan", peak), 255, e)  # the E8M0 biased exponent
     # The multiplier 2^(127 - e), built from its bits: 2^-127 is a subnormal, NaN stays NaN.
     scaling_bits = where(_elementwise("eq", e, 254), 0x400000,
                          where(_elementwise("eq", e, 255), 0x7FC00000,
-                               _int("bitwise_left_shift", _elementwise("sub", 254, e), 23)))
+                               _elementwise("bitwise_left_shift", _elementwise("sub", 254, e), 23)))
     scaling = _bitcast(scaling_bits, _dtypes.DT_FP32)
     v = _elementwise("mul", x, scaling)
     if qtype == _dtypes.DT_FP4_E2M1:
@@ -404,10 +400,10 @@ def _int8_scaled(op: str, acc: Tensor, scale_a, scale_b, out_dtype, extend_param
             y = _elementwise("mul", y, reshape(cast(s, _dtypes.DT_FP32), [1, 1] if _ones(shape) else want))
         else:
             y = _elementwise("mul", y, float(s))
-    return matmul_epilogue(y, out_dtype, extend_params)
+    return _matmul_epilogue(y, out_dtype, extend_params)
 
 
-def matmul_epilogue(y: Tensor, out_dtype, extend_params) -> Tensor:
+def _matmul_epilogue(y: Tensor, out_dtype, extend_params) -> Tensor:
     """extend_params (bias, scale, ReLU) on an fp32 product, then out_dtype, as matmul's epilogue."""
     from pypto.enums import ReLuType
     from pypto.ops import _epilogue
