@@ -88,9 +88,15 @@ template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int
 bool matmul_int_as_float(T* __restrict d, const T* __restrict a, const T* __restrict b) {
   double ma = 0, mb = 0;
   for (int64_t i = 0; i < M; ++i)
-    for (int64_t k = 0; k < K; ++k) ma = magnitude(a[i * KA + k]) > ma ? magnitude(a[i * KA + k]) : ma;
+    for (int64_t k = 0; k < K; ++k) {
+      const double m = magnitude(a[i * KA + k]);
+      ma = m > ma ? m : ma;
+    }
   for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < N; ++j) mb = magnitude(b[k * NS + j]) > mb ? magnitude(b[k * NS + j]) : mb;
+    for (int64_t j = 0; j < N; ++j) {
+      const double m = magnitude(b[k * NS + j]);
+      mb = m > mb ? m : mb;
+    }
   if (ma * mb * static_cast<double>(K) > 16777216.0) return false;
   float* fa = int_matmul_scratch(M * K + K * N + M * N);
   if (fa == nullptr) return false;
