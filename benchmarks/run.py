@@ -484,6 +484,23 @@ def scaled_mm_int8_kernel() -> Kernel:
                            "torch._int_mm in int32")
 
 
+def pypto_conv(n: int, c: int, hw: int):
+    @pypto.jit
+    def conv3x3(x: pypto.Tensor((n, c, hw, hw), pypto.DT_FP32), w: pypto.Tensor((c, c, 3, 3), pypto.DT_FP32)):
+        return pypto.conv(x, w, pypto.DT_FP32, [1, 1], [1, 1, 1, 1], [1, 1])
+    return conv3x3
+
+
+def conv_kernel() -> Kernel:
+    """A ResNet-style 3x3 layer: 64 channels in and out, 56x56, padding 1."""
+    n, c, hw = 1, 64, 56
+    return Kernel(f"conv 3x3 {c}->{c} {hw}x{hw}", (randn(n, c, hw, hw), randn(c, c, 3, 3, scale=(9 * c) ** -0.5)),
+                  pypto_conv(n, c, hw), lambda x, w: F.conv2d(x, w, padding=1), None,
+                  "NumPy has no convolution", 2.0 * n * c * c * 9 * hw * hw, "GFLOP/s", tol=(1e-4, 1e-3),
+                  footnote="eager is torch's F.conv2d (oneDNN's direct convolution); pypto lowers to an im2col "
+                           "copy and one matmul")
+
+
 def matmul_bias_gelu_kernel() -> Kernel:
     s = 1024
     erf = numpy_erf()
@@ -509,7 +526,7 @@ def kernel_builders(quick: bool) -> list[Callable[[], Kernel]]:
             + [functools.partial(unary_kernel, name) for name in ("sin", "log1p")] + [cumsum_kernel, topk_kernel, argsort_kernel, index_add_kernel]
             + [functools.partial(matmul_kernel, s) for s in matmul_sizes]
             + [functools.partial(matmul_low_precision_kernel, dt) for dt in (torch.float16, torch.bfloat16)]
-            + [scaled_mm_int8_kernel, matmul_bias_gelu_kernel]
+            + [scaled_mm_int8_kernel, conv_kernel, matmul_bias_gelu_kernel]
             + [functools.partial(attention_kernel, s, d) for s, d in attention])
 
 

@@ -1,11 +1,14 @@
 #include "runtime/runtime.h"
 
+#include "runtime/memory.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <random>
@@ -470,6 +473,28 @@ TEST(RuntimeTest, WorkspacesAreZeroedAlignedAndLiveUntilTasksFinish) {
         {Region1D(ws, 0, 1000, 8)}, {Region1D(&result, 0, 1, 8)});
   });
   EXPECT_EQ(result, 999 * 1000 / 2);
+}
+
+TEST(RuntimeTest, LargeWorkspacesComeBackFromTheBlockCacheZeroed) {
+  BlockCache& cache = BlockCache::instance();
+  const size_t saved_limit = cache.limit();
+  cache.set_limit(size_t{64} << 20);
+  constexpr int64_t kBytes = int64_t{3} << 20;
+  Runtime rt(2);
+  void* first = nullptr;
+  rt.run([&](const pypto_runtime_api* api) {
+    first = api->alloc_workspace(api->rt, kBytes);
+    std::memset(first, 0x5a, kBytes);  // a run leaves its workspace dirty
+  });
+  const int64_t hits = cache.stats().hits;
+  rt.run([&](const pypto_runtime_api* api) {
+    auto* again = static_cast<unsigned char*>(api->alloc_workspace(api->rt, kBytes - 100));  // same size class
+    EXPECT_EQ(static_cast<void*>(again), first);
+    for (int64_t i = 0; i < kBytes - 100; ++i) ASSERT_EQ(again[i], 0) << i;
+    EXPECT_NE(api->alloc_workspace(api->rt, kBytes), first);  // in use this run: another block
+  });
+  EXPECT_EQ(cache.stats().hits, hits + 1);
+  cache.set_limit(saved_limit);
 }
 
 TEST(RuntimeTest, NumWorkersFromEnvironment) {

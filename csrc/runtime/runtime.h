@@ -305,7 +305,10 @@ class Runtime {
   std::vector<std::vector<TraceEvent>> trace_;
 
   std::mutex workspace_mu_;
-  std::vector<void*> workspaces_;
+  // This run's workspaces, with the byte size a BlockCache block was acquired for (0: a block of
+  // aligned_alloc's, freed after the run).
+  std::vector<std::pair<void*, size_t>> workspaces_;
+  void release_workspaces();
 };
 
 /// The process-wide runtime, created on first use with `Runtime(0)`.

@@ -197,9 +197,7 @@ void Runtime::end_run() {
   fn_names_.clear();
   placeholder_next_ = 0;
   std::vector<int64_t>().swap(record_ids_);
-  std::lock_guard<std::mutex> lock(workspace_mu_);
-  for (void* p : workspaces_) std::free(p);
-  workspaces_.clear();
+  release_workspaces();
   if (std::exception_ptr error = take_error()) std::rethrow_exception(error);
 }
 

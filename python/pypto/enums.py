@@ -1,5 +1,5 @@
 """PyPTO's enums that pypto's ops take or return: ``ReLuType`` and ``TransMode`` (matmul's
-``extend_params``), ``TileOpFormat`` (``Tensor.format()``), ``CastMode`` and ``SaturationMode``
+``extend_params``), ``ConvReLuType`` (conv's), ``TileOpFormat`` (``Tensor.format()``), ``CastMode`` and ``SaturationMode``
 (``cast``) and ``PrecisionType`` (the math ops' ``precision_type``)."""
 
 from __future__ import annotations
@@ -18,6 +18,13 @@ class _Named(enum.IntEnum):
 
 class ReLuType(_Named):
     """Whether matmul's epilogue applies ReLU (``extend_params={"relu_type": ...}``)."""
+
+    NO_RELU = 0
+    RELU = 1
+
+
+class ConvReLuType(_Named):
+    """Whether conv's epilogue applies ReLU (``extend_params={"relu_type": ...}``)."""
 
     NO_RELU = 0
     RELU = 1

@@ -166,7 +166,11 @@ def set_options(codegen_options=None, host_options=None, pass_options=None, runt
         else:
             config.set_cube_tile_shapes(*cube_tile_shapes)
     if conv_tile_shapes is not None:
-        config.record_ignored("set_options", "conv_tile_shapes", conv_tile_shapes)
+        from pypto import convolution
+
+        tile = conv_tile_shapes if isinstance(conv_tile_shapes, convolution.ConvTile) \
+            else convolution.ConvTile(*conv_tile_shapes)
+        convolution.set_conv_tile_shapes(tile.tile_l1_info, tile.tile_l0_info if tile.set_l0_tile else None)
     if matrix_size is not None:
         config.set_matrix_size(matrix_size)
 

@@ -477,6 +477,19 @@ def local_tensor(shape, dtype, name: str = "") -> Tensor:
     return t
 
 
+def copy_tile(shape, budget: int = 8192) -> tuple[int, ...]:
+    """A tile for a copy with no vec tile shape in force: whole rows of the last dim (up to
+    ``budget`` elements), then as many of the dims before it as the budget allows; 1 along a
+    dynamic dim."""
+    tile = [1] * len(shape)
+    room = budget
+    for d in range(len(shape) - 1, -1, -1):
+        n = shape[d] if _is_static(shape[d]) else 1
+        tile[d] = max(1, min(n, room))
+        room = max(1, room // tile[d])
+    return tuple(tile)
+
+
 def _fit_tile(tile: list[int], rank: int) -> list[int]:
     """A creation op's tile: the active tile's leading dims when it has enough (the rule of every
     op, as PyPTO), else the tile with 1s in front."""
@@ -545,9 +558,10 @@ def _mark_covered(src: Tensor, out: Tensor) -> None:
         out._ctx.builder.mark_covered(out._id)
 
 
-def _materialize(src: Tensor) -> Tensor:
+def _materialize(src: Tensor, any_tile: bool = False) -> Tensor:
     """A new tensor holding a copy of ``src`` (e.g. a view), tiled by the
-    active vec tile fitted to its rank."""
+    active vec tile fitted to its rank; with none in force, by ``copy_tile`` if ``any_tile``
+    (else the copy needs a vec tile, as other ops do)."""
     ctx = _ctx("assemble")
     from pypto.frontend.symbolic import wrap
 
@@ -555,6 +569,8 @@ def _materialize(src: Tensor) -> Tensor:
     saved = ctx.vec_tile
     if saved is not None and len(saved) != len(shape):
         ctx.vec_tile = tuple(_fit_tile(list(saved), len(shape)))
+    elif saved is None and any_tile:
+        ctx.vec_tile = copy_tile(shape)
     zero_d = src._id in ctx.zero_d
     ctx.zero_d.discard(src._id)  # copied as the shape [1] that holds it
     try:

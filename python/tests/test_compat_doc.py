@@ -25,7 +25,7 @@ def test_status_follows_what_the_package_has():
     assert st == "differs" and note == "no parameter `dtype`"
     st, note = compat_doc.status("pypto", "softmax", {"kind": "function", "params": ["a", "b", "c"]})
     assert st == "differs" and "takes 2 positional arguments, upstream 3" in note
-    assert compat_doc.status("pypto", "conv", {"kind": "function"}) == ("missing", compat_doc.ISSUE_21)
+    assert compat_doc.status("pypto", "atomic_add", {"kind": "function"}) == ("missing", compat_doc.ISSUE_21)
     assert compat_doc.status("pypto", "platform", {"kind": "value"})[0] == "not on a CPU"
     assert compat_doc.status("Tensor", "move", {"kind": "method", "params": ["other"]}) == ("same", "")
     assert hasattr(pypto, "SymbolicScalar")

@@ -117,11 +117,12 @@ class JitFunction:
         shape_ops.write_back_packed(ctx)  # 4-bit parameters the kernel wrote into, packed into the caller's bytes
         # A 4-bit result goes back to the caller packed two per byte, in uint8.
         results = [shape_ops.packed_result(ctx, r) if _dtypes.is_packed(r.dtype) else r for r in results]
-        # A returned parameter or view is copied into a new tensor.
+        # A returned parameter or view is copied into a new tensor (by shape_ops.copy_tile where no
+        # vec tile shape is in force: a returned reshape of a matmul needs none).
         zero_d = {i for i, r in enumerate(results) if r._id in ctx.zero_d}
         prev = config.push_trace(ctx)
         try:
-            results = [shape_ops._materialize(r) if (r._id in param_ids or b.is_view(r._id)) else r for r in results]
+            results = [shape_ops._materialize(r, any_tile=True) if (r._id in param_ids or b.is_view(r._id)) else r for r in results]
         finally:
             config.push_trace(prev)
         b.set_outputs([r._id for r in results])
