@@ -25,7 +25,7 @@ from pypto.frontend import config
 from pypto.frontend.tensor import Tensor
 from pypto.ops import _at, _ctx, _documented, _tensor, add, cast, matmul, mul, relu
 from pypto.data_movement import pad
-from pypto.shape_ops import _is_static, _view, assemble, copy_tile, full, reshape
+from pypto.shape_ops import _is_static, _view, assemble, copy_tile, full, reshape, with_tile
 
 _FLOATS = (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16)
 _COPY_TILE = 16384  # elements per tile of the padding and im2col copies
@@ -190,15 +190,6 @@ def _extend(op: str, params, cout: int):
     return bias, scale, scale_t, relu_type.name == "RELU"
 
 
-def _with_tile(ctx, tile, trace):
-    saved = ctx.vec_tile
-    ctx.vec_tile = tile
-    try:
-        return trace()
-    finally:
-        ctx.vec_tile = saved
-
-
 @_documented
 def conv(input_conv, weight, out_dtype, strides, paddings, dilations, *, groups=1, transposed=False,
          output_paddings=None, extend_params=None) -> Tensor:
@@ -278,7 +269,7 @@ def conv(input_conv, weight, out_dtype, strides, paddings, dilations, *, groups=
             z = relu(z)
         return cast(z, out_dtype) if out_dtype != acc_dtype else z
 
-    return _with_tile(ctx, copy_tile(shape), epilogue)
+    return with_tile(ctx, copy_tile(shape), epilogue)
 
 
 def _im2col(ctx, x: Tensor, col_shape: list, kernel: list, strides: list, paddings: list, dilations: list,
@@ -293,7 +284,7 @@ def _im2col(ctx, x: Tensor, col_shape: list, kernel: list, strides: list, paddin
         for i in reversed(range(r)):  # pad takes the last dim's (before, after) first
             widths += paddings[2 * i:2 * i + 2]
         padded = [n, cin] + [x.shape[2 + i] + paddings[2 * i] + paddings[2 * i + 1] for i in range(r)]
-        x = _with_tile(ctx, copy_tile(padded, _COPY_TILE), lambda: pad(x, widths))
+        x = with_tile(ctx, copy_tile(padded, _COPY_TILE), lambda: pad(x, widths))
     taps = math.prod(kernel)
 
     def copies():
@@ -306,4 +297,4 @@ def _im2col(ctx, x: Tensor, col_shape: list, kernel: list, strides: list, paddin
             assemble(src, None, dst)
         return col
 
-    return _with_tile(ctx, copy_tile(col_shape, _COPY_TILE), copies)
+    return with_tile(ctx, copy_tile(col_shape, _COPY_TILE), copies)
