@@ -386,6 +386,21 @@ TEST(PtoParserTest, AcceptsSeedForms) {
   ExpectRoundTrip(canonical);
 }
 
+TEST(PtoParserTest, AnUninitialisedWorkspaceIsPrintedAndParsed) {
+  std::string text = kSeed;
+  const std::string plain = "%temp_max = alloc_workspace : ";
+  text.replace(text.find(plain), plain.size(), "%temp_max = alloc_workspace uninit : ");
+  ExecutionGraph g = parse_pto(text);
+  const MemRef& m = g.memrefs.at(g.memrefs.size() - 1);
+  ASSERT_EQ(m.name, "temp_max");
+  EXPECT_FALSE(m.zeroed);
+  std::string canonical = print_pto(g);
+  EXPECT_NE(canonical.find("%temp_max = alloc_workspace uninit : !pto.memref<gm,8x1,f32>"), std::string::npos)
+      << canonical;
+  ExpectRoundTrip(canonical);
+  EXPECT_TRUE(parse_pto(kSeed).memrefs.back().zeroed);
+}
+
 TEST(PtoParserTest, AcceptsBlankLinesCommentsAndCarriageReturns) {
   std::string text = Pto(testing::AddGraph({Expr(64), Expr(64)}));
   std::string noisy;

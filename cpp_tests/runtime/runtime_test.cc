@@ -475,13 +475,14 @@ TEST(RuntimeTest, WorkspacesAreZeroedAlignedAndLiveUntilTasksFinish) {
   EXPECT_EQ(result, 999 * 1000 / 2);
 }
 
-TEST(RuntimeTest, LargeWorkspacesComeBackFromTheBlockCacheZeroed) {
+TEST(RuntimeTest, LargeWorkspacesComeBackFromTheBlockCache) {
   BlockCache& cache = BlockCache::instance();
   const size_t saved_limit = cache.limit();
   cache.set_limit(size_t{64} << 20);
   constexpr int64_t kBytes = int64_t{3} << 20;
   Runtime rt(2);
   void* first = nullptr;
+  void* second = nullptr;
   rt.run([&](const pypto_runtime_api* api) {
     first = api->alloc_workspace(api->rt, kBytes);
     std::memset(first, 0x5a, kBytes);  // a run leaves its workspace dirty
@@ -491,9 +492,18 @@ TEST(RuntimeTest, LargeWorkspacesComeBackFromTheBlockCacheZeroed) {
     auto* again = static_cast<unsigned char*>(api->alloc_workspace(api->rt, kBytes - 100));  // same size class
     EXPECT_EQ(static_cast<void*>(again), first);
     for (int64_t i = 0; i < kBytes - 100; ++i) ASSERT_EQ(again[i], 0) << i;
-    EXPECT_NE(api->alloc_workspace(api->rt, kBytes), first);  // in use this run: another block
+    second = api->alloc_workspace(api->rt, kBytes);
+    EXPECT_NE(second, first);  // in use this run: another block
+    std::memset(again, 0x5a, kBytes - 100);
+    std::memset(second, 0x5a, kBytes);
   });
-  EXPECT_EQ(cache.stats().hits, hits + 1);
+  rt.run([&](const pypto_runtime_api* api) {
+    // A tensor written before it is read takes a block as it is: no zeroing pass.
+    auto* raw = static_cast<unsigned char*>(api->alloc_workspace_uninit(api->rt, kBytes));
+    EXPECT_TRUE(static_cast<void*>(raw) == first || static_cast<void*>(raw) == second);
+    EXPECT_EQ(raw[0], 0x5a);
+  });
+  EXPECT_EQ(cache.stats().hits, hits + 2);
   cache.set_limit(saved_limit);
 }
 

@@ -150,7 +150,10 @@ py::dict module_data(const std::string& text) {
     scalars.append(py::make_tuple(s, dtype_pto_name(it == g.scalar_dtypes.end() ? DataType::INT64 : it->second)));
   }
   for (const MemRef& m : g.memrefs) {
-    if (m.kind == MemKind::Workspace) workspaces.append(memref_tuple(m));
+    if (m.kind == MemKind::Workspace) {
+      py::tuple t = memref_tuple(m);
+      workspaces.append(py::make_tuple(t[0], t[1], t[2], !m.zeroed));  // (name, dims, dtype, uninit)
+    }
     if (m.view) {
       const ViewMap& v = *m.view;
       views.append(py::make_tuple(m.name, texts(m.shape), dtype_pto_name(m.dtype), g.memrefs.at(v.base).name,
@@ -236,7 +239,9 @@ void bind_pto(py::module_& m) {
       .def_property_readonly("in_core", &FunctionBuilder::in_core)
       .def("memref",
            [](FunctionBuilder& b, const std::string& name, const std::string& kind, const std::string& dt,
-              const std::optional<std::vector<Expr>>& shape) { b.memref(name, memkind_of(kind), dtype_of(dt), shape); })
+              const std::optional<std::vector<Expr>>& shape,
+              bool zeroed) { b.memref(name, memkind_of(kind), dtype_of(dt), shape, zeroed); },
+           py::arg("name"), py::arg("kind"), py::arg("dtype"), py::arg("shape"), py::arg("zeroed") = true)
       .def("view",
            [](FunctionBuilder& b, const std::string& name, const std::string& base, const std::string& dt,
               const std::vector<Expr>& shape, const std::vector<Expr>& offsets, const std::vector<int>& map,

@@ -38,8 +38,8 @@ class OrchestrationEmitter {
       if (m.kind != MemKind::Workspace || !used(m.id)) continue;
       o += zero_guards(m.shape, "  ", kOrchestrationFail);
       o += fmt::format("  const int64_t m{}_shape[] = {{{}}};\n", m.id, cexprs(m.shape));
-      o += fmt::format("  const pypto_tensor m{} = pto::make_workspace(api, {}, m{}_shape, {});  // %{}\n", m.id,
-                       m.shape.size(), m.id, dtype_size(m.dtype), m.name);
+      o += fmt::format("  const pypto_tensor m{} = pto::make_workspace(api, {}, m{}_shape, {}, {});  // %{}\n", m.id,
+                       m.shape.size(), m.id, dtype_size(m.dtype), m.zeroed ? "true" : "false", m.name);
     }
     collect_loop_vars(g_.orchestration);
     // Views that do not depend on a loop variable are built once; every tensor a call names gets

@@ -769,6 +769,7 @@ class Parser {
     if (w == "alloc_workspace") {
       require_orch(L, op_at, w);
       check_top_level(L, op_at, w);
+      const bool uninit = L.accept_word("uninit");
       L.expect(":", "before the memref type");
       L.skip_ws();
       size_t type_at = L.pos();
@@ -777,6 +778,7 @@ class Parser {
       L.expect_end();
       if (memref_names_.count(name)) L.fail(name_at, fmt::format("memref %{} is declared twice", name));
       memref_names_[name] = add_memref(name, t, MemKind::Workspace);
+      if (uninit) g_.memrefs[static_cast<size_t>(memref_names_[name])].zeroed = false;
       return;
     }
     if (w == "view" || w == "reshape") {

@@ -414,7 +414,8 @@ std::string print_pto(const ExecutionGraph& g) {
     out += fmt::format("  %{} = alloc_scalar : {}\n", d, dtype_pto_name(it == g.scalar_dtypes.end() ? DataType::INT64 : it->second));
   }
   for (const MemRef& m : g.memrefs)
-    if (m.kind == MemKind::Workspace) out += fmt::format("  %{} = alloc_workspace : {}\n", m.name, memref_type(m));
+    if (m.kind == MemKind::Workspace)
+      out += fmt::format("  %{} = alloc_workspace{} : {}\n", m.name, m.zeroed ? "" : " uninit", memref_type(m));
   Names n;
   n.memrefs = &g.memrefs;
   n.functions = &g.functions;

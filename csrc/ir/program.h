@@ -37,6 +37,9 @@ struct MemRef {
   std::vector<Expr> shape;
   MemKind kind = MemKind::Workspace;
   std::optional<ViewMap> view;  ///< View memrefs: how they address `view->base`
+  /// Workspaces: allocated zero-filled; false (printed `alloc_workspace uninit`) when every element
+  /// is written before it is read (the tensor of a covered fill), so the runtime skips the zeroing.
+  bool zeroed = true;
 };
 
 /// A tile buffer declaration (`alloc_tile`).

@@ -12,12 +12,13 @@ FunctionBuilder::FunctionBuilder(std::string name, std::string where) {
 }
 
 int FunctionBuilder::memref(const std::string& name, MemKind kind, DataType dtype,
-                            const std::optional<std::vector<Expr>>& shape) {
+                            const std::optional<std::vector<Expr>>& shape, bool zeroed) {
   MemRef m;
   m.id = static_cast<int>(fn_.memrefs.size());
   m.name = name;
   m.dtype = dtype;
   m.kind = kind;
+  m.zeroed = zeroed;
   if (shape) m.shape = *shape;
   fn_.memrefs.push_back(std::move(m));
   fn_.sized.push_back(shape.has_value());

@@ -77,7 +77,9 @@ class FunctionBuilder {
   void set_fused_ops(std::vector<std::string> ops) { fn_.fused_ops = std::move(ops); }
 
   /// Declarations. `shape` absent: an unsized parameter (see ModuleFunction::sized).
-  int memref(const std::string& name, MemKind kind, DataType dtype, const std::optional<std::vector<Expr>>& shape);
+  /// `zeroed` false: a workspace whose every element is written before it is read (MemRef::zeroed).
+  int memref(const std::string& name, MemKind kind, DataType dtype, const std::optional<std::vector<Expr>>& shape,
+             bool zeroed = true);
   int view(const std::string& name, const std::string& base, DataType dtype, const std::vector<Expr>& shape,
            const std::vector<Expr>& offsets, const std::vector<int>& map, const std::vector<int64_t>& steps,
            bool reshape);

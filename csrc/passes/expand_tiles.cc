@@ -58,7 +58,11 @@ void Expander::expand(int idx) {
   n.region = op.region;
   n.note = op.tile_note;
   if (info.cls == OpClass::View) return;  // views move no data
-  if (op.covered) return;                  // a copy writes every element next: no fill
+  if (op.covered) {  // copies write every element next: no fill, and no zeroing of the memory
+    MemRef& m = out_.memrefs[static_cast<size_t>(op.output)];
+    if (m.kind == MemKind::Workspace) m.zeroed = false;
+    return;
+  }
   if (info.cls == OpClass::Matmul) {
     n.body = matmul(op, idx);
   } else if (info.cls == OpClass::Attention) {

@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 /// Bumped whenever a struct or function table below changes layout.
-#define PYPTO_ABI_VERSION 5
+#define PYPTO_ABI_VERSION 6
 /// Statuses a generated orchestration or kernel returns; 0 is success.
 /// A runtime call failed (the runtime recorded why).
 #define PYPTO_STATUS_FAILED 1
@@ -105,6 +105,9 @@ typedef struct pypto_runtime_api {
   /// Submits a task (the only way to: it runs once the tasks it depends on through its arguments have
   /// finished); returns non-zero once the run has failed, and the orchestration should then stop.
   int32_t (*task_submit_desc)(void* rt, const pypto_task_desc* task);
+  /// Scratch memory like `alloc_workspace`'s whose contents are unspecified (for a tensor whose
+  /// every element is written before it is read).
+  void* (*alloc_workspace_uninit)(void* rt, int64_t bytes);
 } pypto_runtime_api;
 
 /// Signature of the orchestration entry point of a generated library:

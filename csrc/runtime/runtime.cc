@@ -86,6 +86,10 @@ struct CApi {
     return guarded(rt, [&] { return self(rt)->alloc_workspace(bytes); }, static_cast<void*>(nullptr));
   }
 
+  static void* alloc_workspace_uninit(void* rt, int64_t bytes) {
+    return guarded(rt, [&] { return self(rt)->alloc_workspace(bytes, false); }, static_cast<void*>(nullptr));
+  }
+
   static int32_t failed(void* rt) { return self(rt)->failed() ? 1 : 0; }
 
   static int32_t tensor_handle(void* rt, const pypto_tensor* t) {
@@ -113,6 +117,7 @@ Runtime::Runtime(int num_threads)
   api_.failed = &CApi::failed;
   api_.tensor_handle = &CApi::tensor_handle;
   api_.task_submit_desc = &CApi::task_submit_desc;
+  api_.alloc_workspace_uninit = &CApi::alloc_workspace_uninit;
 
   window_.store(resolve_task_window(), std::memory_order_relaxed);
   const int n = resolve_num_threads(num_threads);
@@ -429,7 +434,7 @@ constexpr uint64_t kPlaceholderEnd = uint64_t{1} << 62;
 
 }  // namespace
 
-void* Runtime::alloc_workspace(int64_t bytes) {
+void* Runtime::alloc_workspace(int64_t bytes, bool zeroed) {
   // A negative size is a workspace whose element count overflowed 64 bits (pto::make_workspace).
   if (bytes < 0) throw OutOfMemory("pypto: a workspace of more than 2^63 bytes cannot be allocated");
   // aligned_alloc needs a size that is a non-zero multiple of the alignment.
@@ -457,7 +462,7 @@ void* Runtime::alloc_workspace(int64_t bytes) {
     p = std::aligned_alloc(kWorkspaceAlign, size);
     if (p == nullptr) workspace_too_large(bytes);
   }
-  std::memset(p, 0, size);
+  if (zeroed) std::memset(p, 0, size);
   std::lock_guard<std::mutex> lock(workspace_mu_);
   workspaces_.emplace_back(p, cached ? size : 0);
   return p;

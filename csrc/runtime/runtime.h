@@ -188,10 +188,10 @@ class Runtime {
   /// task named `name` (copied) that reads `inputs` and writes `outputs`, in that argument order.
   bool submit_regions(std::string name, TaskFn fn, const std::vector<pypto_region>& inputs,
                       const std::vector<pypto_region>& outputs, int64_t buffer_bytes = 0);
-  /// Returns zeroed, 64-byte aligned memory that stays valid until the run's tasks have finished. When
-  /// recording or building (no task runs) it returns a placeholder address of its own instead, which
-  /// nothing may dereference.
-  void* alloc_workspace(int64_t bytes);
+  /// Returns zeroed (unless `zeroed` is false: contents unspecified), 64-byte aligned memory that stays
+  /// valid until the run's tasks have finished. When recording or building (no task runs) it returns
+  /// a placeholder address of its own instead, which nothing may dereference.
+  void* alloc_workspace(int64_t bytes, bool zeroed = true);
   /// True once a task (or the orchestration) of the current run has failed.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
 

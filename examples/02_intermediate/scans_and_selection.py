@@ -1,6 +1,7 @@
 """Scans, masks and selection: a causal mask with tril, a running sum with cumsum, and top-k
 routing as in a mixture-of-experts gate (the k best experts per token, their softmax weights and
-a one-hot dispatch mask). Each result is checked against torch."""
+a one-hot dispatch mask), and PyPTO's two-step sort: sort32 orders blocks of 32 into (value,
+index) pairs and mrgsort merges them. Each result is checked against torch."""
 
 import torch
 
@@ -28,6 +29,12 @@ def causal(scores: pypto.Tensor((8, 8), pypto.DT_FP32)):
     return pypto.softmax(masked, -1), pypto.argmax(scores, -1)
 
 
+@pypto.frontend.jit
+def two_step_sort(x: pypto.Tensor((4, 96), pypto.DT_FP32)):
+    pypto.set_vec_tile_shapes(4, 96)
+    return pypto.mrgsort(pypto.sort32(x), 32)              # value, index, value, index, ... largest first
+
+
 def main():
     torch.manual_seed(0)
     logits = torch.randn(TOKENS, EXPERTS)
@@ -43,7 +50,12 @@ def main():
     mask = torch.full((8, 8), float("-inf")).triu(1)
     torch.testing.assert_close(probs, torch.softmax(scores.tril() + mask, -1))
     assert torch.equal(best.long(), torch.argmax(scores, -1))
-    print(f"top-{K} gate of {TOKENS} tokens over {EXPERTS} experts and a causal softmax match torch")
+    x = torch.randn(4, 96)
+    pairs = two_step_sort(x)
+    ref_sorted, ref_order = torch.sort(x, dim=-1, descending=True, stable=True)
+    assert torch.equal(pairs[:, 0::2], ref_sorted) and torch.equal(pairs[:, 1::2].long(), ref_order)
+    print(f"top-{K} gate of {TOKENS} tokens over {EXPERTS} experts, a causal softmax and sort32 + mrgsort match "
+          f"torch")
 
 
 if __name__ == "__main__":

@@ -121,8 +121,10 @@ inline int32_t check_access(int rank, const int64_t* off, const int64_t* ext, co
   return 0;
 }
 
-/// A zeroed, contiguous global workspace tensor for the current run.
-inline pypto_tensor make_workspace(const pypto_runtime_api* api, int32_t ndim, const int64_t* shape, int32_t elem_size) {
+/// A contiguous global workspace tensor for the current run: zeroed, or (`zeroed` false, for a
+/// tensor whose every element is written before it is read) with unspecified contents.
+inline pypto_tensor make_workspace(const pypto_runtime_api* api, int32_t ndim, const int64_t* shape, int32_t elem_size,
+                                   bool zeroed) {
   pypto_tensor t;
   t.ndim = ndim;
   t.elem_size = elem_size;
@@ -136,7 +138,7 @@ inline pypto_tensor make_workspace(const pypto_runtime_api* api, int32_t ndim, c
   int64_t bytes = 0;
   overflow = __builtin_mul_overflow(n, int64_t{elem_size}, &bytes) || overflow;
   // A size past 2^63 bytes goes as -1: the runtime reports it as a failed allocation.
-  t.data = api->alloc_workspace(api->rt, overflow ? -1 : bytes);
+  t.data = (zeroed ? api->alloc_workspace : api->alloc_workspace_uninit)(api->rt, overflow ? -1 : bytes);
   t.buffer = t.data;
   return t;
 }

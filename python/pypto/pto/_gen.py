@@ -122,8 +122,8 @@ def builder_code(text: str, source: str = "") -> str:
         lines.append(f"    .output({name!r}, MemorySpace.GLOBAL, {_dt(dt)}, shape={_dims(dims)})")
     for name, dt in o["scalars"]:
         lines.append(f"    .scalar({name!r}, {_dt(dt)})")
-    for name, dims, dt in o["workspaces"]:
-        lines.append(f"    .workspace({name!r}, {_dims(dims)}, {_dt(dt)})")
+    for name, dims, dt, uninit in o["workspaces"]:
+        lines.append(f"    .workspace({name!r}, {_dims(dims)}, {_dt(dt)}{', uninit=True' if uninit else ''})")
     for name, dims, dt, base, is_reshape, offs, dmap, steps in o["views"]:
         if is_reshape:
             lines.append(f"    .reshape({name!r}, {base!r}, {_dims(dims)}, {_dt(dt)})")

@@ -175,12 +175,16 @@ class PTOFunctionBuilder:
             raise UserTypeError(f"@{self.name}.memref('{name}'): shape must be a sequence of dims, found {shape!r}")
         return [self._e(d, f"@{self.name}.memref('{name}') shape") for d in shape]
 
-    def workspace(self, name: str, shape, dtype=ElementType.F32):
-        """A global intermediate of an orchestration function, allocated per run."""
+    def workspace(self, name: str, shape, dtype=ElementType.F32, uninit: bool = False):
+        """A global intermediate of an orchestration function, allocated per run: zeroed, or
+        with unspecified contents when ``uninit`` (every element is written before it is read)."""
         self._fresh(name, "workspace")
         if shape is None:
             raise UserError(f"@{self.name}.workspace('{name}'): a shape is required")
-        self._b.memref(name, "workspace", _dtype(dtype, f"@{self.name}.workspace"), self._shape(shape, name))
+        if not isinstance(uninit, bool):
+            raise UserTypeError(f"@{self.name}.workspace('{name}'): uninit must be a bool, found {uninit!r}")
+        self._b.memref(name, "workspace", _dtype(dtype, f"@{self.name}.workspace"), self._shape(shape, name),
+                       not uninit)
         return self
 
     def output(self, name: str, space=MemorySpace.GLOBAL, dtype=ElementType.F32, shape=None):

@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
     std::fclose(f);
   }
   Host host;
-  pypto_runtime_api api = {PYPTO_ABI_VERSION, &host, alloc_workspace, failed, tensor_handle, task_submit_desc};
+  pypto_runtime_api api = {PYPTO_ABI_VERSION, &host, alloc_workspace, failed, tensor_handle, task_submit_desc,
+                           alloc_workspace};
   int32_t rc = pypto_orchestrate(&api, tensors.data(), static_cast<int32_t>(tensors.size()), scalars.data(),
                                  static_cast<int32_t>(scalars.size()));
   if (rc != 0 || host.failed) {

@@ -50,6 +50,11 @@ def views_fn(x: pypto.Tensor((12, 40), pypto.DT_FP32)):
     return a, b, c, d, e
 
 
+def conv_fn(x: pypto.Tensor((2, 3, 9, 8), pypto.DT_FP32), w: pypto.Tensor((4, 3, 3, 3), pypto.DT_FP32)):
+    # its im2col tensor is written whole by the taps' copies: an uninitialised workspace
+    return pypto.conv(x, w, pypto.DT_FP32, [1, 1], [1, 1, 0, 1], [1, 1])
+
+
 def loop_fn(x: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32)):
     pypto.set_vec_tile_shapes(8, 32)
     rows = x.shape[0]
@@ -84,6 +89,7 @@ KERNELS = {
     "dynamic": (dynamic_fn, lambda: (np.zeros((37, 48), np.float32), np.zeros((37, 48), np.float32),
                                      np.zeros((21, 16), np.float32))),
     "views": (views_fn, lambda: (np.zeros((12, 40), np.float32),)),
+    "conv": (conv_fn, lambda: (np.zeros((2, 3, 9, 8), np.float32), np.zeros((4, 3, 3, 3), np.float32))),
     "loop": (loop_fn, lambda: (np.zeros((13, 32), np.float32), np.zeros((13, 32), np.float32))),
     "branch": (branch_fn, lambda: (np.zeros((4, 3, 16), np.float32), np.zeros((4, 3, 16), np.float32))),
     "random": (random_fn, lambda: (np.zeros((13, 24), np.float32),)),
@@ -108,6 +114,8 @@ def test_dynamic_dims_are_parenthesized_and_views_declared():
     assert " = reshape %x : !pto.memref<gm,24x20,f32>" in views
     loop = _pto(loop_fn, *KERNELS["loop"][1]())
     assert "FOR %blk:idx" in loop
+    conv = _pto(conv_fn, *KERNELS["conv"][1]())
+    assert " = alloc_workspace uninit : !pto.memref<gm,2x27x9x7,f32>" in conv  # the im2col tensor
 
 
 SMALL = """\
