@@ -23,9 +23,9 @@ from pypto.enums import ReLuType
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend import config
 from pypto.frontend.tensor import Tensor
-from pypto.ops import _at, _ctx, _documented, _tensor, add, cast, matmul, mul, relu
+from pypto.ops import _at, _ctx, _documented, _tensor, add, cast, matmul, mul, relu, with_tile
 from pypto.data_movement import pad
-from pypto.shape_ops import _is_static, _view, assemble, copy_tile, full, reshape, with_tile
+from pypto.shape_ops import _is_static, _view, assemble, copy_tile, full, reshape
 
 _FLOATS = (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16)
 _COPY_TILE = 16384  # elements per tile of the padding and im2col copies

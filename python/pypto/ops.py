@@ -570,15 +570,22 @@ def default_cube_tile(m, n) -> tuple:
             (64, 128) if fixed_n else DEFAULT_CUBE_TILE[2])
 
 
+def with_tile(ctx, tile, trace):
+    """``trace()`` with ``tile`` as the vec tile in force (restored after): for the internal
+    copies and elementwise steps of ops whose tiling is their own."""
+    saved = ctx.vec_tile
+    ctx.vec_tile = tile
+    try:
+        return trace()
+    finally:
+        ctx.vec_tile = saved
+
+
 def _cube_tiled(ctx, x: Tensor, rows: int, cols: int, trace):
     """``trace()`` with x's last two dims tiled by the L1 sizes ``rows`` and ``cols`` (0 m, 1 k, 2 n)
     of the cube tile in force, for ops a matmul implies that need no vec tile shape."""
     cube = ctx.cube_tile or default_cube_tile(x.shape[-2], x.shape[-1])
-    ctx.vec_tile = (1,) * (len(x.shape) - 2) + (cube[rows][1], cube[cols][1])
-    try:
-        return trace()
-    finally:
-        ctx.vec_tile = None
+    return with_tile(ctx, (1,) * (len(x.shape) - 2) + (cube[rows][1], cube[cols][1]), trace)
 
 
 @_documented

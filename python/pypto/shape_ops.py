@@ -490,17 +490,6 @@ def copy_tile(shape, budget: int = 8192) -> tuple[int, ...]:
     return tuple(tile)
 
 
-def with_tile(ctx, tile, trace):
-    """``trace()`` with ``tile`` as the vec tile in force (restored after): for the internal
-    copies and elementwise steps of ops whose tiling is their own."""
-    saved = ctx.vec_tile
-    ctx.vec_tile = tile
-    try:
-        return trace()
-    finally:
-        ctx.vec_tile = saved
-
-
 def _fit_tile(tile: list[int], rank: int) -> list[int]:
     """A creation op's tile: the active tile's leading dims when it has enough (the rule of every
     op, as PyPTO), else the tile with 1s in front."""

@@ -15,9 +15,9 @@ import numbers
 from pypto import _dtypes
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend.tensor import Tensor
-from pypto.ops import _at, _ctx, _documented, _sorted_positions, _tensor, add, cast
+from pypto.ops import _at, _ctx, _documented, _sorted_positions, _tensor, add, cast, with_tile
 from pypto.data_movement import pad
-from pypto.shape_ops import _is_static, _view, arange, assemble, copy_tile, full, gather, reshape, with_tile
+from pypto.shape_ops import _is_static, _view, arange, assemble, copy_tile, full, gather, reshape
 
 
 def _checked(op: str, x) -> list:
