@@ -32,18 +32,20 @@ _COPY_TILE = 16384  # elements per tile of the padding and im2col copies
 _EXTEND_KEYS = ("bias_tensor", "scale", "scale_tensor", "relu_type")
 
 
-class TileL1Info:
-    """PyPTO's conv tile at the L1 level (``pypto_impl.TileL1Info``): the input's and output's
-    height and width, the input channels of the feature map and of the weight, the output channels
-    (``tileN``) and the batch (``tileBatch``) a tile covers."""
+class _TileInfo:
+    """A conv tile description: the ints named by ``_FIELDS`` (each >= 0), compared and printed
+    as PyPTO's native classes are."""
 
-    _FIELDS = ("tileHin", "tileHout", "tileWin", "tileWout", "tileCinFmap", "tileCinWeight", "tileN", "tileBatch")
+    _FIELDS: tuple[str, ...] = ()
 
-    def __init__(self, tileHin=0, tileHout=0, tileWin=0, tileWout=0, tileCinFmap=0,  # noqa: N803 - PyPTO's names
-                 tileCinWeight=0, tileN=0, tileBatch=0):  # noqa: N803
-        for name, v in zip(self._FIELDS, (tileHin, tileHout, tileWin, tileWout, tileCinFmap, tileCinWeight, tileN,
-                                          tileBatch)):
-            setattr(self, name, _tile_int(type(self).__name__, name, v))
+    def _set(self, values) -> None:
+        cls = type(self).__name__
+        for name, v in zip(self._FIELDS, values):
+            if isinstance(v, builtins.bool) or not isinstance(v, numbers.Integral):
+                raise UserTypeError(f"pypto.{cls}: {name} must be an int, found {type(v).__name__} {v!r}")
+            if v < 0:
+                raise UserError(f"pypto.{cls}: {name} must be >= 0, found {v}")
+            setattr(self, name, int(v))
 
     def __eq__(self, other) -> bool:
         return type(other) is type(self) and all(getattr(self, f) == getattr(other, f) for f in self._FIELDS)
@@ -52,23 +54,26 @@ class TileL1Info:
         return f"{type(self).__name__}({[getattr(self, f) for f in self._FIELDS]})"
 
 
-class TileL0Info(TileL1Info):
+class TileL1Info(_TileInfo):
+    """PyPTO's conv tile at the L1 level (``pypto_impl.TileL1Info``): the input's and output's
+    height and width, the input channels of the feature map and of the weight, the output channels
+    (``tileN``) and the batch (``tileBatch``) a tile covers."""
+
+    _FIELDS = ("tileHin", "tileHout", "tileWin", "tileWout", "tileCinFmap", "tileCinWeight", "tileN", "tileBatch")
+
+    def __init__(self, tileHin=0, tileHout=0, tileWin=0, tileWout=0, tileCinFmap=0,  # noqa: N803 - PyPTO's names
+                 tileCinWeight=0, tileN=0, tileBatch=0):  # noqa: N803
+        self._set((tileHin, tileHout, tileWin, tileWout, tileCinFmap, tileCinWeight, tileN, tileBatch))
+
+
+class TileL0Info(_TileInfo):
     """PyPTO's conv tile at the L0 level (``pypto_impl.TileL0Info``): output height and width, the
     reduction (``tileK``) and the output channels (``tileN``) of one cube step."""
 
     _FIELDS = ("tileH", "tileW", "tileK", "tileN")
 
     def __init__(self, tileH=0, tileW=0, tileK=0, tileN=0):  # noqa: N803 - PyPTO's names
-        for name, v in zip(self._FIELDS, (tileH, tileW, tileK, tileN)):
-            setattr(self, name, _tile_int(type(self).__name__, name, v))
-
-
-def _tile_int(cls: str, name: str, v) -> int:
-    if isinstance(v, builtins.bool) or not isinstance(v, numbers.Integral):
-        raise UserTypeError(f"pypto.{cls}: {name} must be an int, found {type(v).__name__} {v!r}")
-    if v < 0:
-        raise UserError(f"pypto.{cls}: {name} must be >= 0, found {v}")
-    return int(v)
+        self._set((tileH, tileW, tileK, tileN))
 
 
 class ConvTile:
@@ -103,7 +108,7 @@ class ConvParams:
 
 
 def _check_tiles(tile_l1_info, tile_l0_info) -> None:
-    if not isinstance(tile_l1_info, TileL1Info) or isinstance(tile_l1_info, TileL0Info):
+    if not isinstance(tile_l1_info, TileL1Info):
         raise UserTypeError(f"pypto.set_conv_tile_shapes: tile_l1_info must be a pypto.pypto_impl.TileL1Info, found "
                             f"{type(tile_l1_info).__name__}")
     if tile_l0_info is not None and not isinstance(tile_l0_info, TileL0Info):
