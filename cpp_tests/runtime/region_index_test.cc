@@ -18,17 +18,27 @@ namespace {
 
 using testing::StridedBox;
 
+// How a test task accesses a region.
+enum Mode { kRead, kWrite, kAccum };
+
 class Tasks {
  public:
   // Adds a task with the given (region, write) accesses; returns its predecessors.
   std::vector<int64_t> Add(const std::vector<std::pair<pypto_region, bool>>& regions) {
+    std::vector<std::pair<pypto_region, Mode>> modes;
+    for (const auto& [r, write] : regions) modes.emplace_back(r, write ? kWrite : kRead);
+    return AddModes(modes);
+  }
+  // Adds a task with the given (region, mode) accesses; returns its predecessors.
+  std::vector<int64_t> AddModes(const std::vector<std::pair<pypto_region, Mode>>& regions) {
     std::vector<RegionAccess> acc;
-    for (const auto& [r, write] : regions) {
+    for (const auto& [r, mode] : regions) {
       RegionAccess a{};
       a.desc = index_.intern(r);
       a.offset = r.offset;
       a.extent = r.extent;
-      a.write = write;
+      a.write = mode == kWrite;
+      a.accum = mode == kAccum;
       acc.push_back(a);
     }
     std::vector<int64_t> preds;
@@ -66,6 +76,40 @@ TEST(RegionIndexTest, ReadWriteRules) {
   EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 0, 0, 64, 64), true}}), (Preds{0, 1, 2, 3, 4}));
   // The covering write superseded every box: a later access depends on it alone.
   EXPECT_EQ(t.Add({{StridedBox(m, 0, 64, 1, 40, 8, 8, 8), false}}), Preds{5});
+}
+
+// Accumulations (atomic additions) wait for the box's writer and readers, reads and writes wait for
+// them, and accumulations of one box do not wait for each other.
+TEST(RegionIndexTest, AccumulateRules) {
+  float m[64 * 64];
+  Tasks t;
+  const pypto_region top = StridedBox(m, 0, 64, 1, 0, 0, 32, 64), all = StridedBox(m, 0, 64, 1, 0, 0, 64, 64);
+  EXPECT_EQ(t.AddModes({{all, kWrite}}), Preds{});                                  // 0 initialises
+  EXPECT_EQ(t.AddModes({{top, kRead}}), Preds{0});                                  // 1 reads
+  EXPECT_EQ(t.AddModes({{top, kAccum}}), (Preds{0, 1}));                            // 2 waits for 0's write, 1's read
+  EXPECT_EQ(t.AddModes({{top, kAccum}}), (Preds{0, 1}));                            // 3 runs beside 2
+  EXPECT_EQ(t.AddModes({{StridedBox(m, 0, 64, 1, 16, 0, 32, 64), kAccum}}), (Preds{0, 1}));  // 4 overlaps both
+  EXPECT_EQ(t.AddModes({{top, kRead}}), (Preds{0, 2, 3, 4}));                       // 5 reads the sums
+  EXPECT_EQ(t.AddModes({{top, kAccum}}), (Preds{0, 1, 5}));                         // 6 waits for the readers
+  EXPECT_EQ(t.AddModes({{all, kWrite}}), (Preds{0, 1, 2, 3, 4, 5, 6}));            // 7 waits for everyone
+  EXPECT_EQ(t.AddModes({{top, kAccum}}), Preds{7});
+  EXPECT_EQ(t.AddModes({{top, kAccum}}), Preds{7});
+  // Through task descriptors: the accumulate mode is accepted and two accumulating tasks are independent.
+  Tasks d;
+  const pypto_region r = StridedBox(m, 0, 64, 1, 0, 0, 64, 64);
+  const int32_t h = d.index().handle(r);
+  const int64_t off[2] = {0, 0}, ext[2] = {8, 64};
+  std::vector<int64_t> preds;
+  int64_t seq = 0;
+  for (int32_t mode : {PYPTO_ACCESS_ACCUM, PYPTO_ACCESS_ACCUM, PYPTO_ACCESS_IN}) {
+    const pypto_task_arg arg{h, mode, off, ext};
+    EXPECT_EQ(d.index().add_task(&arg, 1, seq, preds), -1);
+    std::sort(preds.begin(), preds.end());
+    EXPECT_EQ(preds, mode == PYPTO_ACCESS_IN ? (Preds{0, 1}) : Preds{});
+    ++seq;
+  }
+  const pypto_task_arg bad{h, 4, off, ext};
+  EXPECT_EQ(d.index().add_task(&bad, 1, 3, preds), 0);
 }
 
 TEST(RegionIndexTest, TaskNeverDependsOnItself) {
@@ -224,7 +268,7 @@ TEST(RegionIndexTest, RepeatedRunsKeepBoxesButNotTasks) {
 // 4 x 4 tiles of the matrix instead, revisited in random order (the layouts' box tables). Of every
 // three rounds, the second repeats the first and adds tasks, and the third repeats the second, so
 // that runs also start from boxes kept from the run before.
-void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool, bool tiles = false) {
+void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool, bool tiles = false, bool accum = false) {
   constexpr int kRows = 24, kCols = 20;
   float m[kRows * kCols];
   std::mt19937 rng(seed);
@@ -241,8 +285,8 @@ void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool, bool tile
   // buffers and boxes kept for reuse) must not leak into the next.
   Tasks t;
   struct Draw {
-    std::vector<std::pair<pypto_region, bool>> acc;
-    std::set<int> rd, wr;
+    std::vector<std::pair<pypto_region, Mode>> acc;
+    std::set<int> rd, wr, ac;
   };
   std::vector<Draw> draws;
   for (int round = 0; round < 21; ++round) {
@@ -258,28 +302,31 @@ void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool, bool tile
     if (round % 3 == 0) draws.clear();
     const int new_tasks = round % 3 == 0 ? 150 : round % 3 == 1 ? 50 : 0;
     for (int i = 0; i < new_tasks; ++i) {
-      std::vector<std::pair<pypto_region, bool>> acc;
-      std::set<int> rd, wr;
+      std::vector<std::pair<pypto_region, Mode>> acc;
+      std::set<int> rd, wr, ac;
       const int n = 1 + static_cast<int>(rng() % static_cast<unsigned>(max_accesses));
       for (int k = 0; k < n; ++k) {
         const Box b = pool > 0 ? boxes[rng() % static_cast<unsigned>(pool)] : random_box();
-        const bool write = rng() % 3 == 0;
+        const unsigned roll = rng() % 3;
+        const Mode mode = roll == 0 ? kWrite : accum && roll == 1 ? kAccum : kRead;
         acc.emplace_back(b.transposed ? StridedBox(m, 0, 1, kCols, b.c0, b.r0, b.cols, b.rows)
                                       : StridedBox(m, 0, kCols, 1, b.r0, b.c0, b.rows, b.cols),
-                         write);
+                         mode);
+        std::set<int>& elems = mode == kWrite ? wr : mode == kAccum ? ac : rd;
         for (int y = b.r0; y < b.r0 + b.rows; ++y) {
-          for (int x = b.c0; x < b.c0 + b.cols; ++x) (write ? wr : rd).insert(y * kCols + x);
+          for (int x = b.c0; x < b.c0 + b.cols; ++x) elems.insert(y * kCols + x);
         }
       }
-      draws.push_back(Draw{std::move(acc), std::move(rd), std::move(wr)});
+      draws.push_back(Draw{std::move(acc), std::move(rd), std::move(wr), std::move(ac)});
     }
     // Per task: the elements it reads and the elements it writes.
-    std::vector<std::set<int>> reads, writes;
+    std::vector<std::set<int>> reads, writes, accums;
     std::vector<std::vector<int64_t>> preds_of;
     for (const Draw& d : draws) {
-      preds_of.push_back(t.Add(d.acc));
+      preds_of.push_back(t.AddModes(d.acc));
       reads.push_back(d.rd);
       writes.push_back(d.wr);
+      accums.push_back(d.ac);
     }
     auto shares = [](const std::set<int>& a, const std::set<int>& b) {
       for (int x : a) {
@@ -287,9 +334,12 @@ void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool, bool tile
       }
       return false;
     };
-    // Tasks i and j conflict when one writes an element the other reads or writes.
+    // Tasks i and j conflict when one writes an element the other reads, writes or accumulates into,
+    // or one accumulates into an element the other reads (two accumulations commute).
     auto conflict = [&](size_t i, size_t j) {
-      return shares(writes[i], writes[j]) || shares(writes[i], reads[j]) || shares(reads[i], writes[j]);
+      return shares(writes[i], writes[j]) || shares(writes[i], reads[j]) || shares(reads[i], writes[j]) ||
+             shares(writes[i], accums[j]) || shares(accums[i], writes[j]) || shares(reads[i], accums[j]) ||
+             shares(accums[i], reads[j]);
     };
     // reach[i] = tasks that task i is ordered after (transitively).
     std::vector<std::set<int64_t>> reach(preds_of.size());
@@ -310,6 +360,15 @@ void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool, bool tile
 TEST(RegionIndexTest, MatchesBruteForceOnRandomBoxes) { CheckAgainstBruteForce(7, 1, 0); }
 
 TEST(RegionIndexTest, MatchesBruteForceOnRandomMultiRegionTasks) { CheckAgainstBruteForce(11, 4, 0); }
+
+// Reads, writes and accumulations, on random boxes, pooled boxes (the memo fast path) and tiles.
+TEST(RegionIndexTest, MatchesBruteForceWithAccumulations) {
+  for (unsigned seed : {21u, 22u}) {
+    CheckAgainstBruteForce(seed, 3, 0, false, true);
+    CheckAgainstBruteForce(seed + 10, 2, 6, false, true);
+    CheckAgainstBruteForce(seed + 20, 3, 0, true, true);
+  }
+}
 
 // Boxes drawn from a small pool repeat exactly, so most accesses take the memo fast path; the
 // pool's boxes overlap each other, which must turn the fast path off for them.

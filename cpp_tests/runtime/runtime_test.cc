@@ -407,7 +407,7 @@ TEST(RuntimeTest, BadTaskDescriptorsAreReported) {
   };
   const Case cases[] = {
       {"tensor handle 7, expected 0 to 0", 7, PYPTO_ACCESS_IN, four, &AxpbKernel},
-      {"access mode 3", 0, 3, four, &AxpbKernel},
+      {"access mode 4", 0, 4, four, &AxpbKernel},
       {"negative extent -1 in dim 0", 0, PYPTO_ACCESS_IN, minus, &AxpbKernel},
       {"null kernel function", 0, PYPTO_ACCESS_IN, four, nullptr},
   };

@@ -13,8 +13,8 @@
 extern "C" {
 #endif
 
-/// Bumped whenever a struct or function table below changes layout.
-#define PYPTO_ABI_VERSION 6
+/// Bumped whenever a struct or function table below changes layout, or a mode is added.
+#define PYPTO_ABI_VERSION 7
 /// Statuses a generated orchestration or kernel returns; 0 is success.
 /// A runtime call failed (the runtime recorded why).
 #define PYPTO_STATUS_FAILED 1
@@ -64,9 +64,13 @@ typedef struct pypto_tensor {
   int32_t elem_size;
 } pypto_tensor;
 
-/// How a task accesses an argument (dependencies follow from it).
+/// How a task accesses an argument (dependencies follow from it). A task that only adds into a
+/// region with atomic additions (ACCUM) is ordered against earlier reads and writes of it and later
+/// ones are ordered against it, but tasks accumulating into one region are not ordered among
+/// themselves.
 #define PYPTO_ACCESS_IN 1
 #define PYPTO_ACCESS_OUT 2
+#define PYPTO_ACCESS_ACCUM 3
 
 /// One argument of a task submitted with `task_submit_desc`: a box of a tensor registered with
 /// `tensor_handle`. `offset` and `extent` hold one entry per dim of the tensor.

@@ -61,6 +61,7 @@ int RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
   c.src = a;
   c.buf = static_cast<Buffer*>(d.index_buffer);
   c.write = a.write;
+  c.accum = a.accum;
   c.recalled = false;
   c.ndim = d.ndim;
   c.layout = d.layout;
@@ -100,10 +101,11 @@ int RegionIndex::canonicalize(const RegionAccess& a, Canon& c) {
   return kAccessOk;
 }
 
-// Appends the tasks an access of node `n` must wait for: its writer, and its readers when writing.
-// Short lists are kept free of duplicates as they grow (a task has a handful of predecessors, often
-// named by several of its accesses); a long one is sorted and deduplicated once, by add_task.
-PYPTO_HOT_INLINE void RegionIndex::conflicts(const Node& n, bool write, std::vector<int64_t>& preds) {
+// Appends the tasks an access of node `n` must wait for: its writer; when writing, its readers and
+// accumulators; when accumulating, its readers; when reading, its accumulators. Short lists are kept
+// free of duplicates as they grow (a task has a handful of predecessors, often named by several of
+// its accesses); a long one is sorted and deduplicated once, by add_task.
+PYPTO_HOT_INLINE void RegionIndex::conflicts(const Node& n, bool write, bool accum, std::vector<int64_t>& preds) {
   auto add = [&preds](int64_t p) {
     if (preds.size() <= kShortPreds) {
       for (int64_t q : preds) {
@@ -114,19 +116,31 @@ PYPTO_HOT_INLINE void RegionIndex::conflicts(const Node& n, bool write, std::vec
   };
   if (n.writer >= 0) add(n.writer);
   if (write) {
-    for (int64_t r : n.readers) add(r);
+    for (int64_t r : n.readers) add(r < 0 ? ~r : r);
+  } else if (accum) {
+    for (int64_t r : n.readers) {
+      if (r >= 0) add(r);
+    }
+  } else if (n.accumulated) {
+    for (int64_t r : n.readers) {
+      if (r < 0) add(~r);
+    }
   }
 }
 
-// Records task `seq`'s access of node `n`: a reader (once), or the writer that supersedes them.
-PYPTO_HOT_INLINE void RegionIndex::record(Node& n, bool write, int64_t seq) {
+// Records task `seq`'s access of node `n`: a reader or an accumulator (once), or the writer that
+// supersedes them.
+PYPTO_HOT_INLINE void RegionIndex::record(Node& n, bool write, bool accum, int64_t seq) {
   n.run = run_;
   if (!write) {
-    if (n.readers.empty() || n.readers.back() != seq) n.readers.push_back(seq);
+    const int64_t entry = accum ? ~seq : seq;
+    if (n.readers.empty() || n.readers.back() != entry) n.readers.push_back(entry);
+    n.accumulated |= accum;
     return;
   }
   n.writer = seq;
   n.readers.clear();
+  n.accumulated = false;
   n.prune_at = kMinReaderPrune;
 }
 
@@ -153,9 +167,10 @@ PYPTO_HOT_INLINE bool RegionIndex::recall(const RegionAccess& a, Canon& c, std::
   if (node != d.memo_node) set_memo(d, a, node, np);
   c.buf = static_cast<Buffer*>(d.index_buffer);
   c.write = a.write;
+  c.accum = a.accum;
   c.recalled = true;
   c.exact = node;
-  conflicts(n, a.write, preds);
+  conflicts(n, a.write, a.accum, preds);
   return true;
 }
 
@@ -212,7 +227,7 @@ void RegionIndex::query(Canon& c, std::vector<int64_t>& preds) {
     if (!n.live || !overlap(n, c)) return;
     matches_.push_back(i);
     if (c.exact < 0 && same_box(n, c)) c.exact = i;
-    conflicts(n, c.write, preds);
+    conflicts(n, c.write, c.accum, preds);
   };
   if (c.layout == 0 && c.ndim > 0) {
     for (uint64_t used = b.used_levels; used != 0; used &= used - 1) {
@@ -277,8 +292,8 @@ void RegionIndex::update(Canon& c, int64_t seq) {
   // A box seen before (its node existed) is likely to come back: tile loops revisit boxes. Boxes
   // touched once, such as the row blocks of a streaming pass, stay out of the table.
   if (!created) remember(c.src, static_cast<uint32_t>(e), b.gen);
-  record(n, c.write, seq);
-  if (!c.write) {
+  record(n, c.write, c.accum, seq);
+  if (!c.write) {  // a read or an accumulation supersedes nothing
     if (created) {
       for (size_t k = 0; k < c.num_matches; ++k) b.nodes[matches_[c.first_match + k]].isolated = false;
       if (c.num_matches > 0) n.isolated = false;
@@ -312,8 +327,8 @@ int RegionIndex::add_task(const pypto_task_arg* args, size_t n, int64_t seq, std
         const pypto_task_arg& a = args[i];
         const RegionDesc* d = by_handle(a.tensor);
         // An unknown handle or mode gives a null layout, which the caller reports.
-        if (a.mode != PYPTO_ACCESS_IN && a.mode != PYPTO_ACCESS_OUT) d = nullptr;
-        return RegionAccess{d, a.offset, a.extent, a.mode == PYPTO_ACCESS_OUT};
+        if (a.mode != PYPTO_ACCESS_IN && a.mode != PYPTO_ACCESS_OUT && a.mode != PYPTO_ACCESS_ACCUM) d = nullptr;
+        return RegionAccess{d, a.offset, a.extent, a.mode == PYPTO_ACCESS_OUT, a.mode == PYPTO_ACCESS_ACCUM};
       },
       n, seq, preds);
 }
@@ -346,15 +361,15 @@ int RegionIndex::add_task_impl(Access access, size_t n, int64_t seq, std::vector
     std::sort(preds.begin(), preds.end());
     preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
   }
-  // Reads first, so a task that reads and writes one box is left as its writer. A recalled access
-  // already names its node, which overlaps no other.
+  // Reads (and accumulations) first, so a task that reads and writes one box is left as its writer.
+  // A recalled access already names its node, which overlaps no other.
   for (int pass = 0; pass < 2; ++pass) {
     const bool write = pass == 1;
     for (size_t i = 0; i < nc; ++i) {
       Canon& c = canon_[i];
       if (c.write != write) continue;
       if (c.recalled) {
-        record(c.buf->nodes[static_cast<size_t>(c.exact)], write, seq);
+        record(c.buf->nodes[static_cast<size_t>(c.exact)], write, c.accum, seq);
       } else {
         update(c, seq);
       }
@@ -371,7 +386,7 @@ void RegionIndex::prune_slow() {
       if (c.write) continue;
       Node& n = c.buf->nodes[static_cast<size_t>(c.exact)];
       if (n.readers.size() < n.prune_at) continue;
-      n.readers.erase_if(finished_);
+      n.readers.erase_if(finished_entry());
       n.prune_at = std::max<uint32_t>(kMinReaderPrune, 2 * static_cast<uint32_t>(n.readers.size()));
     }
   }
@@ -393,7 +408,7 @@ void RegionIndex::sweep(Buffer& b) {
     if (!n.live) continue;
     if (finished_) {
       if (n.writer >= 0 && finished_(n.writer)) n.writer = -1;
-      n.readers.erase_if(finished_);
+      n.readers.erase_if(finished_entry());
       if (n.writer < 0 && n.readers.empty()) continue;
     }
     if (&b.nodes[kept] != &n) b.nodes[kept] = std::move(n);

@@ -1,7 +1,7 @@
 /// The runtime's dependency tracker: which earlier tasks a new task's regions conflict with.
 ///
 /// Per allocation (a region's `buffer`, or `base` when null) the index keeps the distinct boxes
-/// accessed so far, each with its last writer and the readers since that write. Boxes are kept in
+/// accessed so far, each with its last writer and the readers and accumulators since that write. Boxes are kept in
 /// canonical coordinates (dims by decreasing stride, the view's base offset folded in), so views of
 /// one tensor compare exactly; boxes of the allocation's primary layout are bucketed by their
 /// outermost coordinate, so a row-block access looks at a handful of nodes. Tasks are named by
@@ -77,6 +77,9 @@ struct RegionAccess {
   const int64_t* offset;
   const int64_t* extent;
   bool write;
+  /// Adds into the box with atomic additions (`write` false): ordered against the box's reads and
+  /// writes, not against other accumulations.
+  bool accum = false;
 };
 
 class RegionIndex {
@@ -116,7 +119,8 @@ class RegionIndex {
   /// which case nothing is recorded.
   int add_task(const RegionAccess* accesses, size_t n, int64_t seq, std::vector<int64_t>& preds);
   /// As above for the arguments of a task descriptor, resolving their tensor handles on the way: an
-  /// argument with an unknown handle or an access mode other than in or out is rejected the same way.
+  /// argument with an unknown handle or an access mode other than in, out or accum is rejected the
+  /// same way.
   int add_task(const pypto_task_arg* args, size_t n, int64_t seq, std::vector<int64_t>& preds);
 
   /// Drops finished readers of the boxes the last task read and sweeps buffers whose node list has
@@ -173,13 +177,17 @@ class RegionIndex {
   static void hash_insert(BoxTable& t, const int64_t* offset, const int64_t* extent, int ndim, uint32_t node);
   RegionDesc* lookup(const pypto_region& r);
   static void fill_desc(RegionDesc& d, const pypto_region& r, uint64_t h, Buffer* buf);
-  static void conflicts(const Node& n, bool write, std::vector<int64_t>& preds);
-  void record(Node& n, bool write, int64_t seq);
+  static void conflicts(const Node& n, bool write, bool accum, std::vector<int64_t>& preds);
+  void record(Node& n, bool write, bool accum, int64_t seq);
   bool can_keep_geometry() const;
   void reset_all();
   void query(Canon& c, std::vector<int64_t>& preds);
   void update(Canon& c, int64_t seq);
   void sweep(Buffer& b);
+  // The finished predicate on reader entries (accumulators are held as ~seq).
+  auto finished_entry() const {
+    return [this](int64_t r) { return finished_(r < 0 ? ~r : r); };
+  }
   void prune_slow();
 
   struct BufferSlot {

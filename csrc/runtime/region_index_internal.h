@@ -250,6 +250,9 @@ struct alignas(64) RegionIndex::Node {
   bool live = true;
   // No other live node overlaps this one (conservative: set false when one might).
   bool isolated = true;
+  // Some entry of `readers` may be an accumulator, held as ~seq (negative): reads wait for those,
+  // accumulations only for the plain readers.
+  bool accumulated = false;
   uint32_t stamp = 0;
   int32_t layout;
   int32_t ndim;
@@ -410,6 +413,7 @@ struct RegionIndex::Canon {
   int64_t lo;
   int64_t hi;
   bool write;
+  bool accum;
   // Found by `recall`: the memo's node, no other node overlaps.
   bool recalled;
   // Filled by `query`: the node with exactly this box (or -1) and the overlapping nodes.

@@ -288,9 +288,9 @@ void Runtime::reject_desc(const pypto_task_desc& d, bool has_body, const char* n
     throw bad(which + " has tensor handle " + std::to_string(a.tensor) + ", expected 0 to " +
               std::to_string(static_cast<int64_t>(index_->num_handles()) - 1));
   }
-  if (a.mode != PYPTO_ACCESS_IN && a.mode != PYPTO_ACCESS_OUT) {
+  if (a.mode != PYPTO_ACCESS_IN && a.mode != PYPTO_ACCESS_OUT && a.mode != PYPTO_ACCESS_ACCUM) {
     throw bad(which + " has access mode " + std::to_string(a.mode) +
-              ", expected PYPTO_ACCESS_IN (1) or PYPTO_ACCESS_OUT (2)");
+              ", expected PYPTO_ACCESS_IN (1), PYPTO_ACCESS_OUT (2) or PYPTO_ACCESS_ACCUM (3)");
   }
   for (int k = 0; k < desc->ndim; ++k) {
     if (a.extent[k] < 0) {

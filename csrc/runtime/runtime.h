@@ -236,7 +236,8 @@ class Runtime {
   void worker_loop(int tid);
   // Runs (or cancels) one task on thread `tid` (0 = orchestrating thread, workers 1..n) and releases
   // its successors.
-  void execute(Task* task, int tid);
+  /// Runs `task` and releases its successors; returns one it made ready, for the caller to run next.
+  Task* execute(Task* task, int tid);
   // Runs the task's body; returns false when it was cancelled because the run had failed.
   bool run_body(Task& task);
   int64_t now_ns() const;

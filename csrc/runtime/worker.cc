@@ -13,7 +13,7 @@ void Runtime::worker_loop(int tid) {
   Scheduler& s = *sched_;
   for (;;) {
     if (Task* t = s.pop()) {
-      execute(t, tid);
+      while (t != nullptr) t = execute(t, tid);
       continue;
     }
     const auto until = std::chrono::steady_clock::now() + internal::kSpin;
@@ -73,7 +73,7 @@ bool Runtime::run_body(Task& task) {
   return true;
 }
 
-void Runtime::execute(Task* task, int tid) {
+Runtime::Task* Runtime::execute(Task* task, int tid) {
   // The only cost of tracing when it is off is this branch.
   if (__builtin_expect(tracing_, 0)) {
     const int64_t start = now_ns();
@@ -85,16 +85,23 @@ void Runtime::execute(Task* task, int tid) {
   delete task->fn;
   task->fn = nullptr;
   Link* l = task->succ.exchange(Link::closed(), std::memory_order_acq_rel);
+  // The first successor this task makes ready runs next on this thread (a chain of dependent tasks
+  // stays on one core, with its data in that core's caches, and skips the queue); the others are queued.
+  Task* next = nullptr;
   while (l != nullptr) {
     // Read the link before releasing its task: once ready, the successor may run and be freed.
-    Link* next = l->next;
+    Link* after = l->next;
     Task* s = l->succ;
-    if (s->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) sched_->push(s);
-    l = next;
+    if (s->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (next == nullptr) next = s;
+      else sched_->push(s);
+    }
+    l = after;
   }
   // The record may be reclaimed by the orchestrating thread as soon as `done` is set.
   task->done.store(1, std::memory_order_seq_cst);
   sched_->wake_main();
+  return next;
 }
 
 bool Runtime::finished(int64_t seq) const {
@@ -128,7 +135,14 @@ void Runtime::help_until(int64_t live, int64_t bytes) {
   };
   while (!satisfied()) {
     if (Task* t = s.pop()) {
-      execute(t, 0);
+      // Follow the chain while the orchestration still has to wait; once it may go on, the next task
+      // is queued for the workers.
+      while ((t = execute(t, 0)) != nullptr) {
+        if (satisfied()) {
+          s.push(t);
+          break;
+        }
+      }
       continue;
     }
     // Nothing is ready: the oldest live task runs on a worker. Spin briefly, then sleep until a
