@@ -16,9 +16,11 @@ namespace {
 
 /// The four words of Philox4x32-10 of counter (c0, c1, c2, c3) under key (k0, k1), through
 /// draw_blocks(): (c0, c1) is the block number, (c2, c3) the stream's counter.
+template <int Rounds = 10>
 std::vector<uint32_t> Block(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1) {
   alignas(64) uint32_t buf[4 * pto::philox::kBlocksFor<4>];
-  pto::philox::draw_blocks<4>(buf, (uint64_t{k1} << 32) | k0, (uint64_t{c3} << 32) | c2, (uint64_t{c1} << 32) | c0);
+  pto::philox::draw_blocks<4, Rounds>(buf, (uint64_t{k1} << 32) | k0, (uint64_t{c3} << 32) | c2,
+                                      (uint64_t{c1} << 32) | c0);
   return std::vector<uint32_t>(buf, buf + 4);
 }
 
@@ -28,6 +30,25 @@ TEST(TileRandom, PhiloxMatchesTheKnownAnswers) {
             (std::vector<uint32_t>{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}));
   EXPECT_EQ(Block(0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u),
             (std::vector<uint32_t>{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}));
+  // Philox4x32-7 (PyPTO's uniform_impl(rounds=7)).
+  EXPECT_EQ(Block<7>(0, 0, 0, 0, 0, 0), (std::vector<uint32_t>{0x5f6fb709u, 0x0d893f64u, 0x4f121f81u, 0x4f730a48u}));
+  EXPECT_EQ(Block<7>(0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu),
+            (std::vector<uint32_t>{0x5207ddc2u, 0x45165e59u, 0x4d8ee751u, 0x8c52f662u}));
+  EXPECT_EQ(Block<7>(0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u),
+            (std::vector<uint32_t>{0x4dfccabau, 0x190a87f0u, 0xc47362bau, 0xb6b5242au}));
+}
+
+// A block base shifts the stream by whole blocks, wrapping modulo 2^64.
+TEST(TileRandom, ABlockBaseShiftsTheStreamByBlocks) {
+  constexpr int64_t N = 64;
+  std::vector<float> whole(N + 8), shifted(N), wrapped(N);
+  const int64_t lead[] = {0}, stride[] = {0};
+  pto::trandom<float, N + 8, N + 8, false, 23, 7>(whole.data(), 3, 4, 0, 0, lead, stride);
+  pto::trandom<float, N, N, false, 23, 7>(shifted.data(), 3, 4, 0, 0, lead, stride, 2);
+  for (int64_t i = 0; i < N; ++i) EXPECT_EQ(shifted[i], whole[i + 8]) << i;
+  // Block 2^64 - 1, then blocks 0, 1, ...
+  pto::trandom<float, N, N, false, 23, 7>(wrapped.data(), 3, 4, 0, 0, lead, stride, ~uint64_t{0});
+  for (int64_t i = 4; i < N; ++i) EXPECT_EQ(wrapped[i], whole[i - 4]) << i;
 }
 
 /// Stream elements [0, n) drawn as one 1-D tile.

@@ -916,3 +916,62 @@ TEST(PtoParserTest, ScatterReduceIsPrintedAndParsed) {
 
 }  // namespace
 }  // namespace pypto
+
+namespace pypto {
+namespace {
+
+// The seed program with its store made an atomic addition into an accumulator parameter.
+std::string AccumulatingSeed() {
+  std::string text = kSeed;
+  const std::string param = "%output: !pto.memref<gm,8x1xf32> out)";
+  text.replace(text.find(param), param.size(), "%output: !pto.memref<gm,8x1xf32> accum)");
+  const std::string store = "tstore %result, %output[0, 0]\n";
+  text.replace(text.find(store), store.size(), "tstore %result, %output[0, 0] atomic_add\n");
+  return text;
+}
+
+TEST(PtoParserTest, AtomicStoresAndAccumulatorsArePrintedAndParsed) {
+  const ExecutionGraph g = parse_pto(AccumulatingSeed());
+  const InCoreFunction& f = g.functions.at(0);
+  EXPECT_TRUE(f.params.at(1).accumulate);
+  EXPECT_TRUE(f.params.at(1).is_output);
+  EXPECT_FALSE(f.params.at(0).accumulate);
+  std::vector<const Instr*> ins = testing::InstrsOf(f.body);
+  ASSERT_EQ(ins.size(), 3u);
+  EXPECT_TRUE(ins[2]->atomic);
+  const std::string canonical = print_pto(g);
+  EXPECT_NE(canonical.find("%output: !pto.memref<gm,8x1,f32> accum"), std::string::npos) << canonical;
+  EXPECT_NE(canonical.find("tstore %result, %output[0, 0] atomic_add"), std::string::npos) << canonical;
+  ExpectRoundTrip(canonical);
+  EXPECT_NE(canonical.find("CALL @rowmax"), std::string::npos);
+}
+
+TEST(PtoParserTest, AnAccumulatorWithAPlainAccessIsRejected) {
+  std::string text = AccumulatingSeed();
+  const std::string atomic = " atomic_add\n";
+  text.replace(text.find(atomic), atomic.size(), "\n");
+  try {
+    verify(parse_pto(text));
+    FAIL() << "accepted a plain store into an accumulator";
+  } catch (const VerifyError& e) {
+    EXPECT_NE(std::string(e.what()).find("accumulator parameter %output is accessed otherwise than by atomic_add "
+                                         "stores"),
+              std::string::npos)
+        << e.what();
+  }
+  std::string orch = kSeed;
+  const std::string out = "%output: !pto.memref<gm,8x1,f32> out, %n";
+  orch.replace(orch.find(out), out.size(), "%output: !pto.memref<gm,8x1,f32> $accum, %n");
+  ExpectSyntaxError(orch, "parameter %output: accum marks InCore parameters only", "accum on an entry parameter");
+  std::string twice = AccumulatingSeed();
+  const std::string store = "atomic_add\n";
+  twice.replace(twice.find(store), store.size(), "atomic_add $atomic_add\n");
+  ExpectSyntaxError(twice, "atomic_add given twice", "atomic_add twice");
+  std::string load = kSeed;
+  const std::string tl = "%x = tload %input[0, 0]";
+  load.replace(load.find(tl), tl.size(), "%x = tload %input[0, 0] $atomic_add");
+  ExpectSyntaxError(load, "", "atomic_add on a load");
+}
+
+}  // namespace
+}  // namespace pypto

@@ -248,7 +248,9 @@ void bind_ir(py::module_& m) {
            })
       .def("add_assemble",
            [](TensorGraphBuilder& b, int src, int target, const std::vector<int64_t>& tile, const std::string& file,
-              int line) { return b.add_assemble(src, target, tile, loc(file, line)); })
+              int line, bool accumulate) { return b.add_assemble(src, target, tile, loc(file, line), accumulate); },
+           py::arg("src"), py::arg("target"), py::arg("tile"), py::arg("file"), py::arg("line"),
+           py::arg("accumulate") = false)
       .def("add_full",
            [](TensorGraphBuilder& b, const std::vector<Dim>& shape, const PyOperand& value, DataType dt,
               const std::vector<Dim>& valid, const std::vector<int64_t>& tile, const std::string& file, int line) {
@@ -261,14 +263,18 @@ void bind_ir(py::module_& m) {
            })
       .def("add_random",
            [](TensorGraphBuilder& b, const std::vector<Dim>& shape, uint64_t key, uint64_t counter, bool normal, DataType dt,
-              const std::vector<int64_t>& tile, const std::string& label, const std::string& file, int line) {
+              const std::vector<int64_t>& tile, const std::string& label, const std::string& file, int line,
+              const Dim& block0, int rounds) {
              RandomParams p;
              p.key = key;
              p.counter = counter;
              p.normal = normal;
              p.mantissa = dt == DataType::FP16 ? 10 : dt == DataType::BF16 ? 7 : 23;
-             return b.add_random(to_shape(shape), p, dt, tile, label, loc(file, line));
-           })
+             p.rounds = rounds;
+             return b.add_random(to_shape(shape), p, dt, tile, label, loc(file, line), to_shape({block0}).at(0));
+           },
+           py::arg("shape"), py::arg("key"), py::arg("counter"), py::arg("normal"), py::arg("dtype"), py::arg("tile"),
+           py::arg("label"), py::arg("file"), py::arg("line"), py::arg("block0") = Dim(int64_t{0}), py::arg("rounds") = 10)
       .def("valid_shape", [](const TensorGraphBuilder& b, int id) { return from_shape(b.value(id).valid); })
       .def("is_view", [](const TensorGraphBuilder& b, int id) { return b.value(id).view.has_value(); })
       .def("view_root",

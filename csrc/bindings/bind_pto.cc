@@ -54,6 +54,7 @@ struct Dumper {
     d["memref"] = in.memref >= 0 ? py::object(py::str(memref(in.memref))) : py::object(py::none());
     d["offsets"] = texts(in.offsets);
     d["valid"] = texts(in.valid);
+    d["atomic"] = in.atomic;
     d["scalar"] = in.scalar_expr ? in.scalar_expr->str() : scalar_text(in.scalar);
     d["scalar_pos"] = in.scalar_pos;
     d["axis"] = in.axis;
@@ -61,7 +62,8 @@ struct Dumper {
     d["l0"] = in.l0;
     d["step"] = scalar_text(in.step);
     d["random"] = in.op == Opcode::TRANDOM
-                      ? py::object(py::make_tuple(in.random.key, in.random.counter, in.random.normal, in.random.mantissa))
+                      ? py::object(py::make_tuple(in.random.key, in.random.counter, in.random.normal, in.random.mantissa,
+                                                  in.random.rounds))
                       : py::object(py::none());
     return d;
   }
@@ -195,7 +197,7 @@ void add_instr(FunctionBuilder& b, const std::string& mnemonic, const std::optio
                const std::vector<Expr>& offsets, const std::vector<Expr>& valid, std::optional<double> scalar,
                std::optional<Expr> scalar_expr, int scalar_pos, int axis, const std::optional<std::string>& to,
                double step, const std::vector<int64_t>& l0,
-               const std::optional<std::tuple<uint64_t, uint64_t, bool, int>>& random) {
+               const std::optional<std::tuple<uint64_t, uint64_t, bool, int, int>>& random, bool atomic) {
   std::optional<Opcode> op = opcode_by_name(mnemonic);
   const bool constant = scalar || scalar_expr;
   if (!op && mnemonic.size() > 1 && mnemonic.back() == 's') op = opcode_by_name(mnemonic.substr(0, mnemonic.size() - 1));
@@ -218,10 +220,13 @@ void add_instr(FunctionBuilder& b, const std::string& mnemonic, const std::optio
   if (to) in.round_to = dtype_of(*to);
   in.step = step;
   in.l0 = l0;
+  in.atomic = atomic;
   if (random) {
-    std::tie(in.random.key, in.random.counter, in.random.normal, in.random.mantissa) = *random;
+    std::tie(in.random.key, in.random.counter, in.random.normal, in.random.mantissa, in.random.rounds) = *random;
     if (in.random.mantissa < 1 || in.random.mantissa > 23)
       throw UserError(fmt::format("@{}: random keeps 1 to 23 mantissa bits, found {}", b.name(), in.random.mantissa));
+    if (in.random.rounds != 7 && in.random.rounds != 10)
+      throw UserError(fmt::format("@{}: random takes 7 or 10 rounds, found {}", b.name(), in.random.rounds));
   }
   b.add(std::move(in));
 }
@@ -275,7 +280,7 @@ void bind_pto(py::module_& m) {
            py::arg("offsets") = std::vector<Expr>{}, py::arg("valid") = std::vector<Expr>{},
            py::arg("scalar") = py::none(), py::arg("scalar_expr") = py::none(), py::arg("scalar_pos") = -1,
            py::arg("axis") = -1, py::arg("to") = py::none(), py::arg("step") = 1.0,
-           py::arg("l0") = std::vector<int64_t>{}, py::arg("random") = py::none())
+           py::arg("l0") = std::vector<int64_t>{}, py::arg("random") = py::none(), py::arg("atomic") = false)
       .def("call",
            [](FunctionBuilder& b, const std::string& callee,
               const std::vector<std::tuple<std::string, std::string, std::optional<std::vector<Expr>>,

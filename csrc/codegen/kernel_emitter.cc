@@ -324,7 +324,7 @@ class KernelEmitter {
         const bool stream = in.stream;
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
         o += fmt::format("{}  pto::{}<{}, {}>({}, {}, valid, {}, {}_shape, {}); }}\n", pad,
-                         stream ? "tstore_stream" : "tstore", ctype(t.dtype), t.shape.back(), address(in),
+                         in.atomic ? "tstore_atomic_add" : stream ? "tstore_stream" : "tstore", ctype(t.dtype), t.shape.back(), address(in),
                          mem_stride_.at(in.memref), t.shape.size(), tn(t), tn(t));
         return;
       }
@@ -351,10 +351,11 @@ class KernelEmitter {
           strides += cexpr(in.offsets.at(d + 1)) + ", ";
         }
         o += fmt::format("{}{{ const int64_t lead[] = {{{}0}}, stride[] = {{{}0}};\n", pad, dims, strides);
-        o += fmt::format("{}  pto::trandom<{}, {}, {}, {}, {}>({}, {}ull, {}ull, {}, {}, lead, stride); }}{}\n", pad,
-                         ctype(t.dtype), numel(t.shape), t.shape.back(), in.random.normal ? "true" : "false",
-                         in.random.mantissa, tn(t), in.random.key, in.random.counter, cexpr(in.offsets.at(0)),
-                         t.shape.size() - 1, comment);
+        o += fmt::format("{}  pto::trandom<{}, {}, {}, {}, {}, {}>({}, {}ull, {}ull, {}, {}, lead, stride, "
+                         "static_cast<uint64_t>({})); }}{}\n",
+                         pad, ctype(t.dtype), numel(t.shape), t.shape.back(), in.random.normal ? "true" : "false",
+                         in.random.mantissa, in.random.rounds, tn(t), in.random.key, in.random.counter,
+                         cexpr(in.offsets.at(0)), t.shape.size() - 1, cexpr(in.offsets.back()), comment);
         return;
       }
       case OpForm::Reshape: {

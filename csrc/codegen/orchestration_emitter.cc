@@ -190,7 +190,10 @@ class OrchestrationEmitter {
                        in, view ? "clip_region" : "check_region", a.offsets.size(), a.memref, i, i, f.name,
                        f.params[i].name, g_.memrefs[a.memref].name);
       args.push_back(fmt::format("{{h{}, {}, o{}, e{}}}", a.memref,
-                                 f.params[i].is_output ? "PYPTO_ACCESS_OUT" : "PYPTO_ACCESS_IN", i, i));
+                                 f.params[i].accumulate ? "PYPTO_ACCESS_ACCUM"
+                                 : f.params[i].is_output ? "PYPTO_ACCESS_OUT"
+                                                         : "PYPTO_ACCESS_IN",
+                                 i, i));
     }
     if (!args.empty()) o += fmt::format("{}const pypto_task_arg args[] = {{{}}};\n", in, list(args));
     // The callee's accesses stay inside what this call passes (bounds that hold for every value

@@ -210,8 +210,13 @@ void entry_tensor_access(const ExecutionGraph& g, CompiledProgram& p) {
     for (size_t i = 0; i < c.args.size() && i < f.params.size(); ++i) {
       int e = entry_index(g, c.args[i].memref);
       if (e < 0) continue;
-      (f.params[i].is_output ? writes : reads).emplace_back(e, region_key(g, c.args[i]));
       if (f.params[i].is_output) p.written[e] = true;
+      // An accumulator adds to what other calls add to the same region: no input may share its memory.
+      if (f.params[i].accumulate) {
+        for (size_t j = 0; j < n; ++j) clean[j][static_cast<size_t>(e)] = false;
+        continue;
+      }
+      (f.params[i].is_output ? writes : reads).emplace_back(e, region_key(g, c.args[i]));
     }
     for (const auto& [j, key] : reads) {
       for (size_t w = 0; w < n; ++w) {

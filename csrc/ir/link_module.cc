@@ -556,6 +556,7 @@ class Linker {
       if (m.kind == MemKind::Local) f.locals.push_back(ids[m.id]);
     f.tiles = L.tiles;
     f.body = remap(std::move(L.body), ids);
+    for (RegionParam& p : f.params) p.accumulate = p.is_output && accumulates_only(f.body, p.memref);
     f.fused_ops = fn->fused_ops;
     g_.functions.push_back(std::move(f));
     blocks_.push_back(std::move(L.blocks));

@@ -94,14 +94,17 @@ ScatterReduce scatter_reduce_by_name(const std::string& name);
 /// The .pto spelling: "add", "mul" ("" for None).
 const char* scatter_reduce_name(ScatterReduce r);
 
-/// A counter-based random draw (TRANDOM): Philox4x32-10 keyed by `key`; element i of the stream is
-/// lane i % 4 of the block with the 128-bit counter (i / 4 as the low 64 bits, `counter` as the high).
+/// A counter-based random draw (TRANDOM): Philox4x32 (`rounds` rounds) keyed by `key`; element i of the
+/// stream is lane i % 4 of the block with the 128-bit counter (block0 + i / 4 as the low 64 bits, where
+/// block0 is the random op's operand or 0, and `counter` as the high).
 struct RandomParams {
   uint64_t key = 0;
   uint64_t counter = 0;
   bool normal = false;  ///< Box-Muller pairs of the stream's fp32 uniforms; else uniform
   /// Uniform: the mantissa bits kept (23 for fp32, 10 for fp16, 7 for bf16): value = bits / 2^mantissa.
   int mantissa = 23;
+  /// Philox rounds: 10 (Philox4x32-10), or 7 (PyPTO's uniform_impl(rounds=7)).
+  int rounds = 10;
 };
 
 /// How an op decides its result dtype.

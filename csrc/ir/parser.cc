@@ -236,7 +236,11 @@ class Parser {
           MemrefType t = L.memref_type(false);
           if (t.local) L.fail(type_at, fmt::format("parameter %{} must be in gm, not local memory", p));
           if (!is_orch_) require_positive_dims(L, type_at, t, "parameter %" + p);
-          bool out = L.accept_word("out");
+          L.skip_ws();
+          const size_t mode_at = L.pos();
+          const bool accum = L.accept_word("accum");
+          if (accum && is_orch_) L.fail(mode_at, fmt::format("parameter %{}: accum marks InCore parameters only", p));
+          bool out = accum || L.accept_word("out");
           if (memref_names_.count(p)) L.fail(p_at, fmt::format("parameter %{} is declared twice", p));
           int id = add_memref(p, t, out ? MemKind::Output : MemKind::Input);
           memref_names_[p] = id;
@@ -249,6 +253,7 @@ class Parser {
             rp.dtype = t.dtype;
             rp.max_extents = t.shape;
             rp.is_output = out;
+            rp.accumulate = accum;
             fn_.params.push_back(std::move(rp));
           }
         } else {
@@ -831,6 +836,24 @@ class Parser {
         while (L.accept(","));
         L.expect("]", "after the row strides of trandom");
       }
+      // Optional, in this order: the block base (the counter's low word of the stream's element 0)
+      // and the rounds.
+      Expr block0(0);
+      if (L.accept(",")) {
+        if (L.accept_word("block0")) {
+          block0 = L.expr();
+          if (L.accept(",")) {
+            L.expect("rounds", "in trandom");
+            in.random.rounds = static_cast<int>(L.whole_integer("the rounds of trandom"));
+          }
+        } else {
+          L.expect("rounds", "in trandom (block0 or rounds)");
+          in.random.rounds = static_cast<int>(L.whole_integer("the rounds of trandom"));
+        }
+        if (in.random.rounds != 7 && in.random.rounds != 10)
+          L.fail(fmt::format("trandom takes 7 or 10 rounds, found {}", in.random.rounds));
+      }
+      in.offsets.push_back(block0);
       finish_def(L, in, name, name_at);
       return;
     }
@@ -967,13 +990,17 @@ class Parser {
   }
 
   /// ` axis=N`, ` to=dtype`, ` valid [...]`, ` l0 [m, k, n]` (and a tload's ` view`, a tstore's
-  /// ` stream`) in any order, each at most once.
+  /// ` stream` and ` atomic_add`) in any order, each at most once.
   void attributes(Line& L, Instr& in, bool allow_to) {
     bool axis = false, to = false, valid = false, l0 = false, reduce = false;
     for (;;) {
       L.skip_ws();
       size_t at = L.pos();
-      if ((in.op == Opcode::TLOAD && L.starts_with_word("view")) ||
+      if (in.op == Opcode::TSTORE && L.starts_with_word("atomic_add")) {
+        if (in.atomic) L.fail(at, "atomic_add given twice");
+        in.atomic = true;
+        L.advance(10);
+      } else if ((in.op == Opcode::TLOAD && L.starts_with_word("view")) ||
           (in.op == Opcode::TSTORE && L.starts_with_word("stream"))) {
         bool& flag = in.op == Opcode::TLOAD ? in.view : in.stream;
         if (flag) L.fail(at, fmt::format("{} given twice", in.op == Opcode::TLOAD ? "view" : "stream"));

@@ -70,8 +70,8 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
                          exprs(in.offsets), valid, in.view ? " view" : "", type);
       return;
     case Opcode::TSTORE:
-      out += fmt::format("{}tstore %{}, %{}[{}]{}{}\n", pad, n.tile_name(in.srcs.at(0)), n.memref(in.memref),
-                         exprs(in.offsets), valid, in.stream ? " stream" : "");
+      out += fmt::format("{}tstore %{}, %{}[{}]{}{}{}\n", pad, n.tile_name(in.srcs.at(0)), n.memref(in.memref),
+                         exprs(in.offsets), valid, in.stream ? " stream" : "", in.atomic ? " atomic_add" : "");
       return;
     case Opcode::TFILL:
       out += fmt::format("{}%{} = tfill {} : {}\n", pad, n.tile_name(in.dst),
@@ -91,14 +91,21 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
       out += fmt::format("{}%{} = tarange {}, {}, {} : {}\n", pad, n.tile_name(in.dst), scalar_text(in.scalar),
                          in.step, in.offsets.empty() ? std::string("0") : in.offsets[0].str(), type);
       return;
-    case Opcode::TRANDOM:
-      out += fmt::format("{}%{} = trandom {}, key {}, counter {}, {} strides [{}] : {}\n", pad, n.tile_name(in.dst),
+    case Opcode::TRANDOM: {
+      // offsets: the tile's first stream position, a row stride per leading tile dim, the block base
+      // (printed when not 0, as the Philox rounds when not 10).
+      const size_t n_off = in.offsets.size();
+      const bool has_base = n_off >= 2;
+      const std::vector<Expr> strides(in.offsets.begin() + (n_off == 0 ? 0 : 1),
+                                      in.offsets.end() - (has_base ? 1 : 0));
+      const bool base_zero = !has_base || (in.offsets.back().is_const() && in.offsets.back().value() == 0);
+      out += fmt::format("{}%{} = trandom {}, key {}, counter {}, {} strides [{}]{}{} : {}\n", pad, n.tile_name(in.dst),
                          in.random.normal ? std::string("normal") : fmt::format("uniform {}", in.random.mantissa),
-                         in.random.key, in.random.counter,
-                         in.offsets.empty() ? std::string("0") : in.offsets[0].str(),
-                         exprs(std::vector<Expr>(in.offsets.begin() + (in.offsets.empty() ? 0 : 1), in.offsets.end())),
-                         type);
+                         in.random.key, in.random.counter, n_off == 0 ? std::string("0") : in.offsets[0].str(),
+                         exprs(strides), base_zero ? "" : ", block0 " + in.offsets.back().str(),
+                         in.random.rounds == 10 ? "" : fmt::format(", rounds {}", in.random.rounds), type);
       return;
+    }
     default: {
       // Operands in position order; a constant operand is written inline and
       // the mnemonic gets PTO's "s" suffix (tadds, tmuls, ...).
@@ -226,7 +233,8 @@ void print_function(std::string& out, const InCoreFunction& f, const std::vector
   std::string params;
   for (const RegionParam& p : f.params) {
     params += fmt::format("{}%{}: !pto.memref<gm,{},{}>{}", params.empty() ? "" : ", ", p.name,
-                          dims_x(p.max_extents), dtype_pto_name(p.dtype), p.is_output ? " out" : "");
+                          dims_x(p.max_extents), dtype_pto_name(p.dtype),
+                          p.accumulate ? " accum" : p.is_output ? " out" : "");
   }
   for (const std::string& s : f.scalar_params) params += fmt::format("{}%{}: index", params.empty() ? "" : ", ", s);
   std::string attrs = fmt::format(" buffer_bytes={}", f.buffer_bytes);
@@ -331,9 +339,12 @@ std::string print(const TensorGraph& g) {
       if (!o.is_tensor()) attrs += ", " + (o.sym ? o.sym->str() : scalar_text(o.constant));
     if (op.covered) attrs += ", covered";
     if (op.kind == TensorOpKind::Random)
+    {
       attrs += op.random.normal ? fmt::format(", normal, key={}, counter={}", op.random.key, op.random.counter)
                                 : fmt::format(", uniform, key={}, counter={}, mantissa={}", op.random.key,
                                               op.random.counter, op.random.mantissa);
+      if (op.random.rounds != 10) attrs += fmt::format(", rounds={}", op.random.rounds);
+    }
     if (info.cls == OpClass::Attention)
       attrs += fmt::format(", scale={}, rows={}, key_block={}", scalar_text(op.scale), op.cube_tile[0], op.cube_tile[2]);
     std::string loc = op.loc.file.empty() ? "" : fmt::format("  @ {}", op.loc.str());

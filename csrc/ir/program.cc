@@ -23,6 +23,30 @@ int memory_tile(const Instr& in) {
   return reads_memory(in.op) ? in.dst : in.srcs.at(0);
 }
 
+namespace {
+// Counts the accesses of `memref` in `body`: atomic stores, and any other.
+void count_accesses(const std::vector<Stmt>& body, int memref, int& atomic, int& other) {
+  for (const Stmt& s : body) {
+    if (const auto* in = std::get_if<Instr>(&s.node)) {
+      if ((reads_memory(in->op) || writes_memory(in->op)) && in->memref == memref) ++(in->atomic ? atomic : other);
+    } else if (const auto* l = std::get_if<Loop>(&s.node)) {
+      count_accesses(l->body, memref, atomic, other);
+    } else if (const auto* f = std::get_if<Fused>(&s.node)) {
+      count_accesses(f->body, memref, atomic, other);
+    } else if (const auto* c = std::get_if<IfThen>(&s.node)) {
+      count_accesses(c->then_body, memref, atomic, other);
+      count_accesses(c->else_body, memref, atomic, other);
+    }
+  }
+}
+}  // namespace
+
+bool accumulates_only(const std::vector<Stmt>& body, int memref) {
+  int atomic = 0, other = 0;
+  count_accesses(body, memref, atomic, other);
+  return atomic > 0 && other == 0;
+}
+
 FuseRole fuse_role(const Fused& f, const Instr& in) {
   switch (in.op) {
     case Opcode::TLOAD: return FuseRole::Before;

@@ -64,7 +64,7 @@ struct Instr {
   int axis = -1;             ///< TRED*: the reduced tile axis
   std::optional<DataType> round_to;  ///< TCAST: storage type the value is rounded through
   double step = 1.0;         ///< TARANGE
-  RandomParams random;       ///< TRANDOM (its element offset is offsets[0])
+  RandomParams random;       ///< TRANDOM: offsets are [position, row strides..., block base] (see the printer)
   /// TMATMUL*: the L0 cube tile (m, k, n) that blocks the product inside the tile; empty: the whole
   /// tile is one block. Printed as ` l0 [m, k, n]`.
   std::vector<int64_t> l0;
@@ -74,6 +74,9 @@ struct Instr {
   bool view = false;
   /// TSTORE (pass stream_stores): written with streaming stores past the caches. Printed ` stream`.
   bool stream = false;
+  /// TSTORE (pypto.atomic_add): adds the tile into the memory box element by element, each addition
+  /// atomic, instead of overwriting it. Printed ` atomic_add`.
+  bool atomic = false;
 };
 
 /// Tile sources an instruction reads (its opcode's arity less a constant operand).
@@ -162,6 +165,10 @@ struct Stmt {
   std::variant<Instr, Loop, Call, IfThen, Fused> node;
 };
 
+/// True when `body` stores into `memref` and every access of it there is an atomic TSTORE: what
+/// makes a function's parameter an accumulator (RegionParam::accumulate).
+bool accumulates_only(const std::vector<Stmt>& body, int memref);
+
 /// Level 2: every tensor op expanded into a loop nest over tiles.
 struct TileNest {
   std::string name;   ///< e.g. "amax_0"
@@ -189,6 +196,10 @@ struct RegionParam {
   DataType dtype = DataType::FP32;
   std::vector<Expr> max_extents; ///< largest box the function is called with
   bool is_output = false;
+  /// An output the function only adds into with atomic stores and never reads (see
+  /// `accumulates_only`): calls passing it are not ordered against each other, only against the
+  /// tensor's plain reads and writes. Implies is_output; printed ` accum` (instead of ` out`).
+  bool accumulate = false;
 };
 
 /// An InCore function: a fused chain of tile loop nests over one block of the

@@ -521,32 +521,42 @@ int TensorGraphBuilder::add_bitcast(int base, DataType dtype, const SourceLoc& l
   return add_reshape_alias(base, shape, dtype, loc);
 }
 
-int TensorGraphBuilder::add_assemble(int src, int target, const std::vector<int64_t>& tile, const SourceLoc& loc) {
-  check_value(src, "assemble", loc);
-  check_value(target, "assemble", loc);
+int TensorGraphBuilder::add_assemble(int src, int target, const std::vector<int64_t>& tile, const SourceLoc& loc,
+                                     bool accumulate) {
+  const char* name = accumulate ? "atomic_add" : "assemble";
+  check_value(src, name, loc);
+  check_value(target, name, loc);
   const TensorValue& s = g_.values[src];
   const TensorValue& t = g_.values[target];
   if (!t.view || t.view->reshape)
     throw InternalError("add_assemble: the target must be a strided view");
   if (s.shape.size() != t.shape.size())
-    throw UserError(where("assemble", loc) + fmt::format("source of shape {} does not match the destination region {}",
+    throw UserError(where(name, loc) + fmt::format("source of shape {} does not match the destination region {}",
                                                          shape_str(s.shape), shape_str(t.shape)));
   for (size_t d = 0; d < s.shape.size(); ++d) {
     auto a = s.shape[d].as_const(), b = t.shape[d].as_const();
     if (!(a && b) && !s.shape[d].equals(t.shape[d]) && checkable_per_call(s.shape[d]) && checkable_per_call(t.shape[d])) {
       // Sizes given by dynamic dims: each call checks that they agree.
       dim_checks_.push_back({s.shape[d], t.shape[d],
-                             where("assemble", loc) + fmt::format("source of shape {} and destination region {} must agree "
+                             where(name, loc) + fmt::format("source of shape {} and destination region {} must agree "
                                                                   "in dim {} ({} versus {})", shape_str(s.shape),
                                                                   shape_str(t.shape), d, s.shape[d].str(), t.shape[d].str())});
       continue;
     }
     if ((a && b && *a != *b) || (!(a && b) && !s.shape[d].equals(t.shape[d])))
-      throw UserError(where("assemble", loc) + fmt::format("source of shape {} does not match the destination region {}",
+      throw UserError(where(name, loc) + fmt::format("source of shape {} does not match the destination region {}",
                                                            shape_str(s.shape), shape_str(t.shape)));
   }
+  if (accumulate) {
+    const DataType dt = t.dtype;
+    const bool summable = dt == DataType::FP32 || dt == DataType::FP16 || dt == DataType::BF16 ||
+                          dt == DataType::DOUBLE || (dtype_is_int(dt) && !packed_dtype(dt));
+    if (!summable)
+      throw TypeError(where(name, loc) + fmt::format("dst has dtype {}, expected a float (DT_FP32, DT_FP16, DT_BF16, "
+                                                     "DT_DOUBLE) or integer dtype", dtype_name(dt)));
+  }
   const std::vector<int64_t> fitted = fit_move_tile(tile, s.shape);
-  TensorOp op{TensorOpKind::Assemble, {src, target}, target, -1, false, fitted, loc};
+  TensorOp op{accumulate ? TensorOpKind::AtomicAdd : TensorOpKind::Assemble, {src, target}, target, -1, false, fitted, loc};
   op.operands = {Operand::tensor(src), Operand::tensor(target)};
   op.compute = compute_dtype(t.dtype);
   op.region = open_.empty() ? -1 : open_.back();
@@ -598,7 +608,10 @@ int TensorGraphBuilder::add_arange(const Expr& n, double start, double step, Dat
 }
 
 int TensorGraphBuilder::add_random(const std::vector<Expr>& shape, const RandomParams& params, DataType dtype,
-                                   const std::vector<int64_t>& tile, const std::string& label, const SourceLoc& loc) {
+                                   const std::vector<int64_t>& tile, const std::string& label, const SourceLoc& loc,
+                                   const Expr& block0) {
+  if (params.rounds != 7 && params.rounds != 10)
+    throw UserError(where(label.c_str(), loc) + fmt::format("rounds must be 7 or 10, found {}", params.rounds));
   if (dtype != DataType::FP32 && dtype != DataType::FP16 && dtype != DataType::BF16)
     throw TypeError(where(label.c_str(), loc) +
                     fmt::format("dtype must be DT_FP32, DT_FP16 or DT_BF16, found {}", dtype_name(dtype)));
@@ -607,6 +620,7 @@ int TensorGraphBuilder::add_random(const std::vector<Expr>& shape, const RandomP
   TensorOp& op = push_create(TensorOpKind::Random, id, fitted, loc);
   op.random = params;
   op.label = label;
+  if (!(block0.is_const() && block0.value() == 0)) op.operands = {Operand::symbolic(block0)};
   return id;
 }
 
@@ -844,7 +858,8 @@ void TensorGraphBuilder::set_outputs(const std::vector<int>& ids) {
 TensorGraph TensorGraphBuilder::finish() const {
   if (!open_.empty()) throw InternalError("finish with an open loop or condition");
   bool writes = std::any_of(g_.ops.begin(), g_.ops.end(), [](const TensorOp& op) {
-    return op.kind == TensorOpKind::Assemble || op.kind == TensorOpKind::Scatter;
+    const OpClass c = op_info(op.kind).cls;
+    return c == OpClass::Assemble || c == OpClass::Scatter;
   });
   if (g_.outputs.empty() && !writes)
     throw UserError(fmt::format("function '{}' returns no tensor and writes no output parameter", g_.name));

@@ -165,8 +165,9 @@ class TensorGraphBuilder {
   /// Adds `base` read as `dtype` (a bitcast alias, PyPTO's view(x, dtype=)): the same bytes, the last
   /// dim scaled by the ratio of the element sizes (as torch's Tensor.view(dtype)).
   int add_bitcast(int base, DataType dtype, const SourceLoc& loc);
-  /// Copies `src` into the view `target` (which must have src's shape).
-  int add_assemble(int src, int target, const std::vector<int64_t>& tile, const SourceLoc& loc);
+  /// Copies `src` into the view `target` (which must have src's shape); `accumulate`: adds it there
+  /// atomically instead (pypto.atomic_add).
+  int add_assemble(int src, int target, const std::vector<int64_t>& tile, const SourceLoc& loc, bool accumulate = false);
   /// A new tensor of `shape` filled with `value` in its `valid` part.
   int add_full(const std::vector<Expr>& shape, const Operand& value, DataType dtype, const std::vector<Expr>& valid,
                const std::vector<int64_t>& tile, const SourceLoc& loc);
@@ -174,9 +175,10 @@ class TensorGraphBuilder {
   int add_arange(const Expr& n, double start, double step, DataType dtype, const std::vector<int64_t>& tile,
                  const SourceLoc& loc);
   /// A new float tensor of `shape` holding Philox draws of its flattened elements (pypto.uniform,
-  /// pypto.normal); `label` names the user's op.
+  /// pypto.normal, pypto.uniform_impl); `label` names the user's op; `block0` (its operand when not 0)
+  /// is the counter's low word of element 0's block (a symbolic scalar or a constant, read as uint64).
   int add_random(const std::vector<Expr>& shape, const RandomParams& params, DataType dtype, const std::vector<int64_t>& tile,
-                 const std::string& label, const SourceLoc& loc);
+                 const std::string& label, const SourceLoc& loc, const Expr& block0 = Expr(0));
   /// Adds a matrix product; `cube` holds the m, k, n L1 tile sizes, `cube_l0` their L0 sizes.
   int add_matmul(int a, int b, DataType out_dtype, const std::vector<int64_t>& cube,
                  const std::vector<int64_t>& cube_l0, const SourceLoc& loc);

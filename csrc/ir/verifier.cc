@@ -85,6 +85,7 @@ struct StmtChecker {
     if (!allow_instr) fail("level.no-instr", fmt::format("tile instruction {} is not allowed at this level", what));
     if (in.view && in.op != Opcode::TLOAD) fail("instr.view", fmt::format("{}: only a tload may view its source", what));
     if (in.stream && in.op != Opcode::TSTORE) fail("instr.stream", fmt::format("{}: only a tstore may stream", what));
+    if (in.atomic && in.op != Opcode::TSTORE) fail("instr.atomic", fmt::format("{}: only a tstore may be atomic_add", what));
     if (static_cast<int>(in.srcs.size()) != instr_num_srcs(in))
       fail("instr.arity", fmt::format("{} takes {} source tiles, found {}", what, instr_num_srcs(in), in.srcs.size()));
     for (int s : in.srcs) {
@@ -216,10 +217,12 @@ struct StmtChecker {
         if (!dtype_is_float(dst->dtype))
           fail("instr.dtype", fmt::format("{}: the destination tile %{} is {}; random draws are floats", what,
                                           dst->name, name(dst->dtype)));
-        if (in.offsets.size() != dst->shape.size())
-          fail("instr.offsets", fmt::format("{}: a position and {} row strides expected for a rank-{} tile, found {} "
-                                            "values", what, dst->shape.size() - 1, dst->shape.size(),
+        if (in.offsets.size() != dst->shape.size() + 1)
+          fail("instr.offsets", fmt::format("{}: a position, {} row strides and a block base expected for a rank-{} "
+                                            "tile, found {} values", what, dst->shape.size() - 1, dst->shape.size(),
                                             in.offsets.size()));
+        if (in.random.rounds != 7 && in.random.rounds != 10)
+          fail("instr.rounds", fmt::format("{}: {} rounds; Philox runs 7 or 10", what, in.random.rounds));
         return;
       case OpForm::Sort:
         if (dst->dtype != DataType::INT32)
@@ -385,7 +388,11 @@ void verify(const TensorGraph& g) {
                    : info.cls == OpClass::Binary || info.cls == OpClass::Assemble || info.cls == OpClass::Matmul ||
                            info.cls == OpClass::Gather
                        ? 2
-                   : info.cls == OpClass::Create ? (op.kind == TensorOpKind::Full ? 1 : 0) : 1;
+                   // Full: its value; Random: its block base when not 0 (a symbolic operand)
+                   : info.cls == OpClass::Create
+                       ? (op.kind == TensorOpKind::Full ? 1
+                          : op.kind == TensorOpKind::Random ? std::min<size_t>(op.operands.size(), 1) : 0)
+                       : 1;
     size_t tensors = 0;
     for (const Operand& o : op.operands) tensors += o.is_tensor();
     bool creates = info.cls == OpClass::Create;
@@ -503,6 +510,15 @@ void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs
     }
   };
   walk(f.body);
+  // An accumulator parameter is only added into: a plain access would race with the other calls
+  // adding into the same region, which the runtime does not order against it.
+  for (const RegionParam& p : f.params) {
+    if (!p.accumulate) continue;
+    if (!p.is_output) fail("function.accum", fmt::format("@{}: accumulator parameter %{} is not an output", f.name, p.name));
+    if (!accumulates_only(f.body, p.memref))
+      fail("function.accum", fmt::format("@{}: accumulator parameter %{} is accessed otherwise than by atomic_add stores",
+                                         f.name, p.name));
+  }
 }
 }  // namespace
 

@@ -100,7 +100,8 @@ class Forwarder {
       }
       if (in->dst >= 0) kill_tile(avail, in->dst);
       if (writes_memory(in->op)) kill_memref(avail, in->memref);
-      if (in->op == Opcode::TSTORE) avail.push_back(Entry{in->memref, in->offsets, in->valid, in->srcs[0]});
+      // After an atomic addition the memory holds a sum, not the stored tile.
+      if (in->op == Opcode::TSTORE && !in->atomic) avail.push_back(Entry{in->memref, in->offsets, in->valid, in->srcs[0]});
     }
   }
 

@@ -328,6 +328,7 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
         p.dtype = m.dtype;
         p.max_extents = block_shape;
         p.is_output = stored[mem];
+        p.accumulate = accumulates_only(f.body, mem);
         f.params.push_back(p);
         launch.call.args.push_back(arg);
       }

@@ -161,7 +161,7 @@ class ChainFuser {
   /// tensor of the same rank and type that this function never reads (nor any view): writing it
   /// strip by strip cannot change what the chain reads.
   bool fusible_store(const Instr& in, const std::vector<const Instr*>& chain) const {
-    if (in.op != Opcode::TSTORE || in.srcs.size() != 1) return false;
+    if (in.op != Opcode::TSTORE || in.srcs.size() != 1 || in.atomic) return false;
     const TileDecl& t = tile(in.srcs[0]);
     const TileDecl& first = tile(chain[0]->dst);
     bool defined = false;

@@ -5,7 +5,8 @@
 // there densely, instead of copying it; pto::tload_view decides at run time) exactly when its tile
 // is written by loads only, has the source's element type, is never read before a load defines it
 // (no value carried around a loop), and no instruction writes memory between the load and the last
-// read of what it loaded (except that last reader when it is a TSCATTER into another global tensor).
+// read of what it loaded (except that last reader when it is a TSTORE or TSCATTER into another global
+// tensor).
 // Every other TLOAD loses the flag.
 #include "passes/plan_view_loads.h"
 
@@ -26,12 +27,13 @@ int root_of(int m, const std::vector<MemRef>& memrefs) {
   return m;
 }
 
-/// Whether `w`, the last reader of a load from `loaded`, is a TSCATTER into other global memory:
-/// it reads its values before writing, and where it writes cannot be the loaded memory (distinct
-/// global tensors do not overlap: the runtime refuses a written argument sharing memory with
-/// another). Local buffers are excluded (the arena may place two in one place).
-bool scatters_elsewhere(const Instr& w, bool last_reader, int loaded, const std::vector<MemRef>& memrefs) {
-  if (!last_reader || w.op != Opcode::TSCATTER) return false;
+/// Whether `w`, the last reader of a load from `loaded`, is a TSTORE or TSCATTER into other global
+/// memory: where it writes cannot be the loaded memory (distinct global tensors do not overlap: the
+/// runtime refuses a written argument sharing memory with another unless the call writes exactly the
+/// box it reads, where a store of what was loaded rewrites the same values). Local buffers are excluded
+/// (the arena may place two in one place).
+bool writes_elsewhere(const Instr& w, bool last_reader, int loaded, const std::vector<MemRef>& memrefs) {
+  if (!last_reader || (w.op != Opcode::TSCATTER && w.op != Opcode::TSTORE)) return false;
   const int a = root_of(w.memref, memrefs), b = root_of(loaded, memrefs);
   return a != b && memrefs[a].kind != MemKind::Local && memrefs[b].kind != MemKind::Local;
 }
@@ -72,7 +74,7 @@ void plan(InCoreFunction& f, const std::vector<MemRef>& memrefs) {
     const size_t end = last_read.count(p) ? last_read.at(p) : p;
     bool stored = false;
     for (size_t q = p + 1; q <= end && !stored; ++q)
-      stored = writes_memory(seq[q]->op) && !scatters_elsewhere(*seq[q], q == end, in.memref, memrefs);
+      stored = writes_memory(seq[q]->op) && !writes_elsewhere(*seq[q], q == end, in.memref, memrefs);
     in.view = !stored;
     views += in.view;
   }

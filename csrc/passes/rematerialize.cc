@@ -63,8 +63,12 @@ class Remat {
   void try_local(int l) {
     // Find the single store and the top-level loop that holds it.
     int stores = 0;
-    for_each_instr(f_.body, [&](const Instr& in) { stores += writes_memory(in.op) && in.memref == l; });
-    if (stores != 1) return;
+    bool atomic = false;  // an atomic addition's result is not its tile's
+    for_each_instr(f_.body, [&](const Instr& in) {
+      stores += writes_memory(in.op) && in.memref == l;
+      atomic = atomic || (in.atomic && in.memref == l);
+    });
+    if (stores != 1 || atomic) return;
     size_t a_idx = f_.body.size();
     for (size_t i = 0; i < f_.body.size(); ++i) {
       const Loop* lp = std::get_if<Loop>(&f_.body[i].node);

@@ -1,7 +1,7 @@
 // Pass "stream_stores": stores that bypass the caches.
 //
 // Requires: a verified Block Graph.
-// Guarantees: a TSTORE gets `stream` exactly when it writes a returned tensor of a static size of
+// Guarantees: a plain (not atomic_add) TSTORE gets `stream` exactly when it writes a returned tensor of a static size of
 // at least stream_store_bytes(target): far beyond what a core's caches keep, and never read back by the
 // program (a returned tensor is written only). Every other TSTORE loses the flag.
 #include "passes/stream_stores.h"
@@ -35,7 +35,7 @@ BlockGraph StreamStores(const BlockGraph& g, const PassOptions& opts) {
   for (InCoreFunction& f : out.functions) {
     std::set<int> streamed;
     for_each_instr(f.body, [&](Instr& in) {
-      if (in.op != Opcode::TSTORE) return;
+      if (in.op != Opcode::TSTORE || in.atomic) return;  // an atomic addition reads what it updates
       in.stream = bytes_of(out.memrefs.at(in.memref)) >= threshold;
       if (in.stream) streamed.insert(in.memref);
     });

@@ -55,20 +55,23 @@ from pypto.frontend.config import (
 )
 from pypto.frontend.jit import Compiled, compile, jit
 from pypto.ops import (
-    TABLE_FUNCTIONS as _TABLE_FUNCTIONS, amax, amin, argmax, argmin, argsort, axpy_, greater, topk, tril_, triu_, cast, cumprod, cumsum, tril, triu, clamp, clip, gelu, layer_norm, lrelu, matmul, mean, prelu,
+    TABLE_FUNCTIONS as _TABLE_FUNCTIONS, amax, amin, argmax, argmin, argsort, atan2, axpy_, expand_exp_dif, greater, topk, tril_, triu_, cast, cumprod, cumsum, tril, triu, clamp, clip, gelu, layer_norm, lrelu, matmul, mean, prelu,
     prod, rms_norm, round, softmax, sum, var, where,
 )
 from pypto.frontend.symbolic import SymExpr, SymInt, ceildiv, max, min, to_sym, to_syms  # noqa: A004 - PyPTO's names
 from pypto.frontend.tensor import DYN, DYNAMIC, STATIC, StatusType, tensor
 from pypto.data_movement import deinterleave, fillpad, interleave, pack, pad, unpack
-from pypto.rng import normal, uniform
+from pypto.rng import normal, uniform, uniform_impl
 from pypto.quantization import dequantize, quant_mx, quantize, scaled_mm
 from pypto.sorting import mrgsort, sort32
 from pypto.convolution import ConvParams, ConvTile, conv, get_conv_tile_shapes, set_conv_tile_shapes
 from pypto import pypto_impl
-from pypto.indexing import gathermask, index_add, index_add_, index_put_, index_select, one_hot, scatter_, scatter_update
+from pypto.indexing import (
+    gathermask, get_scatter_mode, index_add, index_add_, index_add__ub, index_add_ub, index_put_, index_select, one_hot,
+    scatter_, scatter_update,
+)
 from pypto.shape_ops import (
-    arange, assemble, clone, concat, expand_clone, full, gather, ones, permute, reshape, scatter, squeeze, transpose, unsqueeze,
+    arange, assemble, atomic_add, clone, concat, expand_clone, full, gather, ones, permute, reshape, scatter, squeeze, transpose, unsqueeze,
     view, zeros,
 )
 
@@ -95,8 +98,8 @@ from pypto.pass_config import (
     set_pass_default_config,
 )
 from pypto.enums import (
-    ROUND_DOWN, ROUND_UP, CastMode, ConvReLuType, DequantScaleRoundingMode, PrecisionType, ReLuType, SaturationMode, TileOpFormat,
-    TopKAlgo, TransMode,
+    ROUND_DOWN, ROUND_UP, AtomicRMWMode, AtomicType, CastMode, ConvReLuType, DequantScaleRoundingMode, OpType, OutType,
+    PrecisionType, ReduceMode, ReLuType, SatStatus, SaturationMode, ScatterMode, TileOpFormat, TopKAlgo, TransMode,
 )
 from pypto.taskgraph import TaskGraph, get_task_window, set_task_window, visualize_task_graph
 from pypto.memory import clear_output_cache, get_output_cache_limit, output_cache_info, set_output_cache_limit
@@ -116,13 +119,14 @@ __all__ = [
     "DT_INT4", "DT_FP4_E2M1", "DT_FP4_E1M2", "DT_FP4_E2M1X2", "DT_FP4_E1M2X2", "DT_HF4", "DT_BOTTOM", "bytes_of",
     "DT_BOOL", "Tensor", "jit", "compile", "Compiled", "frontend", "set_vec_tile_shapes",
     "get_vec_tile_shapes", "set_pass_options", "SymExpr", "ceildiv", "min", "max",
-    "amax", "amin", "argmax", "argmin", "argsort", "axpy_", "tril_", "triu_", "topk", "TopKAlgo", "cast", "cumprod", "cumsum", "tril", "triu", "clamp", "clip", "gelu", "layer_norm", "lrelu", "mean", "prelu", "prod", "rms_norm",
+    "amax", "amin", "argmax", "argmin", "argsort", "atan2", "expand_exp_dif", "axpy_", "tril_", "triu_", "topk", "TopKAlgo", "cast", "cumprod", "cumsum", "tril", "triu", "clamp", "clip", "gelu", "layer_norm", "lrelu", "mean", "prelu", "prod", "rms_norm",
     "softmax", "sum", "var",
-    "where", "arange", "assemble", "concat", "expand_clone", "full",
+    "where", "arange", "assemble", "atomic_add", "concat", "expand_clone", "full",
     "ones", "permute", "reshape", "squeeze", "transpose", "unsqueeze", "view", "zeros", "DYNAMIC", "DYN", "STATIC", "StatusType",
     "SymbolicScalar", "symbolic_scalar", "SymInt", "to_sym", "to_syms", "CubeTile", "tensor",
-    "gather", "scatter", "normal", "uniform", "quantize", "dequantize", "pack", "unpack", "deinterleave", "fillpad", "interleave", "pad", "gathermask", "greater", "index_add", "index_add_", "index_put_", "index_select", "one_hot",
-    "scatter_", "scatter_update", "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "experimental", "Element", "element", "convert_to_element", "VerifyWarning", "set_verify_golden_data", "from_torch", "function", "get_current_function", "get_last_function", "LogLevel", "check", "get_log_level", "internal_check", "log_debug", "log_error", "log_event", "log_fatal", "log_info", "log_warn", "raise_error", "set_log_level", "PassConfigKey", "PassConfigs", "get_pass_config", "get_pass_configs", "get_pass_default_config", "set_pass_config", "set_pass_default_config", "get_pass_options", "set_host_options", "get_host_options", "set_codegen_options", "get_codegen_options", "set_verify_options", "get_verify_options", "set_debug_options", "get_debug_options", "set_runtime_options", "get_runtime_options", "set_options", "reset_options", "set_print_options", "set_global_config", "get_global_config", "get_options_tree", "CompStage", "ConfigScope", "get_current_scope", "set_semantic_label", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "CastMode", "DequantScaleRoundingMode", "ROUND_DOWN", "ROUND_UP", "quant_mx", "scaled_mm", "sort32", "mrgsort", "conv", "ConvTile", "ConvParams", "ConvReLuType", "set_conv_tile_shapes", "get_conv_tile_shapes", "SaturationMode", "PrecisionType", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
+    "gather", "scatter", "normal", "uniform", "uniform_impl", "quantize", "dequantize", "pack", "unpack", "deinterleave", "fillpad", "interleave", "pad", "gathermask", "greater", "index_add", "index_add_", "index_add_ub", "index_add__ub", "get_scatter_mode", "index_put_", "index_select", "one_hot",
+    "scatter_", "scatter_update", "loop", "loop_unroll", "cond", "is_loop_begin", "is_loop_end", "RunMode", "options", "experimental", "Element", "element", "convert_to_element", "VerifyWarning", "set_verify_golden_data", "from_torch", "function", "get_current_function", "get_last_function", "LogLevel", "check", "get_log_level", "internal_check", "log_debug", "log_error", "log_event", "log_fatal", "log_info", "log_warn", "raise_error", "set_log_level", "PassConfigKey", "PassConfigs", "get_pass_config", "get_pass_configs", "get_pass_default_config", "set_pass_config", "set_pass_default_config", "get_pass_options", "set_host_options", "get_host_options", "set_codegen_options", "get_codegen_options", "set_verify_options", "get_verify_options", "set_debug_options", "get_debug_options", "set_runtime_options", "get_runtime_options", "set_options", "reset_options", "set_print_options", "set_global_config", "get_global_config", "get_options_tree", "CompStage", "ConfigScope", "get_current_scope", "set_semantic_label", "OptionWarning", "matmul", "round", "ReLuType", "TransMode", "TileOpFormat", "CastMode", "DequantScaleRoundingMode", "ROUND_DOWN", "ROUND_UP", "quant_mx", "scaled_mm", "sort32", "mrgsort", "conv", "ConvTile", "ConvParams", "ConvReLuType", "set_conv_tile_shapes", "get_conv_tile_shapes", "SaturationMode", "PrecisionType", "ScatterMode", "ReduceMode", "AtomicRMWMode", "AtomicType", "OpType", "OutType",
+    "SatStatus", "clone", "set_cube_tile_shapes", "get_cube_tile_shapes", "set_matrix_size",
     "PyptoError", "FeError", "Function", "op_wrapper", "verify", "pass_verify_print", "pass_verify_save",
     "set_cpu_target", "get_cpu_target", "TaskGraph", "visualize_task_graph", "set_task_window", "get_task_window",
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",

@@ -77,8 +77,10 @@ def markdown() -> str:
         if not r["signature"]:
             continue
         emits = ", ".join(f"`{m}`" for m in r["emits"].split())
+        if not emits:
+            emits = "loads and stores only" if r["class"] == "assemble" else "no instruction (an alias)"
         out.append(f"| `{r['name']}` | `{_cell(r['signature'])}` | {r['class']} | {_RESULT[r['result']]} | "
-                   f"{emits or 'no instruction (an alias)'} | {'yes' if r['method'] else ''} | {_cell(r['doc'])} |")
+                   f"{emits} | {'yes' if r['method'] else ''} | {_cell(r['doc'])} |")
     out += [
         "",
         "## Composite ops",

@@ -134,7 +134,6 @@ def scan(git_dir: str) -> dict[str, Any]:
 # Why a name is absent or different here; a name without a note that is absent reads "missing".
 NOT_ON_CPU = "not meaningful on a CPU"
 ISSUE_21 = "missing: an op of the op families issue"
-ISSUE_21_ENUM = "missing: an enum of ops of the op families issue"
 LOGICAL = ("differs: takes or returns a pypto LogicalTensor (the traced graph value a Tensor names), not a C++ "
            "tensor object")
 NOTES: dict[str, str] = {
@@ -146,11 +145,6 @@ NOTES: dict[str, str] = {
     "set_cache_policy": f"{NOT_ON_CPU}: NPU cache hints",
     "get_cache_policy": f"{NOT_ON_CPU}: NPU cache hints",
     "distributed": f"{NOT_ON_CPU}: collective communication between NPUs",
-    "AtomicRMWMode": ISSUE_21_ENUM, "AtomicType": ISSUE_21_ENUM, "ReduceMode": ISSUE_21_ENUM,
-    "ScatterMode": ISSUE_21_ENUM, "get_scatter_mode": ISSUE_21_ENUM, "TopKAlgo": ISSUE_21_ENUM,
-    "OpType": ISSUE_21_ENUM, "OutType": ISSUE_21_ENUM, "DequantScaleRoundingMode": ISSUE_21_ENUM,
-    "ROUND_UP": ISSUE_21_ENUM, "ROUND_DOWN": ISSUE_21_ENUM, "SatStatus": ISSUE_21_ENUM, "atan2": ISSUE_21,
-    "index_add_ub": ISSUE_21, "index_add__ub": ISSUE_21, "expand_exp_dif": ISSUE_21, "uniform_impl": ISSUE_21,
 }
 OP_FAMILIES = set("""fmod remainder floor_div ceil_div gcd bitwise_and bitwise_or bitwise_xor bitwise_not
 bitwise_left_shift bitwise_right_shift logical_and logical_or lrelu prelu axpy_ cumsum cumprod tril triu tril_

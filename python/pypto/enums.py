@@ -1,6 +1,8 @@
 """PyPTO's enums that pypto's ops take or return: ``ReLuType`` and ``TransMode`` (matmul's
 ``extend_params``), ``ConvReLuType`` (conv's), ``TileOpFormat`` (``Tensor.format()``), ``CastMode`` and ``SaturationMode``
-(``cast``) and ``PrecisionType`` (the math ops' ``precision_type``)."""
+(``cast``) and ``PrecisionType`` (the math ops' ``precision_type``); and PyPTO's names for scatter
+reductions, atomic updates and comparisons (``ScatterMode``, ``ReduceMode``, ``AtomicRMWMode``,
+``AtomicType``, ``OpType``, ``OutType``) and for symbolic conditions (``SatStatus``)."""
 
 from __future__ import annotations
 
@@ -75,6 +77,62 @@ class TopKAlgo(_Named):
 
     MERGE_SORT = 0
     RADIX_SELECT = 1
+
+
+class ScatterMode(_Named):
+    """A scatter's reduction (``pypto.get_scatter_mode(reduce)``): replace, add or multiply."""
+
+    NONE = 0
+    ADD = 1
+    MULTIPLY = 2
+
+
+class ReduceMode(_Named):
+    """PyPTO's reduction mode across tasks: atomic addition (``pypto.atomic_add``)."""
+
+    ATOMIC_ADD = 0
+
+
+class AtomicRMWMode(_Named):
+    """The read-modify-write of an atomic update: add (``pypto.atomic_add``), min or max."""
+
+    ADD = 0
+    MIN = 1
+    MAX = 2
+
+
+class AtomicType(_Named):
+    """How a store meets memory: overwrite (SET) or atomic addition (ADD, ``pypto.atomic_add``)."""
+
+    SET = 0
+    ADD = 1
+
+
+class OpType(_Named):
+    """A comparison (``pypto.eq``, ``ne``, ``lt``, ``le``, ``gt``, ``ge``)."""
+
+    EQ = 0
+    NE = 1
+    LT = 2
+    LE = 3
+    GT = 4
+    GE = 5
+
+
+class OutType(_Named):
+    """How a comparison's result is stored: a bool per element, or packed bits."""
+
+    BOOL = 0
+    BIT = 1
+
+
+class SatStatus(_Named):
+    """Whether a condition on symbolic scalars holds for every value (SAT), for none (UNSAT), or
+    cannot be decided (UNKNOWN)."""
+
+    SAT = 0
+    UNSAT = 1
+    UNKNOWN = 2
 
 
 class PrecisionType(_Named):

@@ -121,6 +121,28 @@ def index_add(input, dim, index, source, *, alpha=1) -> Tensor:  # noqa: A002 - 
 
 
 @_documented
+def index_add_ub(input, dim, index, source, *, alpha=1) -> Tensor:  # noqa: A002 - PyPTO's names
+    _tensor("index_add_ub", input, _ctx("index_add_ub"), "the")
+    return _index_add("index_add_ub", _materialize(input), input, dim, index, source, alpha)
+
+
+@_documented
+def index_add__ub(input, dim, index, source, *, alpha=1) -> Tensor:  # noqa: A002 - PyPTO's names
+    _tensor("index_add__ub", input, _ctx("index_add__ub"), "the")
+    return _index_add("index_add__ub", input, input, dim, index, source, alpha)
+
+
+def get_scatter_mode(reduce):
+    """PyPTO's ScatterMode for a scatter's ``reduce=`` (None, 'add' or 'multiply')."""
+    from pypto.enums import ScatterMode
+
+    modes = {None: ScatterMode.NONE, "add": ScatterMode.ADD, "multiply": ScatterMode.MULTIPLY}
+    if not isinstance(reduce, (str, type(None))) or reduce not in modes:
+        raise UserError(f"pypto.get_scatter_mode: reduce must be None, 'add' or 'multiply', found {reduce!r}")
+    return modes[reduce]
+
+
+@_documented
 def scatter_(input, dim, index, src, *, reduce=None) -> Tensor:  # noqa: A002 - PyPTO's name
     _tensor("scatter_", input, _ctx("scatter_"), "the")
     return scatter_into("scatter_", input, dim, index, src, reduce)

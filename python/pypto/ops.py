@@ -787,6 +787,20 @@ def rms_norm(x, gamma=None, epsilon=1e-6) -> Tensor:
 
 
 @_documented
+def atan2(y, x) -> Tensor:
+    return _elementwise("atan2", y, x)
+
+
+@_documented
+def expand_exp_dif(input, other) -> Tensor:  # noqa: A002 - PyPTO's names
+    _ctx("expand_exp_dif")
+    for what, t in (("input", input), ("other", other)):
+        if not isinstance(t, Tensor):
+            raise UserTypeError(f"pypto.expand_exp_dif: {what} must be a pypto.Tensor, found {type(t).__name__}")
+    return exp(sub(input, other))
+
+
+@_documented
 def lrelu(x, negative_slope=0.01) -> Tensor:
     _ctx("lrelu")
     slope = negative_slope.value if isinstance(negative_slope, Element) else negative_slope

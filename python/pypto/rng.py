@@ -1,4 +1,5 @@
-"""Counter-based random tensors: ``uniform`` and ``normal`` (Philox4x32-10, PyPTO's signatures).
+"""Counter-based random tensors: ``uniform`` and ``normal`` (Philox4x32-10, PyPTO's signatures), and
+``uniform_impl`` (PyPTO's lower-level entry: a 1-D stream with the counter's two words and the rounds).
 
 Each traces one ``random`` op: one ``trandom`` per tile, which draws every element from its position
 in the flattened result alone, so the values do not depend on the tile shape."""
@@ -59,6 +60,43 @@ def _draw(op: str, shape, key, counter, alg, dtype, normal: bool) -> Tensor:
     file, line = user_location()
     dims = [_dim(d, f"{_at(op)}: shape") for d in shape]
     return Tensor._traced(ctx, ctx.builder.add_random(dims, k, c1, normal, dtype, _tile(ctx), op, file, line))
+
+
+@_documented
+def uniform_impl(key, counter0, counter1, shape, rounds=10, dtype=None) -> Tensor:
+    op = "uniform_impl"
+    ctx = _ctx(op)
+    for what, v in (("key", key), ("counter1", counter1)):
+        if isinstance(v, builtins.bool) or not isinstance(v, numbers.Integral):
+            raise UserTypeError(f"{_at(op)}: {what} must be an int, found {type(v).__name__} {v!r}")
+        _u64(op, what, int(v))
+    if isinstance(counter0, numbers.Integral) and not isinstance(counter0, builtins.bool):
+        c0 = _u64(op, "counter0", int(counter0))
+        block0 = c0 - 2 ** 64 if c0 >= 2 ** 63 else c0  # its bits, as the int64 a symbolic scalar holds
+    elif isinstance(counter0, SymExpr):
+        block0 = counter0
+    else:
+        raise UserTypeError(f"{_at(op)}: counter0 must be an int or a symbolic scalar, found "
+                            f"{type(counter0).__name__} {counter0!r}")
+    if not isinstance(shape, (list, tuple)) or len(shape) != 1:
+        raise UserError(f"{_at(op)}: shape must be 1-dimensional, found {shape!r}")
+    d = shape[0]
+    if isinstance(d, numbers.Integral) and not isinstance(d, builtins.bool):
+        if d <= 0:
+            raise UserError(f"{_at(op)}: shape must have a positive dim, found {list(shape)!r}")
+    elif not isinstance(d, SymExpr):
+        raise UserTypeError(f"{_at(op)}: shape dims must be ints or symbolic scalars, found {type(d).__name__} {d!r}")
+    if isinstance(rounds, builtins.bool) or rounds not in (7, 10):
+        raise UserError(f"{_at(op)}: rounds must be 7 or 10, found {rounds!r}")
+    dtype = _dtypes.DT_FP32 if dtype is None else dtype
+    if dtype not in _DTYPES:
+        raise UserTypeError(f"{_at(op)}: dtype must be DT_FP32, DT_FP16 or DT_BF16, found "
+                            f"{getattr(dtype, 'name', dtype)!r}")
+    file, line = user_location()
+    dims = [_dim(d, f"{_at(op)}: shape")]
+    return Tensor._traced(ctx, ctx.builder.add_random(dims, int(key), int(counter1), False, dtype, _tile(ctx), op, file,
+                                                      line, block0=_dim(block0, f"{_at(op)}: counter0"),
+                                                      rounds=int(rounds)))
 
 
 @_documented

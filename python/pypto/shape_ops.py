@@ -318,25 +318,41 @@ def assemble(src, offsets, dst=None, parallel: bool = False) -> None:
         return
     if dst is None:
         raise UserTypeError("pypto.assemble: missing the destination tensor (assemble(src, offsets, dst))")
-    ctx = _ctx("assemble")
+    _write_region("assemble", src, offsets, dst, accumulate=False)
+
+
+def _write_region(name: str, src, offsets, dst, accumulate: bool) -> None:
+    """Copies (or with `accumulate`, atomically adds) src into dst's box at offsets (offsets=None:
+    dst itself, or the view it is)."""
+    ctx = _ctx(name)
     if not isinstance(src, Tensor):
-        raise UserTypeError(f"pypto.assemble: src must be a pypto.Tensor, found {type(src).__name__}")
+        raise UserTypeError(f"pypto.{name}: src must be a pypto.Tensor, found {type(src).__name__}")
+    if not isinstance(dst, Tensor):
+        raise UserTypeError(f"pypto.{name}: dst must be a pypto.Tensor, found {type(dst).__name__}")
     if offsets is None:
         target = dst
         if not ctx.builder.is_view(target._id):
             target = view(dst, list(dst.shape), [0] * len(dst.shape))
     else:
+        if not isinstance(offsets, (list, tuple)):
+            raise UserTypeError(f"pypto.{name}: offsets must be a list of ints or symbolic scalars, "
+                                f"found {type(offsets).__name__}")
         if len(offsets) != len(dst.shape):
-            raise UserError(f"pypto.assemble: {len(offsets)} offsets for a destination of rank {len(dst.shape)}")
+            raise UserError(f"pypto.{name}: {len(offsets)} offsets for a destination of rank {len(dst.shape)}")
         if len(src.shape) != len(dst.shape):
-            raise UserError(f"pypto.assemble: source of rank {len(src.shape)} into a destination of rank {len(dst.shape)}")
+            raise UserError(f"pypto.{name}: source of rank {len(src.shape)} into a destination of rank {len(dst.shape)}")
         target = view(dst, list(src.shape), list(offsets))
     if ctx.packed_params:
         packed = ctx.packed_params.get(ctx.builder.view_root(target._id))
         if packed is not None:
             packed[2] = True  # packed into the caller's bytes at the end (write_back_packed)
     file, line = user_location()
-    ctx.builder.add_assemble(_tensor("assemble", src, ctx, "the source"), target._id, _tile(ctx), file, line)
+    ctx.builder.add_assemble(_tensor(name, src, ctx, "the source"), target._id, _tile(ctx), file, line, accumulate)
+
+
+@_documented
+def atomic_add(src, offsets, dst) -> None:
+    _write_region("atomic_add", src, offsets, dst, accumulate=True)
 
 
 @_documented

@@ -19,13 +19,17 @@ def test_committed_page_is_current():
     assert len(names["pypto"]) > 200 and len(names["Tensor"]) > 50
 
 
-def test_status_follows_what_the_package_has():
+def test_status_follows_what_the_package_has(monkeypatch):
     assert compat_doc.status("pypto", "softmax", {"kind": "function", "params": ["input", "dim="]}) == ("same", "")
     st, note = compat_doc.status("pypto", "softmax", {"kind": "function", "params": ["input", "dim=", "kw:dtype"]})
     assert st == "differs" and note == "no parameter `dtype`"
     st, note = compat_doc.status("pypto", "softmax", {"kind": "function", "params": ["a", "b", "c"]})
     assert st == "differs" and "takes 2 positional arguments, upstream 3" in note
-    assert compat_doc.status("pypto", "atomic_add", {"kind": "function"}) == ("missing", compat_doc.ISSUE_21)
+    assert compat_doc.status("pypto", "atomic_add", {"kind": "function", "params": ["src", "offsets", "dst"]}) == (
+        "same", "")
+    monkeypatch.setattr(compat_doc, "OP_FAMILIES", compat_doc.OP_FAMILIES | {"not_an_op_yet"})
+    assert compat_doc.status("pypto", "not_an_op_yet", {"kind": "function"}) == ("missing", compat_doc.ISSUE_21)
+    assert compat_doc.status("pypto", "no_such_name", {"kind": "function"}) == ("missing", "missing")
     assert compat_doc.status("pypto", "platform", {"kind": "value"})[0] == "not on a CPU"
     assert compat_doc.status("Tensor", "move", {"kind": "method", "params": ["other"]}) == ("same", "")
     assert hasattr(pypto, "SymbolicScalar")

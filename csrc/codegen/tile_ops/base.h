@@ -48,6 +48,7 @@ PTO_FP2(pow)
 PTO_FP2(fmod)
 PTO_FP2(copysign)
 PTO_FP2(hypot)
+PTO_FP2(atan2)
 PTO_FP2(nextafter)
 #undef PTO_FP1
 #undef PTO_FP2

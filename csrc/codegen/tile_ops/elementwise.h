@@ -218,6 +218,7 @@ struct FnAcos { template <typename T> static T f(T x) { return vm::acos(x); } };
 struct FnIsnan { template <typename T> static T f(T x) { return x != x ? T(1) : T(0); } };
 struct FnIsfinite { template <typename T> static T f(T x) { return std::is_integral<T>::value || x - x == T(0) ? T(1) : T(0); } };
 struct OpHypot { template <typename T> static T f(T a, T b) { return vm::hypot(a, b); } };
+struct OpAtan2 { template <typename T> static T f(T a, T b) { return vm::atan2(a, b); } };
 struct OpCopysign { template <typename T> static T f(T a, T b) { return fp::copysign(a, b); } };
 struct FnNot { template <typename T> static T f(T x) { return x == T(0) ? T(1) : T(0); } };
 // torch.sign: NaN and -0.0 give +0.

@@ -183,6 +183,51 @@ inline void tstore_stream(S* __restrict dst, const int64_t* stride, const int64_
   tstore<T, C, S, true>(dst, stride, valid, rank, tshape, src);
 }
 
+/// Adds `v` (of the tile's type T) into `*p` as one atomic read-modify-write: an integer of the same
+/// type with a fetch-add, anything else with a compare-and-swap loop on the element's bits (the sum
+/// computed in T and rounded to S, as a plain store would). Relaxed: the runtime's task completion
+/// orders the additions before any reader.
+template <typename S, typename T>
+inline void atomic_add_element(S* p, T v) {
+  if constexpr (std::is_integral_v<S> && std::is_same_v<S, T> && !std::is_same_v<S, bool>) {
+    __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+  } else {
+    static_assert(sizeof(S) == 1 || sizeof(S) == 2 || sizeof(S) == 4 || sizeof(S) == 8, "atomic element size");
+    using U = std::conditional_t<sizeof(S) == 1, uint8_t, std::conditional_t<sizeof(S) == 2, uint16_t,
+              std::conditional_t<sizeof(S) == 4, uint32_t, uint64_t>>>;
+    U* q = reinterpret_cast<U*>(p);
+    U old = __atomic_load_n(q, __ATOMIC_RELAXED);
+    for (;;) {
+      S cur;
+      memcpy(&cur, &old, sizeof cur);
+      const S sum = cvt<S>(static_cast<T>(cvt<T>(cur) + v));
+      U bits;
+      memcpy(&bits, &sum, sizeof bits);
+      if (__atomic_compare_exchange_n(q, &old, bits, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+    }
+  }
+}
+
+/// TSTORE ... atomic_add: adds the valid part of a tile (last dim C) into a strided box, each
+/// element's addition atomic, so tasks adding into one tensor may run at the same time.
+template <typename T, int64_t C, typename S>
+inline void tstore_atomic_add(S* dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
+                              const T* __restrict src) {
+  int64_t rows = 1;
+  for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
+  const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < C ? valid[rank - 1] : C;
+  const int64_t sc = stride[rank - 1];
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t off = 0;
+    bool inside = true;
+    row_position(rank, tshape, valid, stride, r, off, inside);
+    if (!inside) continue;
+    const T* __restrict srow = src + r * C;
+    S* drow = dst + off;
+    for (int64_t c = 0; c < vc; ++c) atomic_add_element<S, T>(drow + c * sc, srow[c]);
+  }
+}
+
 /// Orders a kernel's streaming stores before the runtime marks its task finished.
 inline void stream_fence() {
 #ifdef PTO_STREAM_STORES

@@ -1,4 +1,4 @@
-// Counter-based random draws: TRANDOM (Philox4x32-10).
+// Counter-based random draws: TRANDOM (Philox4x32-10, or Philox4x32-7).
 // Part of codegen/tile_ops.h, which includes the parts in order (and nothing else does).
 
 namespace pto {
@@ -48,9 +48,9 @@ inline Lanes mul_low_words(Lanes a, Lanes b) {
 
 /// The blocks b0, b0 + 1, ... (kBlocksFor<C> of them; the block number is the low 64 bits of the
 /// 128-bit counter, `counter` the high 64) into buf, four words each. kGroup vectors of kLanes
-/// blocks go through the ten rounds together, each word of a block in a 64-bit lane of its own
-/// vector.
-template <int64_t C>
+/// blocks go through the Rounds rounds (10, or Philox4x32-7's 7) together, each word of a block in
+/// a 64-bit lane of its own vector.
+template <int64_t C, int Rounds = 10>
 inline void draw_blocks(uint32_t* __restrict buf, uint64_t key, uint64_t counter, uint64_t b0) {
   const Lanes low = Lanes{} + 0xFFFFFFFFu, m0 = Lanes{} + kMul0, m1 = Lanes{} + kMul1;
   Lanes step;
@@ -66,7 +66,7 @@ inline void draw_blocks(uint32_t* __restrict buf, uint64_t key, uint64_t counter
     }
     uint32_t a = static_cast<uint32_t>(key), c = static_cast<uint32_t>(key >> 32);
 #pragma GCC unroll 10
-    for (int r = 0; r < 10; ++r) {
+    for (int r = 0; r < Rounds; ++r) {
 #pragma GCC unroll 4
       for (int64_t g = 0; g < kGroup; ++g) {
         const Lanes p0 = mul_low_words(x0[g], m0), p1 = mul_low_words(x2[g], m1);
@@ -90,10 +90,11 @@ inline void draw_blocks(uint32_t* __restrict buf, uint64_t key, uint64_t counter
 }
 
 /// The raw 32-bit draws of stream elements [first, first + C) (element e is word e % 4 of block
-/// e / 4): returns a pointer into buf (4 * kBlocksFor<C> words) where they start.
-template <int64_t C>
-inline const uint32_t* draw(uint32_t* __restrict buf, uint64_t key, uint64_t counter, uint64_t first) {
-  draw_blocks<C>(buf, key, counter, first >> 2);
+/// block0 + e / 4, modulo 2^64): returns a pointer into buf (4 * kBlocksFor<C> words) where they start.
+template <int64_t C, int Rounds = 10>
+inline const uint32_t* draw(uint32_t* __restrict buf, uint64_t key, uint64_t counter, uint64_t first,
+                            uint64_t block0 = 0) {
+  draw_blocks<C, Rounds>(buf, key, counter, block0 + (first >> 2));
   return buf + (first & 3);
 }
 
@@ -125,20 +126,20 @@ namespace philox {
 /// Box-Muller of the fp32 uniform pairs: elements 2p and 2p + 1 are sin(v) r and cos(v) r with
 /// v = 2 pi u(2p + 1) and r = sqrt(-2 log max(u(2p), 1e-7)). Passes of kChunk elements whose loops
 /// have compile-time trip counts (a multiple of 16: no scalar remainder loops).
-template <typename T, int64_t kChunk, bool Normal, int Bits>
-inline void fill(T* __restrict out, int64_t n, uint64_t key, uint64_t counter, uint64_t at) {
+template <typename T, int64_t kChunk, bool Normal, int Bits, int Rounds>
+inline void fill(T* __restrict out, int64_t n, uint64_t key, uint64_t counter, uint64_t block0, uint64_t at) {
   for (int64_t done = 0; done < n; done += kChunk, at += kChunk) {
     const int64_t m = n - done < kChunk ? n - done : kChunk;
     if constexpr (!Normal) {
       alignas(64) uint32_t buf[4 * kBlocksFor<kChunk>];
-      const uint32_t* raw = draw<kChunk>(buf, key, counter, at);
+      const uint32_t* raw = draw<kChunk, Rounds>(buf, key, counter, at, block0);
       for (int64_t i = 0; i < m; ++i) out[done + i] = static_cast<T>(uniform<Bits>(raw[i]));
     } else {
       // The pairs the elements [at, at + m) belong to, whole (one more when `at` is odd).
       constexpr int64_t kPairs = kChunk / 2 + 16;
       const uint64_t first = at & ~uint64_t{1};
       alignas(64) uint32_t buf[4 * kBlocksFor<2 * kPairs>];
-      const uint32_t* raw = draw<2 * kPairs>(buf, key, counter, first);
+      const uint32_t* raw = draw<2 * kPairs, Rounds>(buf, key, counter, first, block0);
       alignas(64) float z[2 * kPairs];
       for (int64_t p = 0; p < kPairs; ++p) {
         const float u1 = uniform<23>(raw[2 * p]);
@@ -160,10 +161,12 @@ inline void fill(T* __restrict out, int64_t n, uint64_t key, uint64_t counter, u
 /// TRANDOM: a tile of N elements in rows of C, holding elements of the stream (key, counter). The
 /// tile's first element is stream element `base`; row r (its coordinates in the `lead_rank` leading
 /// tile dims `lead`) starts at base + the sum of coordinate times `stride` (the tensor's strides in
-/// its flattened positions). Rows that continue one another are drawn as one run.
-template <typename T, int64_t N, int64_t C, bool Normal, int Bits>
+/// its flattened positions). Rows that continue one another are drawn as one run. Stream element e is
+/// word e % 4 of the block whose number (the counter's low 64 bits) is block0 + e / 4, after Rounds
+/// rounds (10, or 7 for Philox4x32-7).
+template <typename T, int64_t N, int64_t C, bool Normal, int Bits, int Rounds = 10>
 inline void trandom(T* __restrict dst, uint64_t key, uint64_t counter, int64_t base, int lead_rank,
-                    const int64_t* lead, const int64_t* stride) {
+                    const int64_t* lead, const int64_t* stride, uint64_t block0 = 0) {
   constexpr int64_t kChunk = N < 512 ? (N + 15) / 16 * 16 : 512;
   int64_t coord[8] = {};
   int64_t run_at = base, run_len = 0, run_dst = 0;
@@ -171,7 +174,8 @@ inline void trandom(T* __restrict dst, uint64_t key, uint64_t counter, int64_t b
     int64_t start = base;
     for (int d = 0; d < lead_rank; ++d) start += coord[d] * stride[d];
     if (start != run_at + run_len) {
-      philox::fill<T, kChunk, Normal, Bits>(dst + run_dst, run_len, key, counter, static_cast<uint64_t>(run_at));
+      philox::fill<T, kChunk, Normal, Bits, Rounds>(dst + run_dst, run_len, key, counter, block0,
+                                                     static_cast<uint64_t>(run_at));
       run_at = start;
       run_len = 0;
       run_dst = r * C;
@@ -182,7 +186,8 @@ inline void trandom(T* __restrict dst, uint64_t key, uint64_t counter, int64_t b
       coord[d] = 0;
     }
   }
-  philox::fill<T, kChunk, Normal, Bits>(dst + run_dst, run_len, key, counter, static_cast<uint64_t>(run_at));
+  philox::fill<T, kChunk, Normal, Bits, Rounds>(dst + run_dst, run_len, key, counter, block0,
+                                                     static_cast<uint64_t>(run_at));
 }
 
 }  // namespace pto

@@ -444,6 +444,24 @@ inline float hypot(float a, float b) {
   return (fp::fabs(a) == inf) | (fp::fabs(b) == inf) ? inf : y;
 }
 
+/// The angle of the point (x, y), in [-pi, pi]: atan of the smaller magnitude over the larger (the
+/// ratio rounded once from double), then pi/2 - r when |y| > |x|, pi - r when x is negative or -0,
+/// and y's sign; the multiples of pi carry their rounding error as a second part. As libm:
+/// atan2(+-0, +0) = +-0, atan2(+-0, -0) = +-pi, both infinite gives +-pi/4 or +-3pi/4, nan gives nan.
+inline float atan2(float y, float x) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float ax = fp::fabs(x), ay = fp::fabs(y);
+  const bool swap = ay > ax;
+  const float num = swap ? ax : ay, den = swap ? ay : ax;
+  const bool both_inf = (ax == inf) & (ay == inf);
+  const float ratio = static_cast<float>(static_cast<double>(num) / static_cast<double>(den));
+  const float t = (den == 0.0f) & (num == num) ? 0.0f : (both_inf ? 1.0f : ratio);  // a nan stays in the ratio
+  const float r = atan(t);
+  const float a = swap ? (1.5707963705062866f - r) + -4.371138828673793e-08f : r;
+  const float b = fp::signbit(x) ? (3.1415927410125732f - a) + -8.742277657347586e-08f : a;
+  return fp::copysign(b, y);
+}
+
 template <typename T> inline T exp(T x) { return fp::exp(x); }
 template <typename T> inline T gelu(T x) { return T(0.5) * x * (T(1) + fp::erf(T(x * T(0.70710678118654752440)))); }
 template <typename T> inline T log(T x) { return fp::log(x); }
@@ -465,6 +483,7 @@ template <typename T> inline T atan(T x) { return fp::atan(x); }
 template <typename T> inline T asin(T x) { return fp::asin(x); }
 template <typename T> inline T acos(T x) { return fp::acos(x); }
 template <typename T> inline T hypot(T a, T b) { return fp::hypot(a, b); }
+template <typename T> inline T atan2(T a, T b) { return fp::atan2(a, b); }
 // rsqrt needs no polynomial: sqrt and divide are packed instructions (1 ulp for float).
 template <typename T> inline T rsqrt(T x) { return T(1) / fp::sqrt(x); }
 

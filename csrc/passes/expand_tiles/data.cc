@@ -62,7 +62,7 @@ std::vector<Stmt> Expander::copy_or_fill(const TensorOp& op, int idx) {
   Space s = make_space(src.shape, op.tile_shape, idx, src.valid);
   std::vector<Stmt> body;
   int t;
-  if (op.kind == TensorOpKind::Assemble) {
+  if (op_info(op.kind).cls == OpClass::Assemble) {
     t = convert(load_operand(op.inputs[0], s, body), compute_dtype(outv.dtype), body);
   } else if (op.kind == TensorOpKind::Full) {
     Instr f{Opcode::TFILL};
@@ -84,6 +84,7 @@ std::vector<Stmt> Expander::copy_or_fill(const TensorOp& op, int idx) {
     for (size_t d = rank - 1; d-- > 0;) base = s.offset[d] * stride[d] + base;
     r.offsets = {base};
     for (size_t d = 0; d + 1 < rank; ++d) r.offsets.push_back(stride[d]);
+    r.offsets.push_back(op.operands.empty() ? Expr(0) : *op.operands.at(0).sym);  // the block base
     body.push_back(instr(r));
     t = r.dst;
   } else {
@@ -95,7 +96,7 @@ std::vector<Stmt> Expander::copy_or_fill(const TensorOp& op, int idx) {
     body.push_back(instr(a));
     t = a.dst;
   }
-  store(t, op.output, s, body);
+  store(t, op.output, s, body, op.kind == TensorOpKind::AtomicAdd);
   std::vector<int> dims;
   for (size_t d = 0; d < s.shape.size(); ++d) dims.push_back(static_cast<int>(d));
   return nest(s, dims, std::vector<bool>(dims.size(), true), std::move(body));

@@ -186,9 +186,11 @@ class Expander {
     return r.dst;
   }
 
-  void store(int tile, int v, const Space& s, std::vector<Stmt>& body) {
+  /// Stores `tile` into value `v` at `s`'s box; `atomic`: adds it there (pypto.atomic_add).
+  void store(int tile, int v, const Space& s, std::vector<Stmt>& body, bool atomic = false) {
     tile = round_to_storage(tile, g_.value(v).dtype, body);
     Instr st{Opcode::TSTORE};
+    st.atomic = atomic;
     st.srcs = {tile};
     st.memref = v;
     st.offsets = s.offset;

@@ -58,7 +58,8 @@ def _instr(s: dict) -> str:
     if op == "tload":
         return f".load({dst!r}, {s['memref']!r}, offsets={_strs(s['offsets'])}{valid})"
     if op == "tstore":
-        return f".store({srcs[0]!r}, {s['memref']!r}, offsets={_strs(s['offsets'])}{valid})"
+        atomic = ", atomic=True" if s["atomic"] else ""
+        return f".store({srcs[0]!r}, {s['memref']!r}, offsets={_strs(s['offsets'])}{valid}{atomic})"
     if op == "tfill":
         return f".fill({dst!r}, {s['scalar']!r})"
     if op == "tgather":
@@ -69,9 +70,10 @@ def _instr(s: dict) -> str:
         off = s["offsets"][0] if s["offsets"] else "0"
         return f".arange({dst!r}, {s['scalar']!r}, {s['step']!r}, {off!r})"
     if op == "trandom":
-        key, counter, normal, mantissa = s["random"]
-        off, strides = s["offsets"][0], list(s["offsets"][1:])
-        return f".random({dst!r}, {key}, {counter}, {off!r}, {strides!r}, normal={normal}, mantissa={mantissa})"
+        key, counter, normal, mantissa, rounds = s["random"]
+        off, strides, block0 = s["offsets"][0], list(s["offsets"][1:-1]), s["offsets"][-1]
+        extra = (f", block0={block0!r}" if block0 != "0" else "") + (f", rounds={rounds}" if rounds != 10 else "")
+        return f".random({dst!r}, {key}, {counter}, {off!r}, {strides!r}, normal={normal}, mantissa={mantissa}{extra})"
     args = "".join(f", {x!r}" for x in srcs)
     kw = ""
     if s["scalar_pos"] >= 0:

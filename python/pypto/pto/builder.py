@@ -287,11 +287,16 @@ class PTOFunctionBuilder:
         t, m, offs, val = self._move("load", tile, memref, row, col, offsets, valid)
         return self._instr("tload", t, [], memref=m, offsets=offs, valid=val)
 
-    def store(self, tile: str, memref: str, row: ExprLike = 0, col: ExprLike = 0, *, offsets=None, valid=None):
-        """memref at (row, col) <- tile; offsets count tiles of this tile's shape."""
+    def store(self, tile: str, memref: str, row: ExprLike = 0, col: ExprLike = 0, *, offsets=None, valid=None,
+              atomic: bool = False):
+        """memref at (row, col) <- tile; offsets count tiles of this tile's shape. atomic=True adds the tile
+        into the memory instead (`tstore ... atomic_add`, each element's addition atomic); a parameter the
+        function only adds into this way is an accumulator (`accum`): calls adding into it may run at once."""
+        if not isinstance(atomic, bool):
+            raise UserError(f"@{self.name}.store: atomic must be a bool, found {atomic!r}")
         t, m, offs, val = self._move("store", tile, memref, row, col, offsets, valid)
         self._b.mark_output(m)
-        return self._instr("tstore", None, [t], memref=m, offsets=offs, valid=val)
+        return self._instr("tstore", None, [t], memref=m, offsets=offs, valid=val, atomic=atomic)
 
     # ---------------------------------------------------------- tile compute
     def instr(self, mnemonic: str, dst: Optional[str], *srcs: str, scalar=None, scalar_pos: int = -1,
@@ -377,11 +382,12 @@ class PTOFunctionBuilder:
                            offsets=[self._e(offset, "arange offset")])
 
     def random(self, dst: str, key: int, counter: int, offset: ExprLike = 0, strides=(), *, normal: bool = False,
-               mantissa: int = 23):
-        """dst <- Philox4x32-10 draws of the stream (key, counter): uniform in [0, 1) keeping
+               mantissa: int = 23, block0: ExprLike = 0, rounds: int = 10):
+        """dst <- Philox4x32 draws of the stream (key, counter): uniform in [0, 1) keeping
         ``mantissa`` bits, or standard normal (Box-Muller pairs); see pypto.uniform. The tile's first
         element is stream element ``offset``; ``strides`` (one per leading tile dim) step a tile row's
-        start along each leading dim."""
+        start along each leading dim. Stream element e is word e % 4 of block ``block0`` + e / 4 (the
+        counter's low 64 bits); ``rounds`` is 10 or 7 (pypto.uniform_impl)."""
         self._need_incore("random")
         self._need_tile(dst, "random")
         for what, v in (("key", key), ("counter", counter)):
@@ -391,9 +397,11 @@ class PTOFunctionBuilder:
         if len(strides) != len(shape) - 1:
             raise UserError(f"@{self.name}.random: a rank-{len(shape)} tile needs {len(shape) - 1} strides, "
                             f"found {list(strides)!r}")
+        if rounds not in (7, 10) or isinstance(rounds, bool):
+            raise UserError(f"@{self.name}.random: rounds must be 7 or 10, found {rounds!r}")
         return self._instr("trandom", dst, [], offsets=[self._e(offset, "random offset")] +
-                           [self._e(s, "random strides") for s in strides],
-                           random=(key, counter, bool(normal), int(mantissa)))
+                           [self._e(s, "random strides") for s in strides] + [self._e(block0, "random block0")],
+                           random=(key, counter, bool(normal), int(mantissa), int(rounds)))
 
     def fill(self, dst: str, value):
         """dst <- value everywhere."""

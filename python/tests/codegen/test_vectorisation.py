@@ -35,7 +35,7 @@ def math_family(x: pypto.Tensor((M, N), pypto.DT_FP32)) -> pypto.Tensor((M, N), 
     a = pypto.log2(x) + pypto.log10(x) + pypto.log1p(x) + pypto.sinh(x) + pypto.cosh(x) + pypto.asinh(x)
     b = pypto.acosh(x) + pypto.atanh(x) + pypto.cbrt(x) + pypto.atan(x) + pypto.asin(x) + pypto.acos(x)
     c = pypto.sin(x) + pypto.cos(x) + pypto.tan(x)
-    return a + b + c + pypto.hypot(x, a) + pypto.copysign(b, x)
+    return a + b + c + pypto.hypot(x, a) + pypto.copysign(b, x) + pypto.atan2(a, x)
 
 
 @pypto.frontend.jit
@@ -76,7 +76,7 @@ PACKED = re.compile(r"^\s+v?(fmadd|fnmadd|fmsub|mul|add|sub|div|max|sqrt)\w*ps\s
 SCALAR_FMA = re.compile(r"^\s+vfn?m(add|sub)\w*ss\s", re.M)
 SCALAR_LIBM = re.compile(r"call\s+\S*\b(expf|logf|tanhf|erff|exp|log|tanh|erf|fmaf|fma|ldexpf|ilogbf|nearbyintf|"
                          r"sinf|cosf|tanf|sin|cos|tan|log2f|log10f|log1pf|sinhf|coshf|asinhf|acoshf|atanhf|cbrtf|"
-                         r"atanf|asinf|acosf|hypotf|hypot|sqrt)(@PLT)?\b")
+                         r"atanf|asinf|acosf|hypotf|hypot|atan2f|atan2|sqrt)(@PLT)?\b")
 # One float converted from an integer or rounded: a conversion loop (FP8, FP4, INT4) left scalar.
 SCALAR_CONVERT = re.compile(r"^\s+v?(cvtsi2ss|roundss|cvttss2si)\w*\s", re.M)
 # The widest registers each x86 CPU target's packed code uses.

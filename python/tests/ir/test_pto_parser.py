@@ -81,6 +81,13 @@ def random_fn(x: pypto.Tensor([M, 24], pypto.DT_FP32)):
     return x * pypto.cast(u, pypto.DT_FP32) + pypto.normal([x.shape[0], 24], [7], [0, 3], [3], pypto.DT_FP32)
 
 
+def atomic_fn(x: pypto.Tensor([pypto.DYNAMIC, 16], pypto.DT_FP32), out: pypto.Tensor((4, 16), pypto.DT_FP32)):
+    # an accumulator parameter (accum) and atomic stores (tstore ... atomic_add)
+    pypto.set_vec_tile_shapes(4, 8)
+    for i in pypto.loop(x.shape[0] // 4):
+        pypto.atomic_add(pypto.view(x, [4, 16], [i * 4, 0]), [0, 0], out)
+
+
 KERNELS = {
     "softmax": (softmax_fn, lambda: (np.zeros((64, 200), np.float32),)),
     "layer_norm": (layer_norm_fn, lambda: (np.zeros((40, 96), np.float32), np.ones(96, np.float32),
@@ -93,6 +100,7 @@ KERNELS = {
     "loop": (loop_fn, lambda: (np.zeros((13, 32), np.float32), np.zeros((13, 32), np.float32))),
     "branch": (branch_fn, lambda: (np.zeros((4, 3, 16), np.float32), np.zeros((4, 3, 16), np.float32))),
     "random": (random_fn, lambda: (np.zeros((13, 24), np.float32),)),
+    "atomic": (atomic_fn, lambda: (np.zeros((12, 16), np.float32), np.zeros((4, 16), np.float32))),
 }
 
 
