@@ -459,8 +459,7 @@ def pypto_scaled_mm_int8(s: int):
     @pypto.jit
     def scaled_mm_int8(a: pypto.Tensor((s, s), pypto.DT_INT8), b: pypto.Tensor((s, s), pypto.DT_INT8),
                        sa: pypto.Tensor((s, 1), pypto.DT_FP32), sb: pypto.Tensor((1, s), pypto.DT_FP32)):
-        pypto.set_cube_tile_shapes([128, 128], [256, 256], [128, 128])
-        pypto.set_vec_tile_shapes(64, 256)
+        pypto.set_cube_tile_shapes([128, 128], [512, 512], [128, 128])  # int8 tiles: k = 512 is 64 KB of a
         return pypto.scaled_mm(a, b, pypto.DT_FP32, sa, sb)
     return scaled_mm_int8
 

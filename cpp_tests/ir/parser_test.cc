@@ -692,6 +692,47 @@ TEST(PtoParserTest, MatmulL0CubeTileRoundTripsAndIsChecked) {
   }
 }
 
+// An int8 (or int16) matmul keeps its operands in their stored type: i8 loads (which may view
+// memory) feed an i32 product; other mixes of dtypes are verifier errors.
+TEST(PtoParserTest, AnInt8MatmulLoadsI8TilesForAnI32Product) {
+  const std::string text =
+      "module @m entry @main\n"
+      "\n"
+      "incore func @k(%a: !pto.memref<gm,8x16,i8>, %b: !pto.memref<gm,16x8,i8>, %o: !pto.memref<gm,8x8,i32> out) "
+      "buffer_bytes=0 {\n"
+      "  %t0 = alloc_tile : !pto.tile<8x16xi8>\n"
+      "  %t1 = alloc_tile : !pto.tile<16x8xi8>\n"
+      "  %t2 = alloc_tile : !pto.tile<8x8xi32>\n"
+      "  %t0 = tload %a[0, 0] : !pto.tile<8x16xi8>\n"
+      "  %t1 = tload %b[0, 0] : !pto.tile<16x8xi8>\n"
+      "  %t2 = tmatmul %t0, %t1 : !pto.tile<8x8xi32>\n"
+      "  %t2 = tmatmul_acc %t2, %t0, %t1 : !pto.tile<8x8xi32>\n"
+      "  tstore %t2, %o[0, 0]\n"
+      "  return\n"
+      "}\n"
+      "\n"
+      "orchestration func @main(%x: !pto.memref<gm,8x16,i8>, %y: !pto.memref<gm,16x8,i8>, %z: !pto.memref<gm,8x8,i32> out) {\n"
+      "  CALL @k(%a -> %x[0, 0; 8, 16], %b -> %y[0, 0; 16, 8], %o -> %z[0, 0; 8, 8])\n"
+      "  return\n"
+      "}\n";
+  ExpectRoundTrip(text);
+  verify(parse_pto(text));
+  auto rejected = [&](const std::string& from, const std::string& to, const std::string& message) {
+    std::string changed = text;
+    for (size_t at = changed.find(from); at != std::string::npos; at = changed.find(from, at + to.size()))
+      changed.replace(at, from.size(), to);
+    try {
+      verify(parse_pto(changed));
+      ADD_FAILURE() << "verified with " << to;
+    } catch (const VerifyError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  // An f32 product of i8 tiles, and an i32 tile loaded from f32 memory.
+  rejected("i32", "f32", "[instr.dtype]");
+  rejected("8x16,i8", "8x16,f32", "[tile.dtype]");
+}
+
 TEST(PtoParserTest, DeepNestingIsAnErrorNotACrash) {
   std::string deep(300, '(');
   std::string text = Replace(kBase, "  ENDFOR\n  return", "  ENDFOR\n  IF " + deep + "\n  ENDIF\n  return");

@@ -670,8 +670,11 @@ int TensorGraphBuilder::add_matmul(int a, int b, DataType out_dtype, const std::
   int id = new_value(out, out_dtype);
   TensorOp op{TensorOpKind::Matmul, {a, b}, id, -1, false, {}, loc};
   op.operands = {Operand::tensor(a), Operand::tensor(b)};
-  // Accumulate in fp32 for the float types (double in double), in int64 for integers.
-  op.compute = dtype_is_float(in_dt) ? compute_dtype(in_dt) : DataType::INT64;
+  // Accumulate in fp32 for the float types (double in double). Integers accumulate in int32 when
+  // the result computes in int32 (signed integers of 32 bits or fewer: the sums modulo 2^32 are all
+  // it keeps), in int64 otherwise.
+  bool narrow_int = !dtype_is_float(out_dtype) && compute_dtype(out_dtype) == DataType::INT32;
+  op.compute = dtype_is_float(in_dt) ? compute_dtype(in_dt) : narrow_int ? DataType::INT32 : DataType::INT64;
   op.cube_tile = cube;
   op.cube_tile_l0 = cube_l0;
   op.region = open_.empty() ? -1 : open_.back();

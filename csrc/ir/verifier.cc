@@ -110,7 +110,9 @@ struct StmtChecker {
       if (t->shape.size() != m.shape.size())
         fail("tile.rank", fmt::format("{} moves tile %{} of rank {} through memref %{} of rank {}", what, t->name,
                                       t->shape.size(), m.name, m.shape.size()));
-      if (data->dtype != compute_dtype(m.dtype))
+      // A load may also keep the stored type (the int8 operands of an int32 matmul).
+      const bool stored_type = in.op == Opcode::TLOAD && data->dtype == m.dtype;
+      if (data->dtype != compute_dtype(m.dtype) && !stored_type)
         fail("tile.dtype", fmt::format("{}: tile %{} is {}, memref %{} ({}) computes in {}", what, data->name,
                                        dtype_name(data->dtype), m.name, dtype_name(m.dtype),
                                        dtype_name(compute_dtype(m.dtype))));
@@ -233,6 +235,18 @@ struct StmtChecker {
         integer_index(srcs[0], "index");
         check_axis(static_cast<int64_t>(memrefs[in.memref].shape.size()), "memref");
         return;
+      case OpForm::Matmul: case OpForm::MatmulAcc: {
+        // One dtype throughout, or int8 / int16 operands of an int32 product.
+        const bool acc = form == OpForm::MatmulAcc;
+        const TileDecl* a = srcs[acc ? 1 : 0];
+        const TileDecl* b = srcs[acc ? 2 : 1];
+        same(a, b);
+        if (acc) same(dst, srcs[0]);
+        const bool widening = dst->dtype == DataType::INT32 &&
+                              (a->dtype == DataType::INT8 || a->dtype == DataType::INT16);
+        if (!widening) same(dst, a);
+        return;
+      }
       case OpForm::Binary:
         // The result converts to the destination's type.
         if (srcs.size() == 2) same(srcs[0], srcs[1]);

@@ -88,7 +88,7 @@ class Forwarder {
         for (const Entry& e : avail) {
           const TileDecl* st = tile(e.tile);
           if (e.memref == in->memref && same_exprs(e.offsets, in->offsets) && same_exprs(e.valid, in->valid) && dt &&
-              st && dt->shape == st->shape) {
+              st && dt->shape == st->shape && dt->dtype == st->dtype) {
             rename_[in->dst] = e.tile;
             body.erase(body.begin() + i);
             --i;

@@ -726,16 +726,6 @@ def _tf32(x: Tensor, mode) -> Tensor:
     return where(_elementwise("ne", x, x), x, rounded)
 
 
-def _int8_as_float(a: Tensor, b: Tensor, out_dtype) -> bool:
-    """An int8 x int8 -> int32 product runs as an fp32 one (the fast micro-kernel) when its K is a
-    static 1024 or less: then the fp32 sums are exact integers."""
-    from pypto import _dtypes
-
-    k = a.shape[-1]
-    return (a.dtype == _dtypes.DT_INT8 and b.dtype == _dtypes.DT_INT8 and out_dtype == _dtypes.DT_INT32
-            and isinstance(k, int) and k <= 1024)
-
-
 def _matmul(a, b, out_dtype: DataType | None, a_trans: bool, b_trans: bool) -> Tensor:
     from pypto import shape_ops
 
@@ -751,18 +741,6 @@ def _matmul(a, b, out_dtype: DataType | None, a_trans: bool, b_trans: bool) -> T
         out_dtype = a.dtype
     if not isinstance(out_dtype, DataType):
         raise UserTypeError(f"pypto.matmul: out_dtype must be a pypto dtype, found {out_dtype!r}")
-    if _int8_as_float(a, b, out_dtype):
-        # exact in fp32: every partial sum is an integer of magnitude at most K * 2^14 <= 2^24
-        from pypto import _dtypes
-
-        def widened(x: Tensor, rows: int, cols: int, dtype) -> Tensor:
-            if ctx.vec_tile is None:
-                return _cube_tiled(ctx, x, rows, cols, lambda: cast(x, dtype))
-            return cast(x, dtype)
-
-        y = _matmul(widened(a, 0, 1, _dtypes.DT_FP32), widened(b, 1, 2, _dtypes.DT_FP32), _dtypes.DT_FP32, False,
-                    False)
-        return widened(y, 0, 2, _dtypes.DT_INT32)
     cube = ctx.cube_tile or default_cube_tile(a.shape[-2], b.shape[-1])
     file, line = user_location()
     vid = ctx.builder.add_matmul(ia, ib, out_dtype, [cube[0][1], cube[1][1], cube[2][1]],

@@ -62,30 +62,142 @@ inline PTO_CONTRACT void matmul_column_block(float* __restrict d, const float* _
     matmul_block<small, NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b);
 }
 
-template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS>
-__attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const T* __restrict a, const T* __restrict b);
+template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS, typename S = T>
+__attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const S* __restrict a, const S* __restrict b);
 
 /// |v| as a double (exact enough for the bound below; no overflow at the type's minimum).
 template <typename T>
 inline double magnitude(T v) { return v >= 0 ? static_cast<double>(v) : -static_cast<double>(v); }
 
-/// A per-thread scratch of at least n floats (grown as needed), or null when memory runs out.
-inline float* int_matmul_scratch(int64_t n) {
-  static thread_local float* buf = nullptr;
+/// A per-thread scratch of at least `bytes` bytes, 64-byte aligned (grown as needed), or null when
+/// memory runs out.
+inline void* matmul_scratch(int64_t bytes) {
+  static thread_local void* buf = nullptr;
   static thread_local int64_t cap = 0;
-  if (n > cap) {
+  if (bytes > cap) {
     free(buf);
-    buf = static_cast<float*>(aligned_alloc(64, static_cast<size_t>((n * 4 + 63) / 64 * 64)));
-    cap = buf != nullptr ? n : 0;
+    buf = aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64));
+    cap = buf != nullptr ? bytes : 0;
   }
   return buf;
 }
 
+// The int16-pair micro-kernel: on the x86 variants, whose PMADDWD does two products and their sum
+// in one instruction (an emulation in the generic variant is slower than the float micro-kernel,
+// which integer products there go through instead).
+#if PTO_ISA >= PTO_ISA_SSE
+/// Integer vectors of the float vector's width: int32 lanes, and the same bits as int16 lanes.
+typedef uint32_t vpair_sum __attribute__((vector_size(kVecFloats * 4)));
+typedef int16_t vpairs __attribute__((vector_size(kVecFloats * 4)));
+
+/// Lane l of the result: a[2l] * b[2l] + a[2l+1] * b[2l+1], products and sum of int16s in int32
+/// (modulo 2^32: one instruction, PMADDWD, on the x86 variants).
+inline vpair_sum madd_pairs(vpairs a, vpairs b) {
+#if PTO_ISA == PTO_ISA_AVX512 && defined(__clang__)
+  return (vpair_sum)__builtin_ia32_pmaddwd512(a, b);
+#elif PTO_ISA == PTO_ISA_AVX512
+  typedef int32_t v16si __attribute__((vector_size(64)));
+  return (vpair_sum)__builtin_ia32_pmaddwd512_mask(a, b, v16si{}, static_cast<unsigned short>(0xFFFF));
+#elif PTO_ISA == PTO_ISA_AVX2
+  return (vpair_sum)__builtin_ia32_pmaddwd256(a, b);
+#else
+  return (vpair_sum)__builtin_ia32_pmaddwd128(a, b);
+#endif
+}
+
+/// The int16-pair micro-kernel: d (MR x NV vectors of int32, row stride NS) = or += the product of
+/// KP pairs: a and b as 32-bit words of two int16, a one per row and pair (row stride AW words),
+/// b one per pair and column (row stride BW words).
+template <int64_t MR, int64_t NV, bool ACC, int64_t KP, int64_t NS, int64_t AW, int64_t BW>
+inline void matmul_block_pairs(int32_t* __restrict d, const uint32_t* __restrict a, const uint32_t* __restrict b) {
+  vpair_sum acc[MR][NV];
+  for (int64_t i = 0; i < MR; ++i)
+    for (int64_t v = 0; v < NV; ++v) {
+      acc[i][v] = vpair_sum{};
+      if (ACC) memcpy(&acc[i][v], d + i * NS + v * kVecFloats, sizeof acc[i][v]);
+    }
+  for (int64_t p = 0; p < KP; ++p) {
+    vpairs bv[NV];
+    for (int64_t v = 0; v < NV; ++v) memcpy(&bv[v], b + p * BW + v * kVecFloats, sizeof bv[v]);
+    for (int64_t i = 0; i < MR; ++i) {
+      const vpairs av = (vpairs)(vpair_sum{} + a[i * AW + p]);
+      for (int64_t v = 0; v < NV; ++v) acc[i][v] += madd_pairs(av, bv[v]);
+    }
+  }
+  for (int64_t i = 0; i < MR; ++i)
+    for (int64_t v = 0; v < NV; ++v) memcpy(d + i * NS + v * kVecFloats, &acc[i][v], sizeof acc[i][v]);
+}
+
+/// Rows [0, M) of one column block of NV vectors, in balanced register blocks (as
+/// matmul_column_block; the float kernel's register block suits this one too: 6 x 2 beat 4 x 2, 5 x 2
+/// and 7 x 2 on AVX2, and 4 x 3 spills).
+template <int64_t NV, bool ACC, int64_t M, int64_t KP, int64_t NS, int64_t AW, int64_t BW>
+inline void matmul_column_block_pairs(int32_t* __restrict d, const uint32_t* __restrict a,
+                                      const uint32_t* __restrict b) {
+  constexpr int64_t blocks = (M + kMatmulRows - 1) / kMatmulRows;
+  constexpr int64_t small = M / blocks, big = small + 1, nbig = M % blocks;
+  for (int64_t i0 = 0; i0 < nbig * big; i0 += big)
+    matmul_block_pairs<big, NV, ACC, KP, NS, AW, BW>(d + i0 * NS, a + i0 * AW, b);
+  for (int64_t i0 = nbig * big; i0 < M; i0 += small)
+    matmul_block_pairs<small, NV, ACC, KP, NS, AW, BW>(d + i0 * NS, a + i0 * AW, b);
+}
+
+/// An int32 product through the int16-pair micro-kernel: of int8 or int16 tiles, or of int32 tiles
+/// whose every value fits in int16 (int8 and int16 data a load widened). The sums are modulo 2^32,
+/// as the plain loop gives. The operands are packed first: a as one word per row and pair of k (the odd k's pair
+/// padded with 0), b as pairs of rows interleaved column by column. Covers the columns up to the
+/// last whole vector; returns that column count, or -1, having done nothing, when a value does not
+/// fit or memory runs out.
+template <bool ACC, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS, typename S>
+int64_t matmul_int16_pairs(int32_t* __restrict d, const S* __restrict a, const S* __restrict b) {
+  static_assert(sizeof(S) <= 4 && std::is_signed<S>::value, "int8, int16 or int32 operands");
+  constexpr bool checked = sizeof(S) > 2;  // int32 values may not fit in int16
+  constexpr int64_t KP = (K + 1) / 2, NC = N / kVecFloats * kVecFloats;
+  if constexpr (NC == 0) {
+    return -1;
+  } else {
+    auto* ap = static_cast<uint32_t*>(matmul_scratch(M * KP * 4 + KP * NC * 4));
+    if (ap == nullptr) return -1;
+    uint32_t* bp = ap + M * KP;
+    // Both packings are 32-bit lane operations (so they vectorise): a row of a narrowed to int16
+    // is its words of pairs (little-endian); a word of b's pairs is the low halves of two rows'
+    // elements, the second shifted up.
+    uint32_t out_of_range = 0;  // nonzero when some value is outside [-32768, 32767]
+    for (int64_t i = 0; i < M; ++i) {
+      const S* __restrict row = a + i * KA;
+      int16_t* __restrict dst = reinterpret_cast<int16_t*>(ap + i * KP);
+      for (int64_t k = 0; k < K; ++k) {
+        if (checked) out_of_range |= (static_cast<uint32_t>(row[k]) + 32768u) >> 16;
+        dst[k] = static_cast<int16_t>(row[k]);
+      }
+      if (K % 2 != 0) dst[K] = 0;
+    }
+    for (int64_t p = 0; p < KP; ++p) {
+      const S* __restrict r0 = b + 2 * p * NS;
+      const S* __restrict r1 = b + (2 * p + 1 < K ? 2 * p + 1 : 2 * p) * NS;
+      const uint32_t keep = 2 * p + 1 < K ? 0xFFFFu : 0u;  // the odd k's pair: zeros
+      uint32_t* __restrict dst = bp + p * NC;
+      for (int64_t j = 0; j < NC; ++j) {
+        const uint32_t lo = static_cast<uint32_t>(r0[j]), hi = static_cast<uint32_t>(r1[j]);
+        if (checked) out_of_range |= ((lo + 32768u) | (hi + 32768u)) >> 16;
+        dst[j] = (lo & 0xFFFFu) | ((hi & keep) << 16);
+      }
+    }
+    if (out_of_range != 0) return -1;
+    int64_t j0 = 0;
+    for (; j0 + kMatmulCols <= NC; j0 += kMatmulCols)
+      matmul_column_block_pairs<kMatmulVecs, ACC, M, KP, NS, KP, NC>(d + j0, ap, bp + j0);
+    for (; j0 < NC; j0 += kVecFloats) matmul_column_block_pairs<1, ACC, M, KP, NS, KP, NC>(d + j0, ap, bp + j0);
+    return NC;
+  }
+}
+#endif  // PTO_ISA >= PTO_ISA_SSE
+
 /// An integer product through the float micro-kernel, when it is exact there: every partial sum is
 /// an integer of magnitude at most K max|a| max|b|, and fp32 holds each integer up to 2^24 exactly
 /// (an int8 matmul's K may reach 1024). Returns false, having done nothing, when the bound fails.
-template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS>
-bool matmul_int_as_float(T* __restrict d, const T* __restrict a, const T* __restrict b) {
+template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS, typename S>
+bool matmul_int_as_float(T* __restrict d, const S* __restrict a, const S* __restrict b) {
   double ma = 0, mb = 0;
   for (int64_t i = 0; i < M; ++i)
     for (int64_t k = 0; k < K; ++k) {
@@ -98,7 +210,7 @@ bool matmul_int_as_float(T* __restrict d, const T* __restrict a, const T* __rest
       mb = m > mb ? m : mb;
     }
   if (ma * mb * static_cast<double>(K) > 16777216.0) return false;
-  float* fa = int_matmul_scratch(M * K + K * N + M * N);
+  auto* fa = static_cast<float*>(matmul_scratch((M * K + K * N + M * N) * 4));
   if (fa == nullptr) return false;
   float* fb = fa + M * K;
   float* fd = fb + K * N;
@@ -121,12 +233,19 @@ bool matmul_int_as_float(T* __restrict d, const T* __restrict a, const T* __rest
 /// file (inlined into a kernel whose other instructions keep constants in registers, it lost one,
 /// and one vector of b was reloaded by every fused multiply-add: an fp16-input matmul, whose
 /// conversions hold such constants, ran 1.5x slower than the same bf16 one on AVX2).
-template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS>
-__attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const T* __restrict a, const T* __restrict b) {
+template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS, typename S>
+__attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const S* __restrict a, const S* __restrict b) {
   PTO_CONTRACT_BODY
   int64_t j0 = 0;
+  // Integers: the int16-pair micro-kernel on x86, else the float one when it is exact.
+#if PTO_ISA >= PTO_ISA_SSE
+  if constexpr (std::is_same<T, int32_t>::value) j0 = matmul_int16_pairs<ACC, M, K, N, KA, NS>(d, a, b);
+#endif
   if constexpr (std::is_same<T, int32_t>::value || std::is_same<T, int64_t>::value) {
-    if (matmul_int_as_float<ACC, T, M, K, N, KA, NS>(d, a, b)) return;
+    if (j0 <= 0) {
+      j0 = 0;
+      if (matmul_int_as_float<ACC, T, M, K, N, KA, NS>(d, a, b)) return;
+    }
   }
   if constexpr (std::is_same<T, float>::value) {
     for (; j0 + kMatmulCols <= N; j0 += kMatmulCols)
@@ -140,19 +259,21 @@ __attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const T
       for (int64_t j = j0; j < N; ++j) drow[j] = T(0);
     for (int64_t k = 0; k < K; ++k) {
       const T av = a[i * KA + k];
-      const T* __restrict brow = b + k * NS;
-      for (int64_t j = j0; j < N; ++j) drow[j] += av * brow[j];
+      const S* __restrict brow = b + k * NS;
+      for (int64_t j = j0; j < N; ++j) drow[j] += av * T(brow[j]);
     }
   }
 }
 
-/// TMATMUL / TMATMUL_ACC: dst (M x N) = or += a (M x K) @ b (K x N). The tile is the L1 cube tile;
+/// TMATMUL / TMATMUL_ACC: dst (M x N) = or += a (M x K) @ b (K x N), operands of dst's type T (or
+/// int8 / int16 ones of an int32 product, S). The tile is the L1 cube tile;
 /// (M0, K0, N0), the L0 cube tile, divides it into blocks multiplied one at a time (k blocks
 /// outermost, so a K0 x N0 panel of b and an M0 x K0 panel of a stay in the core's first-level
 /// cache while a block runs); inside a block the micro-kernel's register block is sized by the
 /// vector register file.
-template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t M0 = M, int64_t K0 = K, int64_t N0 = N>
-inline void tmatmul(T* __restrict dst, const T* __restrict a, const T* __restrict b) {
+template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t M0 = M, int64_t K0 = K, int64_t N0 = N,
+          typename S = T>
+inline void tmatmul(T* __restrict dst, const S* __restrict a, const S* __restrict b) {
   static_assert(M % M0 == 0 && K % K0 == 0 && N % N0 == 0, "the L0 cube tile must divide the tile");
   if constexpr (M0 == M && K0 == K && N0 == N) {
     matmul_tile<ACC, T, M, K, N, K, N>(dst, a, b);
@@ -161,8 +282,8 @@ inline void tmatmul(T* __restrict dst, const T* __restrict a, const T* __restric
       for (int64_t j0 = 0; j0 < N; j0 += N0)
         for (int64_t i0 = 0; i0 < M; i0 += M0) {
           T* d = dst + i0 * N + j0;
-          const T* ab = a + i0 * K + k0;
-          const T* bb = b + k0 * N + j0;
+          const S* ab = a + i0 * K + k0;
+          const S* bb = b + k0 * N + j0;
           if (k0 == 0) matmul_tile<ACC, T, M0, K0, N0, K, N>(d, ab, bb);
           else matmul_tile<true, T, M0, K0, N0, K, N>(d, ab, bb);
         }

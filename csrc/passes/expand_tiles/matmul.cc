@@ -25,9 +25,12 @@ int Expander::load_mm(int v, const Space& s, const Expr& ro, const Expr& rv, int
   ld.offsets.push_back(co);
   ld.valid.push_back(rv);
   ld.valid.push_back(cv);
-  ld.dst = new_tile(shape, compute_dtype(tv.dtype));
+  // int8 and int16 operands of an int32 product stay in their own type: the tile matmul widens
+  // them as it packs them (a quarter or half of the tile bytes, and a load that can view memory).
+  bool narrow = compute == DataType::INT32 && (tv.dtype == DataType::INT8 || tv.dtype == DataType::INT16);
+  ld.dst = new_tile(shape, narrow ? tv.dtype : compute_dtype(tv.dtype));
   body.push_back(instr(ld));
-  return convert(ld.dst, compute, body);
+  return narrow ? ld.dst : convert(ld.dst, compute, body);
 }
 
 /// The L0 cube tile `l0` (m, k, n) as blocks of an (mt, kt, nt) L1 tile: each size is the largest

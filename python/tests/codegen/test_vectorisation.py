@@ -134,6 +134,26 @@ def test_generated_kernels_use_packed_simd(kernel, args, target, tmp_path):
             assert not any(w in asm for w in wider), f"{name} ({target}) uses registers wider than {reg}"
 
 
+@pypto.frontend.jit
+def int8_matmul(a: pypto.Tensor((M, N), pypto.DT_INT8), b: pypto.Tensor((N, M), pypto.DT_INT8)):
+    pypto.set_cube_tile_shapes([32, 32], [128, 128], [32, 32])
+    return pypto.matmul(a, b, pypto.DT_INT32)
+
+
+@pytest.mark.parametrize("target", ["x86-64-v2", "x86-64-v3", "x86-64-v4"])
+def test_int8_matmul_multiplies_packed_int16_pairs(target, tmp_path):
+    # The tile matmul of int8 operands: PMADDWD (two int16 products and their sum per int32 lane)
+    # on the target's widest registers, in its out-of-line micro-kernel.
+    pypto.set_cpu_target(target)
+    try:
+        compiled = pypto.compile(int8_matmul, np.zeros((M, N), np.int8), np.zeros((N, M), np.int8))
+    finally:
+        pypto.set_cpu_target(None)
+    text = (tmp_path / "kernel.s").read_text() if kernel_assembly(compiled, tmp_path) else ""
+    reg = REGISTERS[target]
+    assert len(re.findall(rf"^\s+v?pmaddwd\s.*%{reg}", text, re.M)) >= 8, "no packed int16-pair products"
+
+
 @pytest.mark.parametrize("target", ["x86-64-v2", "x86-64-v3", "x86-64-v4", "generic"])
 def test_random_draws_are_packed(target, tmp_path):
     # The kernels call pto::trandom once per tile: its Philox rounds run vectors of blocks at a time

@@ -108,3 +108,49 @@ def test_cube_tile_queries_and_errors():
 
     with pytest.raises(ValueError, match=r"pypto.matmul at .*test_matmul.py:\d+: shapes \[8, 5\] and \[6, 3\] cannot be multiplied"):
         g(torch.randn(8, 5), torch.randn(6, 3))
+
+
+@pytest.mark.parametrize("m,k,n", [(64, 2048, 48), (37, 301, 45), (5, 3, 70)])
+def test_int8_matmul_is_an_exact_int32_product_of_int8_tiles(m, k, n):
+    """int8 operands stay int8 in their tiles (the tile matmul widens them as it packs them) and
+    the int32 product is exact: past the 2^24 that fp32 holds exactly (k = 2048 with -128 rows
+    and columns), with odd k, and with rows and columns off the tile grid."""
+    g = torch.Generator().manual_seed(m * k + n)
+    a = torch.randint(-128, 128, (m, k), generator=g, dtype=torch.int8)
+    b = torch.randint(-128, 128, (k, n), generator=g, dtype=torch.int8)
+    a[0], b[:, 0] = -128, -128
+    a[-1], b[:, -1] = 127, -128
+    f = mm_kernel((m, k), (k, n), pypto.DT_INT8, cube=([32, 32], [512, 512], [32, 32]), out_dtype=pypto.DT_INT32)
+    got = f(a, b)
+    assert got.dtype == torch.int32
+    assert torch.equal(got, (a.long() @ b.long()).int())
+    pto = pypto.compile(f, a, b).dump("pto")
+    loads = [line for line in pto.splitlines() if " = tload %" in line]
+    assert loads and all("xi8>" in line for line in loads), pto
+    assert "xi64>" not in pto and "tcast" not in pto, pto
+
+
+def test_int8_matmul_with_a_dynamic_dim_and_the_numpy_path():
+    @pypto.jit
+    def f(x: pypto.Tensor([pypto.DYNAMIC, 300], pypto.DT_INT8), y: pypto.Tensor((300, 40), pypto.DT_INT8)):
+        pypto.set_cube_tile_shapes([16, 16], [128, 128], [32, 32])
+        return pypto.matmul(x, y, pypto.DT_INT32)
+
+    g = torch.Generator().manual_seed(5)
+    b = torch.randint(-128, 128, (300, 40), generator=g, dtype=torch.int8)
+    for rows in (1, 17, 64):
+        a = torch.randint(-128, 128, (rows, 300), generator=g, dtype=torch.int8)
+        assert torch.equal(f(a, b), (a.long() @ b.long()).int())
+    assert (f(a.numpy(), b.numpy()) == (a.long() @ b.long()).int().numpy()).all()
+
+
+def test_int32_matmul_wraps_as_int32_arithmetic():
+    """An int32 product accumulates in int32 (modulo 2^32, as torch's int32 matmul): values past
+    int16 take another path through the tile matmul than int8-range ones."""
+    g = torch.Generator().manual_seed(2)
+    a = torch.randint(-2 ** 31, 2 ** 31 - 1, (20, 33), generator=g, dtype=torch.int32)
+    b = torch.randint(-2 ** 31, 2 ** 31 - 1, (33, 24), generator=g, dtype=torch.int32)
+    want = ((a.long() @ b.long()) % 2 ** 32).to(torch.int64)
+    want = torch.where(want >= 2 ** 31, want - 2 ** 32, want).int()
+    got = mm_kernel((20, 33), (33, 24), pypto.DT_INT32)(a, b)
+    assert torch.equal(got, want)
