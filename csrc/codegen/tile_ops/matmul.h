@@ -65,6 +65,27 @@ inline PTO_CONTRACT void matmul_column_block(float* __restrict d, const float* _
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS, typename S = T>
 __attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const S* __restrict a, const S* __restrict b);
 
+/// a + b and a * b, for integers modulo 2^bits (the sums and products of an integer matmul wrap,
+/// as torch's do; signed overflow would be undefined), for floats as they are.
+template <typename T>
+inline T wrapping_add(T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    using U = typename std::conditional<sizeof(T) <= 4, uint32_t, uint64_t>::type;  // no promotion to int
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename T>
+inline T wrapping_mul(T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    using U = typename std::conditional<sizeof(T) <= 4, uint32_t, uint64_t>::type;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+
 /// |v| as a double (exact enough for the bound below; no overflow at the type's minimum).
 template <typename T>
 inline double magnitude(T v) { return v >= 0 ? static_cast<double>(v) : -static_cast<double>(v); }
@@ -221,7 +242,7 @@ bool matmul_int_as_float(T* __restrict d, const S* __restrict a, const S* __rest
   matmul_tile<false, float, M, K, N, K, N>(fd, fa, fb);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j)
-      d[i * NS + j] = (ACC ? d[i * NS + j] : T(0)) + static_cast<T>(fd[i * N + j]);
+      d[i * NS + j] = wrapping_add(ACC ? d[i * NS + j] : T(0), static_cast<T>(fd[i * N + j]));
   return true;
 }
 
@@ -260,7 +281,7 @@ __attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const S
     for (int64_t k = 0; k < K; ++k) {
       const T av = a[i * KA + k];
       const S* __restrict brow = b + k * NS;
-      for (int64_t j = j0; j < N; ++j) drow[j] += av * T(brow[j]);
+      for (int64_t j = j0; j < N; ++j) drow[j] = wrapping_add(drow[j], wrapping_mul(av, T(brow[j])));
     }
   }
 }
