@@ -146,43 +146,6 @@ inline void store_strip(S* __restrict dst, int64_t stride, const T* __restrict s
   }
 }
 
-/// TSTORE: the valid part of a tile (last dim C) into a strided box. With STREAM, full float rows
-/// whose start is 64-byte aligned go through stream_row.
-template <typename T, int64_t C, typename S, bool STREAM = false>
-inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
-                   const T* __restrict src) {
-  int64_t rows = 1;
-  for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
-  // The valid extent clamped to [0, C] (a negative one moves nothing).
-  const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < C ? valid[rank - 1] : C;
-  const int64_t sc = stride[rank - 1];
-  const bool gaps = !STREAM && sc == 1 && rank >= 2 && stride[rank - 2] > vc;
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t off = 0;
-    bool inside = true;
-    row_position(rank, tshape, valid, stride, r, off, inside);
-    prefetch_ahead<1>(gaps, rank, valid, stride, r, rows, dst, vc);
-    if (!inside) continue;
-    const T* __restrict srow = src + r * C;
-    S* __restrict drow = dst + off;
-    if (vc == C) {
-      store_strip<STREAM, C>(drow, sc, srow);
-    } else if (sc == 1) {
-      for (int64_t c = 0; c < vc; ++c) drow[c] = cvt<S>(srow[c]);
-    } else {
-      for (int64_t c = 0; c < vc; ++c) drow[c * sc] = cvt<S>(srow[c]);
-    }
-  }
-}
-
-/// TSTORE into a large output that is not read again soon (see tstore's STREAM). A kernel that
-/// calls it ends with stream_fence().
-template <typename T, int64_t C, typename S>
-inline void tstore_stream(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank,
-                          const int64_t* tshape, const T* __restrict src) {
-  tstore<T, C, S, true>(dst, stride, valid, rank, tshape, src);
-}
-
 /// Adds `v` (of the tile's type T) into `*p` as one atomic read-modify-write: an integer of the same
 /// type with a fetch-add, anything else with a compare-and-swap loop on the element's bits (the sum
 /// computed in T and rounded to S, as a plain store would). Relaxed: the runtime's task completion
@@ -208,24 +171,51 @@ inline void atomic_add_element(S* p, T v) {
   }
 }
 
-/// TSTORE ... atomic_add: adds the valid part of a tile (last dim C) into a strided box, each
-/// element's addition atomic, so tasks adding into one tensor may run at the same time.
-template <typename T, int64_t C, typename S>
-inline void tstore_atomic_add(S* dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
-                              const T* __restrict src) {
+/// TSTORE: the valid part of a tile (last dim C) into a strided box. With STREAM, full float rows
+/// whose start is 64-byte aligned go through stream_row; with ATOMIC (TSTORE ... atomic_add) each
+/// element is added into the box atomically, so tasks adding into one tensor may run at once.
+template <typename T, int64_t C, typename S, bool STREAM = false, bool ATOMIC = false>
+inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
+                   const T* __restrict src) {
   int64_t rows = 1;
   for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
+  // The valid extent clamped to [0, C] (a negative one moves nothing).
   const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < C ? valid[rank - 1] : C;
   const int64_t sc = stride[rank - 1];
+  const bool gaps = !STREAM && sc == 1 && rank >= 2 && stride[rank - 2] > vc;
   for (int64_t r = 0; r < rows; ++r) {
     int64_t off = 0;
     bool inside = true;
     row_position(rank, tshape, valid, stride, r, off, inside);
+    prefetch_ahead<1>(gaps, rank, valid, stride, r, rows, dst, vc);
     if (!inside) continue;
     const T* __restrict srow = src + r * C;
-    S* drow = dst + off;
-    for (int64_t c = 0; c < vc; ++c) atomic_add_element<S, T>(drow + c * sc, srow[c]);
+    S* __restrict drow = dst + off;
+    if constexpr (ATOMIC) {
+      for (int64_t c = 0; c < vc; ++c) atomic_add_element<S, T>(drow + c * sc, srow[c]);
+    } else if (vc == C) {
+      store_strip<STREAM, C>(drow, sc, srow);
+    } else if (sc == 1) {
+      for (int64_t c = 0; c < vc; ++c) drow[c] = cvt<S>(srow[c]);
+    } else {
+      for (int64_t c = 0; c < vc; ++c) drow[c * sc] = cvt<S>(srow[c]);
+    }
   }
+}
+
+/// TSTORE into a large output that is not read again soon (see tstore's STREAM). A kernel that
+/// calls it ends with stream_fence().
+template <typename T, int64_t C, typename S>
+inline void tstore_stream(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank,
+                          const int64_t* tshape, const T* __restrict src) {
+  tstore<T, C, S, true>(dst, stride, valid, rank, tshape, src);
+}
+
+/// TSTORE ... atomic_add (see tstore's ATOMIC).
+template <typename T, int64_t C, typename S>
+inline void tstore_atomic_add(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank,
+                              const int64_t* tshape, const T* __restrict src) {
+  tstore<T, C, S, false, true>(dst, stride, valid, rank, tshape, src);
 }
 
 /// Orders a kernel's streaming stores before the runtime marks its task finished.
