@@ -14,6 +14,15 @@ namespace pypto::testing {
 
 inline SourceLoc TestLoc(int line = 1) { return SourceLoc{"model.py", line}; }
 
+/// The InCore functions of a parsed or built module as a Block Graph (what the block passes take).
+inline BlockGraph BlockOf(const ExecutionGraph& e) {
+  BlockGraph b;
+  b.name = e.name;
+  b.memrefs = e.memrefs;
+  b.functions = e.functions;
+  return b;
+}
+
 /// softmax(x, dim=-1) as amax -> sub -> exp -> sum -> div, the chain the
 /// architecture's worked example fuses into one InCore function.
 inline TensorGraph SoftmaxGraph(int64_t rows, int64_t cols, std::vector<int64_t> tile = {32, 32}) {

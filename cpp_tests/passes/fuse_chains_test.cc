@@ -51,10 +51,7 @@ orchestration func @main(%x: !pto.memref<gm,{0}x{1},f32>, %r: !pto.memref<gm,{0}
 )",
                                        rows, cols, tiles, body);
   ExecutionGraph e = parse_pto(text);
-  BlockGraph b;
-  b.name = e.name;
-  b.memrefs = e.memrefs;
-  b.functions = e.functions;
+  BlockGraph b = testing::BlockOf(e);
   return PlanBuffers(b, PassOptions{});
 }
 
@@ -168,10 +165,7 @@ TEST(FuseChainsTest, TheFusedProgramPrintsAndParsesBackAndRunsAreFormedAgainFrom
   verify(parsed);
   EXPECT_EQ(print_pto(parsed), text);
   // Fusing the parsed program again gives the same program.
-  BlockGraph b;
-  b.name = parsed.name;
-  b.memrefs = parsed.memrefs;
-  b.functions = parsed.functions;
+  BlockGraph b = testing::BlockOf(parsed);
   EXPECT_EQ(print(FuseChains(b, PassOptions{})), print(b));
 }
 

@@ -9,6 +9,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/util.h"
+#include "../test_graphs.h"
 
 namespace pypto {
 namespace {
@@ -29,11 +30,7 @@ orchestration func @main(%x: !pto.memref<gm,8x32,f32>, %h: !pto.memref<gm,8x32,f
 }
 )";
   ExecutionGraph e = parse_pto(text);
-  BlockGraph b;
-  b.name = e.name;
-  b.memrefs = e.memrefs;
-  b.functions = e.functions;
-  return b;
+  return testing::BlockOf(e);
 }
 
 std::vector<bool> Views(const BlockGraph& g) {

@@ -231,44 +231,74 @@ class KernelEmitter {
     }
     o += fmt::format("{}    for (int64_t _fc0 = 0; _fc0 < {}; _fc0 += {}) {{\n", pad, f.cols, S);
     o += fmt::format("{}      const int64_t _fbase = _fr * {} + _fc0;\n", pad, f.cols);
-    // The reductions make the loop an OpenMP SIMD loop; either way no iteration depends on another.
-    if (sums.empty()) {
-      o += fmt::format("{}#pragma GCC ivdep\n", pad);
-    } else {
-      o += fmt::format("{}#pragma omp simd reduction(+: {})\n", pad, list(accs));
+    // The strip loop, once or (fast forms) twice: first with the fast forms, flagging an element
+    // outside their domain; a flagged strip runs again with the full forms from the row sums it
+    // started with (no chain value goes back to a tile, so it reads what the first run read).
+    const std::set<int> fast(f.fast.begin(), f.fast.end());
+    if (!fast.empty()) {
+      o += fmt::format("{}      int _fout = 0;\n", pad);
+      for (const std::string& a : accs) o += fmt::format("{}      const {} {}_s = {};\n", pad, ty, a, a);
     }
-    o += fmt::format("{}      for (int64_t _fk = 0; _fk < {}; ++_fk) {{\n", pad, S);
-    std::map<int, std::string> value;  // tile -> the local holding it, once the chain defines it
-    auto operand = [&](int t) {
-      return value.count(t) ? value.at(t) : fmt::format("{}[_fbase + _fk]", tn(tile(through(t))));
-    };
-    for (size_t k = 0; k < chain.size(); ++k) {
-      const Instr& in = *chain[k];
-      std::string expr;
-      if (is_row_expand(in.op)) {
-        expr = fmt::format("{}::f({}, {})", op_struct(in.op), operand(in.srcs[0]), row_operand.at(in.srcs[1]));
-      } else if (is_col_expand(in.op)) {
-        expr = fmt::format("{}::f({}, {}[_fc0 + _fk])", op_struct(in.op), operand(in.srcs[0]), tn(tile(through(in.srcs[1]))));
-      } else if (opcode_num_srcs(in.op) == 1) {
-        expr = fmt::format("{}::f({})", op_struct(in.op), operand(in.srcs[0]));
-      } else if (in.scalar_pos == 1) {
-        expr = fmt::format("{}::f({}, {})", op_struct(in.op), operand(in.srcs[0]), constant(in, ty));
-      } else if (in.scalar_pos == 0) {
-        expr = fmt::format("{}::f({}, {})", op_struct(in.op), constant(in, ty), operand(in.srcs[0]));
+    auto strip_loop = [&](bool use_fast, const std::string& lpad, const std::string& acc_suffix) {
+      std::vector<std::string> sum_vars;
+      for (const std::string& a : accs) sum_vars.push_back(a + acc_suffix);
+      // The reductions make the loop an OpenMP SIMD loop; either way no iteration depends on another.
+      std::vector<std::string> reductions;
+      if (!sums.empty()) reductions.push_back(fmt::format("reduction(+: {})", list(sum_vars)));
+      if (use_fast) reductions.push_back("reduction(|: _fout)");
+      if (reductions.empty()) {
+        o += fmt::format("{}#pragma GCC ivdep\n", pad);
       } else {
-        expr = fmt::format("{}::f({}, {})", op_struct(in.op), operand(in.srcs[0]), operand(in.srcs[1]));
+        o += fmt::format("{}#pragma omp simd {}\n", pad, fmt::join(reductions, " "));
       }
-      const std::string v = fmt::format("_fv{}", k);
-      std::string write_back =
-          registers.count(in.dst) ? "" : fmt::format(" {}[_fbase + _fk] = {};", tn(tile(in.dst)), v);
-      o += fmt::format("{}        const {} {} = {}({});{}  // {}\n", pad, ty, v, ty, expr, write_back, opcode_name(in.op));
-      value[in.dst] = v;
+      o += fmt::format("{}for (int64_t _fk = 0; _fk < {}; ++_fk) {{\n", lpad, S);
+      std::map<int, std::string> value;  // tile -> the local holding it, once the chain defines it
+      auto operand = [&](int t) {
+        return value.count(t) ? value.at(t) : fmt::format("{}[_fbase + _fk]", tn(tile(through(t))));
+      };
+      for (size_t k = 0; k < chain.size(); ++k) {
+        const Instr& in = *chain[k];
+        std::string expr;
+        if (use_fast && fast.count(in.dst)) {
+          o += fmt::format("{}  _fout |= {}::outside({});\n", lpad, op_struct(in.op), operand(in.srcs[0]));
+          expr = fmt::format("{}::fast({})", op_struct(in.op), operand(in.srcs[0]));
+        } else if (is_row_expand(in.op)) {
+          expr = fmt::format("{}::f({}, {})", op_struct(in.op), operand(in.srcs[0]), row_operand.at(in.srcs[1]));
+        } else if (is_col_expand(in.op)) {
+          expr = fmt::format("{}::f({}, {}[_fc0 + _fk])", op_struct(in.op), operand(in.srcs[0]), tn(tile(through(in.srcs[1]))));
+        } else if (opcode_num_srcs(in.op) == 1) {
+          expr = fmt::format("{}::f({})", op_struct(in.op), operand(in.srcs[0]));
+        } else if (in.scalar_pos == 1) {
+          expr = fmt::format("{}::f({}, {})", op_struct(in.op), operand(in.srcs[0]), constant(in, ty));
+        } else if (in.scalar_pos == 0) {
+          expr = fmt::format("{}::f({}, {})", op_struct(in.op), constant(in, ty), operand(in.srcs[0]));
+        } else {
+          expr = fmt::format("{}::f({}, {})", op_struct(in.op), operand(in.srcs[0]), operand(in.srcs[1]));
+        }
+        const std::string v = fmt::format("_fv{}", k);
+        std::string write_back =
+            registers.count(in.dst) ? "" : fmt::format(" {}[_fbase + _fk] = {};", tn(tile(in.dst)), v);
+        const char* form = use_fast && fast.count(in.dst) ? " (fast form)" : "";
+        o += fmt::format("{}  const {} {} = {}({});{}  // {}{}\n", lpad, ty, v, ty, expr, write_back,
+                         opcode_name(in.op), form);
+        value[in.dst] = v;
+      }
+      for (size_t q = 0; q < sums.size(); ++q) {
+        o += fmt::format("{}  {} += {};  // {}\n", lpad, sum_vars[q], value.at(sums[q]->srcs[0]), opcode_name(sums[q]->op));
+      }
+      if (store != nullptr) o += fmt::format("{}  _fs[_fk] = {};\n", lpad, value.at(store->srcs[0]));
+      o += fmt::format("{}}}\n", lpad);
+    };
+    strip_loop(!fast.empty(), pad + "      ", "");
+    if (!fast.empty()) {
+      // The redo is a function of its own, so that inlining the full forms into it leaves the
+      // kernel's inlining budget to the first loop (both loops vectorise only with their math inlined).
+      o += fmt::format("{}      if (_fout) [&]() __attribute__((noinline)) {{  // an element outside the fast forms' domain\n", pad);
+      for (const std::string& a : accs) o += fmt::format("{}        {} {}_r = {}_s;\n", pad, ty, a, a);
+      strip_loop(false, pad + "        ", "_r");
+      for (const std::string& a : accs) o += fmt::format("{}        {} = {}_r;\n", pad, a, a);
+      o += fmt::format("{}      }}();\n", pad);
     }
-    for (size_t q = 0; q < sums.size(); ++q) {
-      o += fmt::format("{}        {} += {};  // {}\n", pad, accs[q], value.at(sums[q]->srcs[0]), opcode_name(sums[q]->op));
-    }
-    if (store != nullptr) o += fmt::format("{}        _fs[_fk] = {};\n", pad, value.at(store->srcs[0]));
-    o += fmt::format("{}      }}\n", pad);
     if (store != nullptr) {
       o += fmt::format("{}      pto::store_strip<{}, {}>({} + _fc0 * {}, {}, _fs);  // tstore\n", pad,
                        store->stream ? "true" : "false", S, drow, dstride, dstride);

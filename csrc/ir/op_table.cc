@@ -55,6 +55,8 @@ std::string opcode_functor(Opcode op) {
   return std::string("pto::") + r.functor;
 }
 
+bool has_fast_form(Opcode op) { return op == Opcode::TSIN || op == Opcode::TCOS || op == Opcode::TTAN; }
+
 std::optional<Opcode> opcode_variant(Opcode base, OpForm form) {
   for (const OpcodeInfo& r : opcode_table())
     if (r.form == form && r.base == base) return r.op;

@@ -363,7 +363,7 @@ class Parser {
   static const char* open_word(const Block& b) { return b.is_fused ? "FUSED" : b.is_loop ? "FOR" : "IF"; }
   static const char* end_word(const Block& b) { return b.is_fused ? "ENDFUSED" : b.is_loop ? "ENDFOR" : "ENDIF"; }
 
-  /// `FUSED rows=R cols=C strip=S [registers=[%t, ...]] [aliases=[%t, ...]]`: a run the compiler
+  /// `FUSED rows=R cols=C strip=S [registers=[%t, ...]] [aliases=[%t, ...]] [fast=[%t, ...]]`: a run the compiler
   /// fuses into one strip loop (pass fuse_chains), instructions only, up to ENDFUSED.
   void fused_stmt(Line& L, size_t at) {
     Block b;
@@ -375,13 +375,14 @@ class Parser {
       if (L.at_end()) break;
       const size_t a = L.pos();
       std::string key = L.ident();
-      if (key != "rows" && key != "cols" && key != "strip" && key != "registers" && key != "aliases")
-        L.fail(a, fmt::format("expected rows=, cols=, strip=, registers= or aliases= in FUSED, found {}",
+      const bool list = key == "registers" || key == "aliases" || key == "fast";
+      if (key != "rows" && key != "cols" && key != "strip" && !list)
+        L.fail(a, fmt::format("expected rows=, cols=, strip=, registers=, aliases= or fast= in FUSED, found {}",
                               key.empty() ? L.found() : "'" + key + "'"));
       if (!seen.insert(key).second) L.fail(a, fmt::format("{}= given twice", key));
       L.expect("=", "after " + key);
-      if (key == "registers" || key == "aliases") {
-        std::vector<int>& ids = key == "registers" ? b.fused.registers : b.fused.aliases;
+      if (list) {
+        std::vector<int>& ids = key == "registers" ? b.fused.registers : key == "aliases" ? b.fused.aliases : b.fused.fast;
         L.expect("[", "to open the " + key + " list");
         L.skip_ws();
         if (L.peek() != ']') {

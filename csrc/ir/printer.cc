@@ -176,8 +176,8 @@ void print_stmts(std::string& out, const std::vector<Stmt>& stmts, const Names& 
         for (int id : ids) s += (s.empty() ? "%" : ", %") + n.tile_name(id);
         return fmt::format(" {}=[{}]", key, s);
       };
-      out += fmt::format("{}FUSED rows={} cols={} strip={}{}{}\n", pad, f->rows, f->cols, f->strip,
-                         names("registers", f->registers), names("aliases", f->aliases));
+      out += fmt::format("{}FUSED rows={} cols={} strip={}{}{}{}\n", pad, f->rows, f->cols, f->strip,
+                         names("registers", f->registers), names("aliases", f->aliases), names("fast", f->fast));
       print_stmts(out, f->body, n, indent + 1);
       out += pad + "ENDFUSED\n";
     }

@@ -155,6 +155,9 @@ struct Fused {
   int64_t strip = 0;           ///< elements per strip; divides `cols`
   std::vector<int> registers;  ///< chain tiles whose values never reach their buffers
   std::vector<int> aliases;    ///< reshaped tiles read through their sources (role Alias)
+  /// Chain tiles computed by their opcode's fast form (pass fast_forms): a strip with an element
+  /// outside a fast form's domain is evaluated again with the full forms.
+  std::vector<int> fast;
 };
 
 /// The role of instruction `in` (one of `f.body`'s) in its run.

@@ -317,13 +317,14 @@ struct StmtChecker {
 
   /// A fused run: instructions only, a loop whose strips divide its rows, chain instructions over
   /// tiles of the loop's element count, registers among their destinations, aliases among the run's
-  /// reshapes.
+  /// reshapes, fast forms only of fp32 opcodes that have one in a run whose chain stays in registers
+  /// (redoing a strip must read what the first pass read, so no chain value goes back to a tile).
   void check_fused(const Fused& f) {
     if (!allow_fused) fail("level.no-fused", "FUSED is only allowed in InCore functions");
     if (f.rows <= 0 || f.cols <= 0 || f.strip <= 0 || f.cols % f.strip != 0)
       fail("fused.strip", fmt::format("FUSED rows={} cols={} strip={}: sizes must be positive and the strip must "
                                       "divide cols", f.rows, f.cols, f.strip));
-    std::set<int> chain_dsts, reshapes;
+    std::set<int> chain_dsts, reshapes, fast_capable;
     for (const Stmt& s : f.body) {
       auto* in = std::get_if<Instr>(&s.node);
       if (in == nullptr) fail("fused.body", "FUSED holds instructions only");
@@ -337,12 +338,20 @@ struct StmtChecker {
         fail("fused.shape", fmt::format("FUSED over {} x {} elements: {} writes tile %{} of {}", f.rows, f.cols,
                                         opcode_name(in->op), t->name, n));
       chain_dsts.insert(in->dst);
+      if (has_fast_form(in->op) && t->dtype == DataType::FP32) fast_capable.insert(in->dst);
     }
     if (chain_dsts.empty()) fail("fused.body", "FUSED has no elementwise instruction");
     for (int r : f.registers)
       if (!chain_dsts.count(r)) fail("fused.registers", fmt::format("FUSED keeps tile {} in registers, which no chain instruction writes", r));
     for (int a : f.aliases)
       if (!reshapes.count(a)) fail("fused.aliases", fmt::format("FUSED reads tile {} through its source, which no treshape of the run writes", a));
+    for (int t : f.fast) {
+      if (!fast_capable.count(t))
+        fail("fused.fast", fmt::format("FUSED computes tile {} by a fast form, but no fp32 chain instruction with one writes it", t));
+      const std::set<int> in_registers(f.registers.begin(), f.registers.end());
+      if (in_registers != chain_dsts)
+        fail("fused.fast", fmt::format("FUSED computes tile {} by a fast form, but not every chain value stays in registers", t));
+    }
   }
 
   void check(const std::vector<Stmt>& stmts) {

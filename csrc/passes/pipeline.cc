@@ -15,6 +15,7 @@
 #include "passes/forward_tiles.h"
 #include "passes/fuse_attention.h"
 #include "passes/fuse_blocks.h"
+#include "passes/fast_forms.h"
 #include "passes/fuse_chains.h"
 #include "passes/fuse_loops.h"
 #include "passes/plan_buffers.h"
@@ -32,7 +33,7 @@ namespace {
 /// Passes that only improve a program and are skipped when disabled by name.
 const std::set<std::string> kOptional = {"fuse_attention", "retile_epilogues", "reorder_loops", "fuse_loops", "flatten_loops", "forward_tiles",
                                          "rematerialize", "plan_view_loads", "stream_stores", "fuse_chains",
-                                         "binary_expand"};
+                                         "fast_forms", "binary_expand"};
 /// Passes that produce the next level: disabled, they run in a plain mode.
 const std::map<std::string, std::string> kPlainMode = {
     {"fuse_blocks", "disabled: one InCore function per tile nest"},
@@ -169,7 +170,7 @@ const std::vector<std::string>& pass_names() {
                                                  "fuse_blocks",
                                                  "fuse_loops",    "flatten_loops", "forward_tiles",
                                                  "rematerialize", "plan_buffers",  "plan_view_loads",
-                                                 "stream_stores", "fuse_chains",   "build_orchestration",
+                                                 "stream_stores", "fuse_chains",   "fast_forms",    "build_orchestration",
                                                  "binary_expand"};
   return names;
 }
@@ -261,6 +262,7 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
   r.block = optional_step(r, "plan_view_loads", r.block, cur, PlanViewLoads);
   r.block = optional_step(r, "stream_stores", r.block, cur, StreamStores);
   r.block = optional_step(r, "fuse_chains", r.block, cur, FuseChains);
+  r.block = optional_step(r, "fast_forms", r.block, cur, FastForms);
   r.execution = step<ExecutionGraph>(r, "build_orchestration", r.block, opts, BuildOrchestration);
   r.execution = optional_step<ExecutionGraph>(r, "binary_expand", r.execution, opts, BinaryExpand);
   return r;
@@ -278,6 +280,7 @@ ExecutionGraph run_pto_pipeline(const ExecutionGraph& g, const PassOptions& opts
   planned = optional_step<ExecutionGraph>(r, "plan_view_loads", planned, opts, on_functions<PlanViewLoads>);
   planned = optional_step<ExecutionGraph>(r, "stream_stores", planned, opts, on_functions<StreamStores>);
   planned = optional_step<ExecutionGraph>(r, "fuse_chains", planned, opts, fuse_module_chains);
+  planned = optional_step<ExecutionGraph>(r, "fast_forms", planned, opts, on_functions<FastForms>);
   if (planned_out != nullptr) *planned_out = planned;
   ExecutionGraph out = optional_step<ExecutionGraph>(r, "binary_expand", planned, opts, BinaryExpand);
   records = r.passes;

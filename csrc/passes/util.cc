@@ -27,23 +27,25 @@ void for_each_instr(std::vector<Stmt>& body, const std::function<void(Instr&)>& 
 }
 
 namespace {
-template <typename Body, typename Fn>
-void calls_in(Body& body, const Fn& fn) {
+/// Calls `fn` on every statement of kind Node in `body`, inside loops and conditions.
+template <typename Node, typename Body, typename Fn>
+void nodes_in(Body& body, const Fn& fn) {
   for (auto& s : body) {
     if (auto* l = std::get_if<Loop>(&s.node)) {
-      calls_in(l->body, fn);
+      nodes_in<Node>(l->body, fn);
     } else if (auto* c = std::get_if<IfThen>(&s.node)) {
-      calls_in(c->then_body, fn);
-      calls_in(c->else_body, fn);
-    } else if (auto* call = std::get_if<Call>(&s.node)) {
-      fn(*call);
+      nodes_in<Node>(c->then_body, fn);
+      nodes_in<Node>(c->else_body, fn);
+    } else if (auto* n = std::get_if<Node>(&s.node)) {
+      fn(*n);
     }
   }
 }
 }  // namespace
 
-void for_each_call(std::vector<Stmt>& body, const std::function<void(Call&)>& fn) { calls_in(body, fn); }
-void for_each_call(const std::vector<Stmt>& body, const std::function<void(const Call&)>& fn) { calls_in(body, fn); }
+void for_each_call(std::vector<Stmt>& body, const std::function<void(Call&)>& fn) { nodes_in<Call>(body, fn); }
+void for_each_call(const std::vector<Stmt>& body, const std::function<void(const Call&)>& fn) { nodes_in<Call>(body, fn); }
+void for_each_fused(std::vector<Stmt>& body, const std::function<void(Fused&)>& fn) { nodes_in<Fused>(body, fn); }
 
 std::set<std::string> free_vars(const std::vector<Stmt>& body) {
   std::set<std::string> used, bound;

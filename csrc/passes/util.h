@@ -20,6 +20,8 @@ void for_each_instr(std::vector<Stmt>& body, const std::function<void(Instr&)>& 
 /// included, in program order.
 void for_each_call(std::vector<Stmt>& body, const std::function<void(Call&)>& fn);
 void for_each_call(const std::vector<Stmt>& body, const std::function<void(const Call&)>& fn);
+/// Calls `fn` on every Fused run in `body`.
+void for_each_fused(std::vector<Stmt>& body, const std::function<void(Fused&)>& fn);
 /// Substitutes variables in every expression of `body` (offsets, valid extents, loop bounds, call args)
 /// and renames loop variables that appear as keys mapped to variables.
 void substitute(std::vector<Stmt>& body, const std::map<std::string, Expr>& env);

@@ -199,9 +199,21 @@ struct OpShr {
 };
 struct OpLogicalAnd { template <typename T> static bool f(T a, T b) { return (a != T(0)) & (b != T(0)); } };
 struct OpLogicalOr { template <typename T> static bool f(T a, T b) { return (a != T(0)) | (b != T(0)); } };
-struct FnSin { template <typename T> static T f(T x) { return vm::sin(x); } };
-struct FnCos { template <typename T> static T f(T x) { return vm::cos(x); } };
-struct FnTan { template <typename T> static T f(T x) { return vm::tan(x); } };
+struct FnSin {
+  template <typename T> static T f(T x) { return vm::sin(x); }
+  static float fast(float x) { return vm::sin_fast(x); }  // pass fast_forms
+  static int outside(float x) { return vm::sin_cos_fast_outside(x); }
+};
+struct FnCos {
+  template <typename T> static T f(T x) { return vm::cos(x); }
+  static float fast(float x) { return vm::cos_fast(x); }  // pass fast_forms
+  static int outside(float x) { return vm::sin_cos_fast_outside(x); }
+};
+struct FnTan {
+  template <typename T> static T f(T x) { return vm::tan(x); }
+  static float fast(float x) { return vm::tan_fast(x); }  // pass fast_forms
+  static int outside(float x) { return vm::tan_fast_outside(x); }
+};
 struct FnLog2 { template <typename T> static T f(T x) { return vm::log2(x); } };
 struct FnLog10 { template <typename T> static T f(T x) { return vm::log10(x); } };
 struct FnLog1p { template <typename T> static T f(T x) { return vm::log1p(x); } };
@@ -232,8 +244,24 @@ struct FnSignbit {
   }
 };
 
+/// Whether Fn has a fast form over a narrower domain (Fn::fast, with Fn::outside flagging the rest).
+template <typename Fn, typename = void> struct has_fast_form : std::false_type {};
+template <typename Fn>
+struct has_fast_form<Fn, decltype(void(Fn::outside(0.0f)))> : std::true_type {};
+
+/// A fp32 tile of a function with a fast form takes that form, and the full one only when some
+/// element lies outside the fast form's domain (`a` is not written, so the second loop reads it again).
 template <typename Fn, typename T, int64_t N>
 inline void tunary(T* __restrict dst, const T* __restrict a) {
+  if constexpr (has_fast_form<Fn>::value && std::is_same<T, float>::value) {
+    int outside = 0;
+#pragma omp simd reduction(|: outside)
+    for (int64_t i = 0; i < N; ++i) {
+      outside |= Fn::outside(a[i]);
+      dst[i] = Fn::fast(a[i]);
+    }
+    if (!outside) return;
+  }
   for (int64_t i = 0; i < N; ++i) dst[i] = Fn::f(a[i]);
 }
 

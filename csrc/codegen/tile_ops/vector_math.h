@@ -13,8 +13,10 @@ namespace pto {
 namespace vm {
 
 /// a * b + c: one fused instruction where the target has them; otherwise a multiply and an add
-/// (std::fma would be a libm call there, which keeps the loops calling it scalar).
-inline float fmadd(float a, float b, float c) {
+/// (std::fma would be a libm call there, which keeps the loops calling it scalar). In the type of `a`.
+template <typename T> struct same_type { using type = T; };
+template <typename T>
+inline T fmadd(T a, typename same_type<T>::type b, typename same_type<T>::type c) {
 #if PTO_HAS_FMA
   return fp::fma(a, b, c);
 #else
@@ -394,13 +396,13 @@ inline double reduce_half_pi(float a, int32_t& quadrant) {
 /// sin(r) and cos(r) for |r| <= pi/4 in double (Taylor series; relative error below 1e-11).
 inline double sin_kernel(double r) {
   const double z = r * r;
-  const double p = ((((-1.0 / 39916800 * z + 1.0 / 362880) * z - 1.0 / 5040) * z + 1.0 / 120) * z - 1.0 / 6);
-  return r + r * z * p;
+  const double p = fmadd(fmadd(fmadd(fmadd(-1.0 / 39916800, z, 1.0 / 362880), z, -1.0 / 5040), z, 1.0 / 120), z, -1.0 / 6);
+  return fmadd(r * z, p, r);
 }
 inline double cos_kernel(double r) {
   const double z = r * r;
-  const double p = ((((1.0 / 479001600 * z - 1.0 / 3628800) * z + 1.0 / 40320) * z - 1.0 / 720) * z + 1.0 / 24);
-  return (1.0 - 0.5 * z) + z * z * p;
+  const double p = fmadd(fmadd(fmadd(fmadd(1.0 / 479001600, z, -1.0 / 3628800), z, 1.0 / 40320), z, -1.0 / 720), z, 1.0 / 24);
+  return fmadd(z * z, p, fmadd(-0.5, z, 1.0));
 }
 
 /// The float with magnitude y and the sign of s XOR the sign of x (the odd functions' symmetry).
@@ -434,6 +436,100 @@ inline float tan(float x) {
   const float y = with_sign_of(static_cast<float>(v), x);
   return fp::fabs(x) < std::numeric_limits<float>::infinity() ? y : x - x;
 }
+
+/// The fast forms of sin, cos and tan (pass fast_forms): exact over a narrower domain only, where
+/// the argument reduction needs no Payne-Hanek step. Outside it (and for inf and nan) the
+/// `*_fast_outside` check is 1 and the fused run redoes its strip with the full forms above. Within
+/// 1 ulp, as the full forms (measured over every float of the domain when written; the tests sweep it).
+///
+/// tan, and sin and cos on targets without fused multiply-add: below 2^28 pi/2 needs only two parts,
+/// a 25-bit head (n times it is exact for n < 2^28) and the rest in double, 78 bits in all; the
+/// kernels above in double, one rounding.
+constexpr float kTanFastBound = 268435456.0f;  // 2^28
+inline int tan_fast_outside(float x) { return fp::fabs(x) < kTanFastBound ? 0 : 1; }
+
+/// a = n pi/2 + r for 0 <= a < 2^28; r in double, n mod 4.
+inline double reduce_half_pi_fast(float a, int32_t& quadrant) {
+  const double d = a;
+  const double n = (d * 0.63661977236758134308 + 6755399441055744.0) - 6755399441055744.0;
+  quadrant = static_cast<int32_t>(__builtin_bit_cast(int64_t, n + 6755399441055744.0)) & 3;
+  const double head = 1.57079631090164184570;     // pi/2 to 25 bits: n * head is exact
+  const double tail = 1.58932547735281966916e-08;  // pi/2 - head
+  return fmadd(-n, tail, d - n * head);
+}
+
+inline float tan_fast(float x) {
+  int32_t q;
+  const double r = reduce_half_pi_fast(fp::fabs(x), q);
+  const double sr = sin_kernel(r), cr = cos_kernel(r);
+  return with_sign_of(static_cast<float>((q & 1) ? -cr / sr : sr / cr), x);
+}
+
+#if PTO_HAS_FMA
+/// sin and cos with fused multiply-add: all in float, eight lanes to a 256-bit vector. Below 2^17,
+/// a = n pi/2 + (hi + lo) with pi/2 in four float parts (96 bits): a - n C1 is exact (one fused
+/// step; the difference fits 24 bits on the grid of a and n C1), n C2 is split exactly, the
+/// difference is summed without error (TwoSum), and n C3 and n C4 join the low part. Then
+/// sin(hi + lo) = hi + (hi z P(z) + lo) and cos(hi + lo) = 1 - z/2 + z^2 Q(z) - hi lo, with
+/// z = hi^2 and the rounding error of 1 - z/2 carried (Taylor polynomials to the r^9 and r^10 terms).
+constexpr float kSinCosFastBound = 131072.0f;  // 2^17
+
+inline void sin_cos_reduced(float x, float& s, float& c, int32_t& q) {
+  const float a = fp::fabs(x);
+  const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer in the low bits
+  const float t = fp::fma(a, 0x1.45f306p-1f, shifter);
+  q = __builtin_bit_cast(int32_t, t);
+  const float n = t - shifter;
+  const float r1 = fp::fma(-n, 0x1.921fb6p+0f, a);
+  const float ph = n * -0x1.777a5cp-25f;
+  const float pl = fp::fma(n, -0x1.777a5cp-25f, -ph);
+  const float sum = r1 - ph;
+  const float back = sum - r1;
+  const float err = (r1 - (sum - back)) + (-ph - back);
+  const float low = fp::fma(-n, 0x1.98a2e0p-77f, fp::fma(-n, -0x1.ee59dap-50f, err - pl));
+  const float hi = sum + low;
+  const float lo = low - (hi - sum);
+  const float z = hi * hi;
+  const float p = fp::fma(fp::fma(fp::fma(1.0f / 362880, z, -1.0f / 5040), z, 1.0f / 120), z, -1.0f / 6);
+  s = hi + fp::fma(hi * z, p, lo);
+  const float qc = fp::fma(fp::fma(fp::fma(-1.0f / 3628800, z, 1.0f / 40320), z, -1.0f / 720), z, 1.0f / 24);
+  const float w = 0.5f * z;
+  const float h = 1.0f - w;
+  c = h + fp::fma(-hi, lo, fp::fma(z * z, qc, (1.0f - h) - w));
+}
+
+inline float sin_fast(float x) {
+  float s, c;
+  int32_t q;
+  sin_cos_reduced(x, s, c, q);
+  const int32_t sign = ((q & 2) << 30) ^ (to_bits(x) & static_cast<int32_t>(0x80000000u));
+  return from_bits(to_bits((q & 1) ? c : s) ^ sign);
+}
+
+inline float cos_fast(float x) {
+  float s, c;
+  int32_t q;
+  sin_cos_reduced(x, s, c, q);
+  return from_bits(to_bits((q & 1) ? s : c) ^ (((q + 1) & 2) << 30));
+}
+#else
+constexpr float kSinCosFastBound = kTanFastBound;
+
+inline float sin_fast(float x) {
+  int32_t q;
+  const double r = reduce_half_pi_fast(fp::fabs(x), q);
+  const double v = (q & 1) ? cos_kernel(r) : sin_kernel(r);
+  return with_sign_of(static_cast<float>((q & 2) ? -v : v), x);
+}
+
+inline float cos_fast(float x) {
+  int32_t q;
+  const double r = reduce_half_pi_fast(fp::fabs(x), q);
+  const double v = (q & 1) ? sin_kernel(r) : cos_kernel(r);
+  return static_cast<float>(((q + 1) & 2) ? -v : v);
+}
+#endif
+inline int sin_cos_fast_outside(float x) { return fp::fabs(x) < kSinCosFastBound ? 0 : 1; }
 
 /// sqrt(a^2 + b^2) without overflow: in double, where the squares are exact and cannot overflow;
 /// an infinite operand gives inf even when the other is nan (as C's hypot).

@@ -190,7 +190,7 @@ def test_runs_are_fused_blocks_in_the_pto_text_and_notes_of_the_pass():
 @pytest.mark.parametrize("header, message", [
     ("FUSED rows=4 strip=512", "FUSED needs cols="),
     ("FUSED rows=4 cols=1024 strip=0", "strip= must be positive"),
-    ("FUSED rows=4 cols=1024 strip=512 speed=3", "expected rows=, cols=, strip=, registers= or aliases="),
+    ("FUSED rows=4 cols=1024 strip=512 speed=3", "expected rows=, cols=, strip=, registers=, aliases= or fast="),
     ("FUSED rows=4 cols=1024 strip=512 registers=[%nope]", "unknown tile %nope"),
 ])
 def test_malformed_fused_headers_raise_syntax_errors(header, message):
