@@ -265,7 +265,8 @@ class KernelEmitter {
         } else if (is_row_expand(in.op)) {
           expr = fmt::format("{}::f({}, {})", op_struct(in.op), operand(in.srcs[0]), row_operand.at(in.srcs[1]));
         } else if (is_col_expand(in.op)) {
-          expr = fmt::format("{}::f({}, {}[_fc0 + _fk])", op_struct(in.op), operand(in.srcs[0]), tn(tile(through(in.srcs[1]))));
+          expr = fmt::format("{}::f({}, {}[_fc0 + _fk])", op_struct(in.op), operand(in.srcs[0]),
+                             tn(tile(through(in.srcs[1]))));
         } else if (opcode_num_srcs(in.op) == 1) {
           expr = fmt::format("{}::f({})", op_struct(in.op), operand(in.srcs[0]));
         } else if (in.scalar_pos == 1) {
@@ -284,7 +285,8 @@ class KernelEmitter {
         value[in.dst] = v;
       }
       for (size_t q = 0; q < sums.size(); ++q) {
-        o += fmt::format("{}  {} += {};  // {}\n", lpad, sum_vars[q], value.at(sums[q]->srcs[0]), opcode_name(sums[q]->op));
+        o += fmt::format("{}  {} += {};  // {}\n", lpad, sum_vars[q], value.at(sums[q]->srcs[0]),
+                         opcode_name(sums[q]->op));
       }
       if (store != nullptr) o += fmt::format("{}  _fs[_fk] = {};\n", lpad, value.at(store->srcs[0]));
       o += fmt::format("{}}}\n", lpad);
@@ -293,7 +295,8 @@ class KernelEmitter {
     if (!fast.empty()) {
       // The redo is a function of its own, so that inlining the full forms into it leaves the
       // kernel's inlining budget to the first loop (both loops vectorise only with their math inlined).
-      o += fmt::format("{}      if (_fout) [&]() __attribute__((noinline)) {{  // an element outside the fast forms' domain\n", pad);
+      o += fmt::format("{}      if (_fout) [&]() __attribute__((noinline)) {{  // outside the fast forms' domain\n",
+                       pad);
       for (const std::string& a : accs) o += fmt::format("{}        {} {}_r = {}_s;\n", pad, ty, a, a);
       strip_loop(false, pad + "        ", "_r");
       for (const std::string& a : accs) o += fmt::format("{}        {} = {}_r;\n", pad, a, a);

@@ -69,7 +69,7 @@ int opcode_num_srcs(Opcode op);
 /// "pto::OpMax" for the per-element functor of `op`; throws InternalError when it has none.
 std::string opcode_functor(Opcode op);
 /// True for the opcodes whose functor has a fast form over a narrower domain of fp32 values
-/// (`fast` and `outside`; the sine, cosine and tangent below 2^28): pass fast_forms.
+/// (`fast` and `outside`; the sine, cosine and tangent below 2^17 or 2^28): pass fast_forms.
 bool has_fast_form(Opcode op);
 /// The opcode of `form` that applies binary opcode `base` (e.g. RowExpand of TADD: TROWEXPANDADD).
 std::optional<Opcode> opcode_variant(Opcode base, OpForm form);

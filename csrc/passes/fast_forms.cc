@@ -2,8 +2,9 @@
 //
 // Requires: a verified Block Graph after fuse_chains.
 // Guarantees: in a Fused run whose chain values all stay in registers, every fp32 chain instruction
-// whose opcode has a fast form (has_fast_form: one exact only over a narrower domain, |x| < 2^28 for
-// the trigonometric functions, where the argument reduction needs no Payne-Hanek step) is listed in
+// whose opcode has a fast form (has_fast_form: one exact only over a narrower domain, |x| below 2^17
+// or 2^28 for the trigonometric functions, where the argument reduction needs no Payne-Hanek step;
+// tile_ops/vector_math.h) is listed in
 // Fused::fast. The emitted strip loop evaluates those with the fast forms and flags an element
 // outside the domain (or inf or nan); a flagged strip is evaluated again with the full forms, its
 // row sums reset to their values before it. The second pass reads what the first read because no

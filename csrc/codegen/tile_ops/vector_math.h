@@ -396,12 +396,14 @@ inline double reduce_half_pi(float a, int32_t& quadrant) {
 /// sin(r) and cos(r) for |r| <= pi/4 in double (Taylor series; relative error below 1e-11).
 inline double sin_kernel(double r) {
   const double z = r * r;
-  const double p = fmadd(fmadd(fmadd(fmadd(-1.0 / 39916800, z, 1.0 / 362880), z, -1.0 / 5040), z, 1.0 / 120), z, -1.0 / 6);
+  const double p4 = fmadd(fmadd(-1.0 / 39916800, z, 1.0 / 362880), z, -1.0 / 5040);
+  const double p = fmadd(fmadd(p4, z, 1.0 / 120), z, -1.0 / 6);
   return fmadd(r * z, p, r);
 }
 inline double cos_kernel(double r) {
   const double z = r * r;
-  const double p = fmadd(fmadd(fmadd(fmadd(1.0 / 479001600, z, -1.0 / 3628800), z, 1.0 / 40320), z, -1.0 / 720), z, 1.0 / 24);
+  const double p4 = fmadd(fmadd(1.0 / 479001600, z, -1.0 / 3628800), z, 1.0 / 40320);
+  const double p = fmadd(fmadd(p4, z, -1.0 / 720), z, 1.0 / 24);
   return fmadd(z * z, p, fmadd(-0.5, z, 1.0));
 }
 

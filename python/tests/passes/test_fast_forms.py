@@ -1,9 +1,10 @@
 """Fast forms of fused fp32 sines, cosines and tangents (pass fast_forms, csrc/passes/fast_forms.cc;
-printed by the kernel emitter): a strip of a fused chain evaluates them with the reduction that is
-exact below 2^17 (2^28 for tan, and without fused multiply-add) and redoes the strip with the full forms when an element lies outside (large,
-infinite or nan), its row sums restarted. Results must match torch in float64 (rounded once) within
-the op table's 1 ulp whichever strips hold such elements, and match the full forms bit for bit
-outside the fast domain. The .pto text shows the decision as `fast=[...]` on FUSED.
+printed by the kernel emitter): a strip of a fused chain evaluates them with a reduction that is
+exact below 2^17 (2^28 for tan, and without fused multiply-add) and redoes the strip with the full
+forms when an element lies outside (large, infinite or nan), its row sums restarted. Results must
+match torch in float64 (rounded once) within the op table's 1 ulp whichever strips hold such
+elements, and match the full forms bit for bit outside the fast domain. The .pto text shows the
+decision as `fast=[...]` on FUSED.
 """
 
 import re
