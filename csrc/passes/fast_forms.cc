@@ -2,14 +2,14 @@
 //
 // Requires: a verified Block Graph after fuse_chains.
 // Guarantees: in a Fused run whose chain values all stay in registers, every fp32 chain instruction
-// whose opcode has a fast form (has_fast_form: one exact only over a narrower domain, |x| below 2^17
-// or 2^28 for the trigonometric functions, where the argument reduction needs no Payne-Hanek step;
-// tile_ops/vector_math.h) is listed in
-// Fused::fast. The emitted strip loop evaluates those with the fast forms and flags an element
-// outside the domain (or inf or nan); a flagged strip is evaluated again with the full forms, its
-// row sums reset to their values before it. The second pass reads what the first read because no
-// chain value is written back to a tile. A run with write-backs keeps the full forms. Printed as
-// `fast=[...]` on FUSED, with a note per run in dump("passes").
+// whose opcode has a fast form is listed in Fused::fast (has_fast_form: a form exact only over a
+// narrower domain, for the trigonometric functions |x| below 2^17 or 2^28, where the argument
+// reduction needs no Payne-Hanek step; tile_ops/vector_math.h). The emitted strip loop evaluates
+// those with the fast forms and flags an element outside the domain (or inf or nan); a flagged
+// strip is evaluated again with the full forms, its row sums reset to their values before it. The
+// second pass reads what the first read because no chain value is written back to a tile. A run
+// with write-backs keeps the full forms. Printed as `fast=[...]` on FUSED, with a note per run in
+// dump("passes").
 #include "passes/fast_forms.h"
 
 #include <fmt/format.h>

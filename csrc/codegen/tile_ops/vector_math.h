@@ -412,45 +412,9 @@ inline float with_sign_of(float y, float x) {
   return from_bits(to_bits(y) ^ (to_bits(x) & static_cast<int32_t>(0x80000000u)));
 }
 
-/// sin, cos and tan of any float: the reduction above, the kernels in double, one rounding to
-/// float at the end (within 1 ulp); inf and nan give nan.
-inline float sin(float x) {
-  int32_t q;
-  const double r = reduce_half_pi(fp::fabs(x), q);
-  const double v = (q & 1) ? cos_kernel(r) : sin_kernel(r);
-  const float y = with_sign_of(static_cast<float>((q & 2) ? -v : v), x);
-  return fp::fabs(x) < std::numeric_limits<float>::infinity() ? y : x - x;
-}
-
-inline float cos(float x) {
-  int32_t q;
-  const double r = reduce_half_pi(fp::fabs(x), q);
-  const double v = (q & 1) ? sin_kernel(r) : cos_kernel(r);
-  const float y = static_cast<float>(((q + 1) & 2) ? -v : v);
-  return fp::fabs(x) < std::numeric_limits<float>::infinity() ? y : x - x;
-}
-
-inline float tan(float x) {
-  int32_t q;
-  const double r = reduce_half_pi(fp::fabs(x), q);
-  const double sr = sin_kernel(r), cr = cos_kernel(r);
-  const double v = (q & 1) ? -cr / sr : sr / cr;
-  const float y = with_sign_of(static_cast<float>(v), x);
-  return fp::fabs(x) < std::numeric_limits<float>::infinity() ? y : x - x;
-}
-
-/// The fast forms of sin, cos and tan (pass fast_forms): exact over a narrower domain only, where
-/// the argument reduction needs no Payne-Hanek step. Outside it (and for inf and nan) the
-/// `*_fast_outside` check is 1 and the fused run redoes its strip with the full forms above. Within
-/// 1 ulp, as the full forms (measured over every float of the domain when written; the tests sweep it).
-///
-/// tan, and sin and cos on targets without fused multiply-add: below 2^28 pi/2 needs only two parts,
-/// a 25-bit head (n times it is exact for n < 2^28) and the rest in double, 78 bits in all; the
-/// kernels above in double, one rounding.
-constexpr float kTanFastBound = 268435456.0f;  // 2^28
-inline int tan_fast_outside(float x) { return fp::fabs(x) < kTanFastBound ? 0 : 1; }
-
-/// a = n pi/2 + r for 0 <= a < 2^28; r in double, n mod 4.
+/// a = n pi/2 + r for 0 <= a < 2^28 (the fast forms' domain, below); r in double, n mod 4. pi/2 in
+/// two parts suffices there: a 25-bit head (n times it is exact for n < 2^28) and the rest in
+/// double, 78 bits in all.
 inline double reduce_half_pi_fast(float a, int32_t& quadrant) {
   const double d = a;
   const double n = (d * 0.63661977236758134308 + 6755399441055744.0) - 6755399441055744.0;
@@ -460,12 +424,53 @@ inline double reduce_half_pi_fast(float a, int32_t& quadrant) {
   return fmadd(-n, tail, d - n * head);
 }
 
-inline float tan_fast(float x) {
+/// sin, cos and tan of a finite x by `Reduce` (|x| = n pi/2 + r, r in double, n mod 4): the
+/// kernels in double, one rounding to float at the end (within 1 ulp).
+using HalfPiReduction = double (*)(float, int32_t&);
+template <HalfPiReduction Reduce>
+inline float sin_by(float x) {
   int32_t q;
-  const double r = reduce_half_pi_fast(fp::fabs(x), q);
+  const double r = Reduce(fp::fabs(x), q);
+  const double v = (q & 1) ? cos_kernel(r) : sin_kernel(r);
+  return with_sign_of(static_cast<float>((q & 2) ? -v : v), x);
+}
+template <HalfPiReduction Reduce>
+inline float cos_by(float x) {
+  int32_t q;
+  const double r = Reduce(fp::fabs(x), q);
+  const double v = (q & 1) ? sin_kernel(r) : cos_kernel(r);
+  return static_cast<float>(((q + 1) & 2) ? -v : v);
+}
+template <HalfPiReduction Reduce>
+inline float tan_by(float x) {
+  int32_t q;
+  const double r = Reduce(fp::fabs(x), q);
   const double sr = sin_kernel(r), cr = cos_kernel(r);
   return with_sign_of(static_cast<float>((q & 1) ? -cr / sr : sr / cr), x);
 }
+
+/// sin, cos and tan of any float: Payne and Hanek's reduction (above); inf and nan give nan.
+inline float sin(float x) {
+  const float y = sin_by<reduce_half_pi>(x);
+  return fp::fabs(x) < std::numeric_limits<float>::infinity() ? y : x - x;
+}
+inline float cos(float x) {
+  const float y = cos_by<reduce_half_pi>(x);
+  return fp::fabs(x) < std::numeric_limits<float>::infinity() ? y : x - x;
+}
+inline float tan(float x) {
+  const float y = tan_by<reduce_half_pi>(x);
+  return fp::fabs(x) < std::numeric_limits<float>::infinity() ? y : x - x;
+}
+
+/// The fast forms of sin, cos and tan (pass fast_forms): exact over a narrower domain only, where
+/// the argument reduction needs no Payne-Hanek step. Outside it (and for inf and nan) the
+/// `*_fast_outside` check is 1 and the fused run redoes its strip with the full forms above. Within
+/// 1 ulp, as the full forms (measured over every float of the domain when written; the tests sweep it).
+/// tan, and sin and cos on targets without fused multiply-add: reduce_half_pi_fast below 2^28.
+constexpr float kTanFastBound = 268435456.0f;  // 2^28
+inline int tan_fast_outside(float x) { return fp::fabs(x) < kTanFastBound ? 0 : 1; }
+inline float tan_fast(float x) { return tan_by<reduce_half_pi_fast>(x); }
 
 #if PTO_HAS_FMA
 /// sin and cos with fused multiply-add: all in float, eight lanes to a 256-bit vector. Below 2^17,
@@ -518,20 +523,8 @@ inline float cos_fast(float x) {
 }
 #else
 constexpr float kSinCosFastBound = kTanFastBound;
-
-inline float sin_fast(float x) {
-  int32_t q;
-  const double r = reduce_half_pi_fast(fp::fabs(x), q);
-  const double v = (q & 1) ? cos_kernel(r) : sin_kernel(r);
-  return with_sign_of(static_cast<float>((q & 2) ? -v : v), x);
-}
-
-inline float cos_fast(float x) {
-  int32_t q;
-  const double r = reduce_half_pi_fast(fp::fabs(x), q);
-  const double v = (q & 1) ? sin_kernel(r) : cos_kernel(r);
-  return static_cast<float>(((q + 1) & 2) ? -v : v);
-}
+inline float sin_fast(float x) { return sin_by<reduce_half_pi_fast>(x); }
+inline float cos_fast(float x) { return cos_by<reduce_half_pi_fast>(x); }
 #endif
 inline int sin_cos_fast_outside(float x) { return fp::fabs(x) < kSinCosFastBound ? 0 : 1; }
 
