@@ -111,13 +111,14 @@ inline float exp(float x) {
 /// and lm = log(m), m in [sqrt(1/2), sqrt(2)) (|lm| <= 0.35), so log2 and log10 scale the parts
 /// separately (exact powers of two give exact integers).
 inline void log_parts(float x, float& fe, float& lm) {
-  // log(1 + f) = f - f^2/2 + f^3 P(f).
+  // log(1 + f) = f - f^2/2 + f^3 P(f). Denormals are scaled by 2^23 first. The bits of x less those
+  // of sqrt(1/2), shifted, are the exponent e with m = x / 2^e in [sqrt(1/2), sqrt(2)): one integer
+  // subtraction, no compare and select.
   const bool sub = x < 1.17549435e-38f;
-  const int32_t i = to_bits(sub ? x * 8388608.0f : x);
-  const int32_t mant = (i & 0x007fffff) | 0x3f800000;
-  const int32_t big = mant > 0x3fb504f3 ? 1 : 0;  // m > sqrt(2): halve m
-  const int32_t e = ((i >> 23) & 0xff) - (sub ? 150 : 127) + big;
-  const float f = from_bits(mant - (big << 23)) - 1.0f;
+  const uint32_t i = static_cast<uint32_t>(to_bits(sub ? x * 8388608.0f : x));
+  const uint32_t t = i - 0x3f3504f3u;  // for x <= 0, inf or nan, garbage that log_special replaces
+  const int32_t e = (static_cast<int32_t>(t) >> 23) - (sub ? 23 : 0);
+  const float f = from_bits(static_cast<int32_t>(i - (t & 0xff800000u))) - 1.0f;
   const float p = poly(f, 0.3333333134651184f, -0.2500030994415283f, 0.20000775158405304f, -0.16640795767307281f,
                            0.14222414791584015f, -0.13013280928134918f, 0.1256403625011444f, -0.07779280841350555f);
   const float f2 = f * f;
@@ -219,11 +220,22 @@ inline float log10(float x) {
 
 inline float log1p(float x) {
   // log(u) for u = 1 + x rounded, corrected by the rounding error of u to first order:
-  // log1p(x) = log(u) - ((u - 1) - x) / u; x itself where u rounds to 1.
+  // log1p(x) = log(u) + (x - (u - 1)) / u. u is never denormal (it is 0 or at least 2^-24), so the
+  // exponent comes from one integer subtraction: the bits of u less those of sqrt(1/2), shifted,
+  // give e with m = u / 2^e in [sqrt(1/2), sqrt(2)); no selects. Where u rounds to 1 the correction
+  // is x itself, exactly. The result has the sign of x (ORing it in keeps log1p(-0) = -0).
   const float u = 1.0f + x;
-  const float y = log(u) - ((u - 1.0f) - x) / u;
-  const float inf = std::numeric_limits<float>::infinity();
-  return x == inf ? inf : (u == 0.0f ? -inf : (u == 1.0f ? x : y));  // x itself keeps -0
+  const uint32_t i = static_cast<uint32_t>(to_bits(u));
+  const uint32_t t = i - 0x3f3504f3u;  // for u <= 0, inf or nan, garbage that log_special replaces
+  const float fe = static_cast<float>(static_cast<int32_t>(t) >> 23);
+  const float f = from_bits(static_cast<int32_t>(i - (t & 0xff800000u))) - 1.0f;
+  const float p = poly(f, 0.3333333134651184f, -0.2500030994415283f, 0.20000775158405304f, -0.16640795767307281f,
+                       0.14222414791584015f, -0.13013280928134918f, 0.1256403625011444f, -0.07779280841350555f);
+  const float f2 = f * f;
+  const float c = (x - (u - 1.0f)) / u;
+  const float lm = fmadd(-0.5f, f2, f) + fmadd(f2 * f, p, c);
+  const float y = log_special(u, fmadd(fe, 0.693359375f, fmadd(fe, -2.12194440e-4f, lm)));
+  return from_bits(to_bits(y) | (to_bits(x) & static_cast<int32_t>(0x80000000u)));
 }
 
 /// e^(a - ln 2) = e^a / 2 for a up to 89.42 (where e^a alone overflows): ln 2's high part is exact
