@@ -47,6 +47,26 @@ inline TensorGraph AddGraph(std::vector<Expr> shape, std::vector<int64_t> tile =
   return b.finish();
 }
 
+/// index_add as the frontend builds it: a copy of x (a fill covered by an assemble into a view of
+/// all of it), then the rows of src added at the row positions idx (an index seen as [t, cols]).
+/// With `tile` {rows, cols}: cols covering the columns, the scatter goes by destination blocks.
+inline TensorGraph IndexAddGraph(const Expr& m, const Expr& t, int64_t cols, std::vector<int64_t> tile) {
+  TensorGraphBuilder b("index_add");
+  for (const Expr& d : {m, t})
+    if (!d.is_const()) b.add_dyn_dim(d.name());
+  int x = b.add_param("x", {m, Expr(cols)}, DataType::FP32);
+  int idx = b.add_param("idx", {t}, DataType::INT64);
+  int src = b.add_param("src", {t, Expr(cols)}, DataType::FP32);
+  int out = b.add_full({m, Expr(cols)}, Operand::scalar(0, true), DataType::FP32, {}, tile, TestLoc(2));
+  b.mark_covered(out);
+  int all = b.add_view(out, {m, Expr(cols)}, {Expr(0), Expr(0)}, {0, 1}, {1, 1}, {}, TestLoc(2));
+  b.add_assemble(x, all, tile, TestLoc(2));
+  int rows = b.add_reshape(idx, {t, Expr(1)}, TestLoc(3));
+  int each = b.add_view(rows, {t, Expr(cols)}, {Expr(0), Expr(0)}, {0, -1}, {1, 1}, {}, TestLoc(3));
+  b.set_outputs({b.add_scatter(out, 0, each, src, ScatterReduce::Add, tile, TestLoc(3))});
+  return b.finish();
+}
+
 /// exp(x) / sum(exp(x), -1) over (64, N) with a dynamic N: exp's [32, N]
 /// block is a local buffer sized at run time.
 inline TensorGraph DynamicColsGraph() {

@@ -64,7 +64,7 @@ TEST(TileGatherScatter, ScatterAddAccumulatesDuplicateRowsInOrder) {
   const int32_t rows[] = {2, 2, 0, 2};
   std::vector<float> val(28);
   for (size_t i = 0; i < val.size(); ++i) val[i] = 1.0f + static_cast<float>(i % 5) * 0.25f;
-  ASSERT_EQ(pto::tscatter<1>(dst.data(), kStride, valid, 2, tshape, rows, 1, val.data(), 0, kRows, "t"), 0);
+  ASSERT_EQ(pto::tscatter<1>(dst.data(), kStride, valid, 2, tshape, rows, 1, val.data(), 0, kRows, 0, kRows, "t"), 0);
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 7; ++j) want[rows[i] * kCols + j] += val[i * 7 + j];
   EXPECT_EQ(dst, want);
@@ -75,11 +75,33 @@ TEST(TileGatherScatter, ScatterAlongTheLastAxisLastWriteWins) {
   const int64_t tshape[] = {2, 3}, valid[] = {2, 3};
   const int64_t idx[] = {1, 1, 6, 0, 5, 0};
   const float val[] = {1, 2, 3, 4, 5, 6};
-  ASSERT_EQ(pto::tscatter<0>(dst.data(), kStride, valid, 2, tshape, idx, 3, val, 1, kCols, "t"), 0);
+  ASSERT_EQ(pto::tscatter<0>(dst.data(), kStride, valid, 2, tshape, idx, 3, val, 1, kCols, 0, kCols, "t"), 0);
   EXPECT_EQ(dst[1], 2.0f);
   EXPECT_EQ(dst[6], 3.0f);
   EXPECT_EQ(dst[kCols + 0], 6.0f);
   EXPECT_EQ(dst[kCols + 5], 5.0f);
+}
+
+TEST(TileGatherScatter, AWindowedScatterLandsOnlyItsIndicesAndStillReportsBadOnes) {
+  // The box is rows [2, 4) of the destination (a task's block): indices 2 and 3 land there at
+  // positions 0 and 1, in order; 0 and 4 are another window's; 9 is outside [0, 5) and reported.
+  std::vector<float> dst = Data(), want = Data();
+  const int64_t tshape[] = {5, 7}, valid[] = {5, 7};
+  const int64_t rows[] = {3, 0, 2, 3, 4};
+  std::vector<float> val(35);
+  for (size_t i = 0; i < val.size(); ++i) val[i] = 0.5f + static_cast<float>(i);
+  float* box = dst.data() + 2 * kCols;
+  ASSERT_EQ(pto::tscatter<1>(box, kStride, valid, 2, tshape, rows, 1, val.data(), 0, kRows, 2, 2, "t"), 0);
+  for (int i = 0; i < 5; ++i)
+    if (rows[i] == 2 || rows[i] == 3)
+      for (int j = 0; j < 7; ++j) want[rows[i] * kCols + j] += val[i * 7 + j];
+  EXPECT_EQ(dst, want);
+  const int64_t bad[] = {2, 9, 3, 0, 0};
+  char text[256] = {};
+  EXPECT_EQ(pto::tscatter<1>(box, kStride, valid, 2, tshape, bad, 1, val.data(), 0, kRows, 2, 2, "@k: scatter"),
+            PYPTO_STATUS_INDEX);
+  EXPECT_EQ(pto::take_kernel_error(text, sizeof text), PYPTO_STATUS_INDEX);
+  EXPECT_NE(std::string(text).find("index 9 on axis 0 is outside [0, 5)"), std::string::npos) << text;
 }
 
 TEST(TileGatherScatter, AnIndexOutsideTheAxisIsReportedAndNotWritten) {
@@ -87,7 +109,7 @@ TEST(TileGatherScatter, AnIndexOutsideTheAxisIsReportedAndNotWritten) {
   const int64_t tshape[] = {2, 7}, valid[] = {2, 7};
   const int64_t rows[] = {1, 5};  // 5 is outside [0, 5)
   std::vector<float> val(14, 1.0f);
-  EXPECT_EQ(pto::tscatter<1>(dst.data(), kStride, valid, 2, tshape, rows, 1, val.data(), 0, kRows, "@k: scatter"),
+  EXPECT_EQ(pto::tscatter<1>(dst.data(), kStride, valid, 2, tshape, rows, 1, val.data(), 0, kRows, 0, kRows, "@k: scatter"),
             PYPTO_STATUS_INDEX);
   char text[256] = {};
   EXPECT_EQ(pto::take_kernel_error(text, sizeof text), PYPTO_STATUS_INDEX);

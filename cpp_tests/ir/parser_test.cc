@@ -144,6 +144,8 @@ std::vector<std::pair<std::string, std::string>> CompiledPrograms() {
       {"views", Pto(ViewsGraph())},
       {"control", Pto(ControlGraph())},
       {"gather_scatter", Pto(GatherScatterGraph())},
+      {"index_add", Pto(testing::IndexAddGraph(Expr(64), Expr(40), 16, {16, 16}))},
+      {"index_add_dyn", Pto(testing::IndexAddGraph(Expr::var("M"), Expr::var("T"), 16, {16, 16}))},
   };
 }
 
@@ -953,6 +955,20 @@ TEST(PtoParserTest, ScatterReduceIsPrintedAndParsed) {
   std::string bad = text;
   bad.replace(at, 11, " reduce=$max");
   ExpectSyntaxError(bad, "reduce= takes add or mul, found 'max'", "unknown reduction");
+}
+
+TEST(PtoParserTest, ScatterWindowIsPrintedAndParsed) {
+  const std::string text = Pto(testing::IndexAddGraph(Expr(64), Expr(40), 16, {16, 16}));
+  const size_t at = text.find(" window=[(g0 * 16), 64]");
+  ASSERT_NE(at, std::string::npos) << text;
+  int windowed = 0;
+  for (const auto& f : parse_pto(text).functions)
+    for (const Instr* in : testing::InstrsOf(f.body))
+      if (in->op == Opcode::TSCATTER && in->window.size() == 2 && in->window[1].str() == "64") ++windowed;
+  EXPECT_EQ(windowed, 1);
+  std::string bad = text;
+  bad.replace(at, 24, " window=$[(g0 * 16), 64, 1]");
+  ExpectSyntaxError(bad, "window= takes [base, bound], found 3 expressions", "three-part window");
 }
 
 }  // namespace

@@ -256,6 +256,21 @@ Instr* FindInstr(TileGraph& g, Opcode op) {
   return found;
 }
 
+TEST(VerifierTest, AWindowIsATscattersBaseAndBound) {
+  TileGraph g = Lower(testing::IndexAddGraph(Expr(64), Expr(40), 16, {16, 16})).tile;
+  Instr* sc = FindInstr(g, Opcode::TSCATTER);
+  ASSERT_NE(sc, nullptr);
+  ASSERT_EQ(sc->window.size(), 2u);
+  verify(g);
+  sc->window.pop_back();
+  ExpectRule(g, "instr.window");
+  Instr* st = FindInstr(g, Opcode::TSTORE);
+  ASSERT_NE(st, nullptr);
+  sc->window.push_back(Expr(64));
+  st->window = sc->window;
+  ExpectRule(g, "instr.window");
+}
+
 TEST(VerifierTest, InstrShapeAndAxisOfScan) {
   TensorGraphBuilder b("scan");
   int x = b.add_param("x", {Expr(64), Expr(100)}, DataType::FP32);

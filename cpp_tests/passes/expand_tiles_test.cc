@@ -293,3 +293,59 @@ TEST(ExpandTilesTest, UnsupportedProgramsSaySo) {
 
 }  // namespace
 }  // namespace pypto
+
+namespace pypto {
+namespace {
+
+const Instr* ScatterOf(const TileGraph& g) {
+  for (const TileNest& n : g.nests)
+    for (const Instr* in : testing::InstrsOf(n.body))
+      if (in->op == Opcode::TSCATTER) return in;
+  return nullptr;
+}
+
+TEST(ExpandTilesTest, AScatterOfWholeRowsGoesByDestinationBlock) {
+  // 64 destination rows in blocks of 16, 40 source rows: each block walks the source blocks in a
+  // sequential loop and takes the indices of its own window [16 i, 16 i + 16) of [0, 64).
+  const TileGraph g = ExpandTiles(testing::IndexAddGraph(Expr(64), Expr(40), 16, {16, 16}), PassOptions{});
+  const Instr* sc = ScatterOf(g);
+  ASSERT_NE(sc, nullptr);
+  ASSERT_EQ(sc->window.size(), 2u);
+  EXPECT_EQ(sc->window[0].str(), "(i5_0 * 16)");
+  EXPECT_EQ(sc->window[1].str(), "64");
+  EXPECT_EQ(Strs(sc->offsets), "(i5_0 * 16), (i5_1 * 16)");
+  EXPECT_EQ(Strs(sc->valid), "min(16, (40 - (j5 * 16))), 16");
+  const TileNest& nest = g.nests.back();
+  std::vector<const Loop*> grid = LoopChain(nest.body);
+  ASSERT_EQ(grid.size(), 3u);  // two parallel grid loops over the destination, then the source blocks
+  EXPECT_TRUE(grid[0]->parallel && grid[1]->parallel);
+  EXPECT_FALSE(grid[2]->parallel);
+  EXPECT_EQ(grid[0]->stop.str(), "4");
+  EXPECT_EQ(grid[2]->var, "j5");
+  EXPECT_EQ(grid[2]->stop.str(), "3");
+  // The copy of x writes the destination itself, not the view of all of it.
+  for (const TileNest& n : g.nests)
+    for (const Instr* in : testing::InstrsOf(n.body))
+      if (in->op == Opcode::TSTORE) EXPECT_EQ(g.memrefs.at(in->memref).name, g.memrefs.at(sc->memref).name);
+  EXPECT_NE(print(g).find(" window=[(i5_0 * 16), 64]"), std::string::npos) << print(g);
+}
+
+TEST(ExpandTilesTest, AScatterKeepsTheSerialFormWhereBlocksWouldNotPay) {
+  // Columns not covered by the tile (the source box is not dense), or one destination block.
+  for (const TileGraph& g : {ExpandTiles(testing::IndexAddGraph(Expr(64), Expr(40), 16, {16, 8}), PassOptions{}),
+                             ExpandTiles(testing::IndexAddGraph(Expr(16), Expr(40), 16, {16, 16}), PassOptions{})}) {
+    const Instr* sc = ScatterOf(g);
+    ASSERT_NE(sc, nullptr);
+    EXPECT_TRUE(sc->window.empty());
+    EXPECT_EQ(sc->offsets[0].str(), "0");
+  }
+  // A dynamic destination: the window's bound is its symbolic dim.
+  const TileGraph dyn =
+      ExpandTiles(testing::IndexAddGraph(Expr::var("M"), Expr::var("T"), 16, {16, 16}), PassOptions{});
+  ASSERT_NE(ScatterOf(dyn), nullptr);
+  ASSERT_EQ(ScatterOf(dyn)->window.size(), 2u);
+  EXPECT_EQ(ScatterOf(dyn)->window[1].str(), "M");
+}
+
+}  // namespace
+}  // namespace pypto

@@ -167,3 +167,25 @@ TEST(FuseBlocksTest, ReturnedIntermediatesAreNotLocal) {
 
 }  // namespace
 }  // namespace pypto
+
+namespace pypto {
+namespace {
+
+TEST(FuseBlocksTest, ACopyAndAScatterByDestinationShareATaskPerBlock) {
+  const BlockGraph g = Fuse(testing::IndexAddGraph(Expr(64), Expr(40), 16, {16, 16}));
+  ASSERT_EQ(g.functions.size(), 1u);
+  const InCoreFunction& f = g.functions[0];
+  EXPECT_EQ(f.fused_ops.size(), 2u);
+  EXPECT_EQ(OpcodeString(f.body), "tload tstore tload tload tscatter");
+  // The destination's region is the task's block of rows, so the blocks' tasks are independent.
+  for (const CallArg& a : g.launches[0].call.args)
+    if (g.memrefs.at(a.memref).kind == MemKind::Output) {
+      EXPECT_EQ(Strs(a.offsets), "(g0 * 16), (g1 * 16)");
+      EXPECT_EQ(Strs(a.extents), "16, 16");
+    }
+  // A scatter that may land anywhere stays on its own.
+  EXPECT_EQ(Fuse(testing::IndexAddGraph(Expr(64), Expr(40), 16, {16, 8})).functions.size(), 2u);
+}
+
+}  // namespace
+}  // namespace pypto

@@ -39,5 +39,12 @@ TEST(StreamStoresTest, OutputsFromSixteenL2sOnStream) {
             std::string::npos);
 }
 
+TEST(StreamStoresTest, AnOutputScatteredIntoAfterItsStoreDoesNotStream) {
+  // index_add's 16 MiB copy of x is updated by the scatter right after: it stays in the caches.
+  PassOptions opts;
+  opts.target.l2_bytes = 1 << 20;
+  EXPECT_EQ(Streamed(run_pipeline(testing::IndexAddGraph(Expr(4096), Expr(64), 1024, {32, 1024}), opts).block), 0);
+}
+
 }  // namespace
 }  // namespace pypto

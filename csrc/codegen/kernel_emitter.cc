@@ -423,12 +423,21 @@ class KernelEmitter {
       }
       case OpForm::Scatter: {
         const TileDecl& t = tile(in.srcs[1]);  // the values: the box (the index tile may be [..., 1])
+        // The indices' bound, and the window: every index lands (base 0, the region's extent), or
+        // those of the box's positions on the axis (the values tile's extent, cut at the region's end).
+        const std::string region = fmt::format("{}[{}]", mem_extent_.at(in.memref), in.axis);
+        std::string bound = region, base = "0", len = region;
+        if (!in.window.empty()) {
+          bound = cexpr(in.window[1]);
+          base = cexpr(in.window[0]);
+          len = fmt::format("pto::imin(INT64_C({}), {} - ({}))", t.shape.at(in.axis), region, cexpr(in.offsets.at(in.axis)));
+        }
         o += fmt::format("{}{{ const int64_t valid[] = {{{}}};{}\n", pad, valid_list(in), comment);
-        o += fmt::format("{}  if (int32_t bad = pto::tscatter<{}>({}, {}, valid, {}, {}_shape, {}, {}, {}, {}, {}[{}], "
+        o += fmt::format("{}  if (int32_t bad = pto::tscatter<{}>({}, {}, valid, {}, {}_shape, {}, {}, {}, {}, {}, {}, {}, "
                          "\"@{}: {}\")) return bad; }}\n",
                          pad, static_cast<int>(in.reduce), address(in), mem_stride_.at(in.memref), t.shape.size(), tn(t),
-                         tn(tile(in.srcs[0])), tile(in.srcs[0]).shape.back(), tn(tile(in.srcs[1])), in.axis,
-                         mem_extent_.at(in.memref), in.axis, f_.name, access_text(in, f_.tiles, memrefs_));
+                         tn(tile(in.srcs[0])), tile(in.srcs[0]).shape.back(), tn(tile(in.srcs[1])), in.axis, bound,
+                         base, len, f_.name, access_text(in, f_.tiles, memrefs_));
         return;
       }
       case OpForm::Matmul:

@@ -229,6 +229,7 @@ class Linker {
         for (int& t : n.srcs) t = tile_map.at(t);
         n.offsets = subst(n.offsets, env);
         n.valid = subst(n.valid, env);
+        n.window = subst(n.window, env);
         if (n.scalar_expr) n.scalar_expr = n.scalar_expr->substitute_exact(env);
         if (n.memref >= 0) {
           const auto& [m, origin] = mem_map.at(n.memref);

@@ -991,9 +991,10 @@ class Parser {
   }
 
   /// ` axis=N`, ` to=dtype`, ` valid [...]`, ` l0 [m, k, n]` (and a tload's ` view`, a tstore's
-  /// ` stream` and ` atomic_add`) in any order, each at most once.
+  /// ` stream` and ` atomic_add`, a tscatter's ` reduce=` and ` window=[base, bound]`) in any order,
+  /// each at most once.
   void attributes(Line& L, Instr& in, bool allow_to) {
-    bool axis = false, to = false, valid = false, l0 = false, reduce = false;
+    bool axis = false, to = false, valid = false, l0 = false, reduce = false, window = false;
     for (;;) {
       L.skip_ws();
       size_t at = L.pos();
@@ -1014,6 +1015,13 @@ class Parser {
         const std::string word = L.ident();
         if (word != "add" && word != "mul") L.fail(at + 7, fmt::format("reduce= takes add or mul, found '{}'", word));
         in.reduce = scatter_reduce_by_name(word == "mul" ? "multiply" : word);
+      } else if (in.op == Opcode::TSCATTER && L.starts_with("window=")) {
+        if (window) L.fail(at, "window= given twice");
+        window = true;
+        L.advance(7);
+        in.window = L.bracket_exprs();
+        if (in.window.size() != 2)
+          L.fail(at + 7, fmt::format("window= takes [base, bound], found {} expressions", in.window.size()));
       } else if (L.starts_with("axis=")) {
         if (axis) L.fail(at, "axis= given twice");
         axis = true;

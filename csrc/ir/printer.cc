@@ -82,10 +82,10 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
                          exprs(in.offsets), n.tile_name(in.srcs.at(0)), in.axis, valid, type);
       return;
     case Opcode::TSCATTER:
-      out += fmt::format("{}tscatter %{}, %{}[{}], %{} axis={}{}{}\n", pad, n.tile_name(in.srcs.at(1)), n.memref(in.memref),
-                         exprs(in.offsets), n.tile_name(in.srcs.at(0)), in.axis,
+      out += fmt::format("{}tscatter %{}, %{}[{}], %{} axis={}{}{}{}\n", pad, n.tile_name(in.srcs.at(1)),
+                         n.memref(in.memref), exprs(in.offsets), n.tile_name(in.srcs.at(0)), in.axis,
                          in.reduce == ScatterReduce::None ? "" : std::string(" reduce=") + scatter_reduce_name(in.reduce),
-                         valid);
+                         in.window.empty() ? std::string() : fmt::format(" window=[{}]", exprs(in.window)), valid);
       return;
     case Opcode::TARANGE:
       out += fmt::format("{}%{} = tarange {}, {}, {} : {}\n", pad, n.tile_name(in.dst), scalar_text(in.scalar),

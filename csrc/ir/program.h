@@ -69,6 +69,12 @@ struct Instr {
   /// tile is one block. Printed as ` l0 [m, k, n]`.
   std::vector<int64_t> l0;
   ScatterReduce reduce = ScatterReduce::None;  ///< TSCATTER: how a value meets the one it lands on
+  /// TSCATTER, destination-blocked (pass expand_tiles): empty, or {base, bound}. The box on `axis`
+  /// is then a window of the destination: its first position (offsets[axis]) takes index `base`,
+  /// and it spans the values tile's extent on `axis` (cut at the memref's end). Indices must lie in
+  /// [0, bound); those outside the window are skipped (another task's window takes them). Without
+  /// it, offsets[axis] is 0 and every index lands. Printed ` window=[base, bound]`.
+  std::vector<Expr> window;
   /// TLOAD (pass plan_view_loads): the tile may point into the source memory instead of copying it,
   /// where the box lies there densely. Printed ` view`.
   bool view = false;

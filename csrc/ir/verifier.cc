@@ -119,6 +119,12 @@ struct StmtChecker {
       for (const Expr& e : in.offsets) check_expr(e, what);
     }
     if (in.scalar_expr) check_expr(*in.scalar_expr, what);
+    if (!in.window.empty()) {
+      if (in.op != Opcode::TSCATTER || in.window.size() != 2)
+        fail("instr.window", fmt::format("{} has a window of {} expressions; only tscatter takes one, [base, bound]",
+                                         what, in.window.size()));
+      for (const Expr& e : in.window) check_expr(e, what);
+    }
     if (!in.valid.empty()) {
       const TileDecl* t = dst && !is_reduction(in.op) ? dst : tile(in.srcs.empty() ? in.dst : in.srcs[0]);
       if (in.valid.size() != t->shape.size())

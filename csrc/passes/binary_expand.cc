@@ -73,6 +73,7 @@ void collect_names(const std::vector<Stmt>& body, std::set<std::string>& out) {
     if (auto* in = std::get_if<Instr>(&s.node)) {
       add_all(in->offsets);
       add_all(in->valid);
+      add_all(in->window);
       if (in->scalar_expr) add(*in->scalar_expr);
     } else if (auto* l = std::get_if<Loop>(&s.node)) {
       out.insert(l->var);

@@ -11,6 +11,7 @@
 #include "passes/expand_tiles.h"
 
 #include "passes/expand_tiles/expander.h"
+#include "passes/util.h"
 
 namespace pypto {
 
@@ -46,6 +47,36 @@ void Expander::run() {
   out_.params = g_.params;
   out_.outputs = g_.outputs;
   for (size_t i = 0; i < g_.ops.size(); ++i) expand(static_cast<int>(i));
+  address_identity_views_by_base();
+}
+
+/// A view that is its base (zero offsets, the identity dims, unit steps, the base's shape), as a
+/// copy into a fresh tensor writes (`assemble` at offset 0): its memory instructions address the
+/// base, so later passes see one tensor and can give the copy and the ops that read or update
+/// what it wrote one task per block (a scatter by destination after index_add's copy).
+void Expander::address_identity_views_by_base() {
+  auto identity = [&](const MemRef& m) {
+    if (!m.view || m.view->reshape || m.view->base < 0) return false;
+    const MemRef& b = out_.memrefs[static_cast<size_t>(m.view->base)];
+    if (b.dtype != m.dtype || b.shape.size() != m.shape.size() || m.view->map.size() != m.shape.size()) return false;
+    for (size_t d = 0; d < m.shape.size(); ++d) {
+      auto off = m.view->offsets.at(d).as_const();
+      const int64_t step = d < m.view->steps.size() ? m.view->steps[d] : 1;
+      if (!off || *off != 0 || m.view->map[d] != static_cast<int>(d) || step != 1 || !m.shape[d].equals(b.shape[d]))
+        return false;
+    }
+    return true;
+  };
+  std::vector<int> canon(out_.memrefs.size());
+  for (size_t m = 0; m < canon.size(); ++m) {
+    int c = static_cast<int>(m);
+    while (identity(out_.memrefs[static_cast<size_t>(c)])) c = out_.memrefs[static_cast<size_t>(c)].view->base;
+    canon[m] = c;
+  }
+  for (TileNest& n : out_.nests)
+    for_each_instr(n.body, [&](Instr& in) {
+      if ((reads_memory(in.op) || writes_memory(in.op)) && in.memref >= 0) in.memref = canon[static_cast<size_t>(in.memref)];
+    });
 }
 
 void Expander::expand(int idx) {

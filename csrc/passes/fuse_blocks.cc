@@ -96,7 +96,8 @@ bool aligned(const std::vector<const NestSplit*>& members, size_t len, const Til
       if (!members[c]->reads.count(mem)) continue;
       bool ok = true;
       for_each_instr(bodies[c], [&](const Instr& ld) {
-        if (!reads_memory(ld.op) || ld.memref != mem) return;
+        const bool windowed = ld.op == Opcode::TSCATTER && !ld.window.empty();  // updates its box
+        if ((!reads_memory(ld.op) && !windowed) || ld.memref != mem) return;
         for (const Instr* st : stores) {
           for (size_t e = 0; e < ld.offsets.size(); ++e) {
             auto gs = grid_vars_in(st->offsets[e], len), gl = grid_vars_in(ld.offsets[e], len);

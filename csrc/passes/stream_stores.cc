@@ -2,8 +2,9 @@
 //
 // Requires: a verified Block Graph.
 // Guarantees: a plain (not atomic_add) TSTORE gets `stream` exactly when it writes a returned tensor of a static size of
-// at least stream_store_bytes(target): far beyond what a core's caches keep, and never read back by the
-// program (a returned tensor is written only). Every other TSTORE loses the flag.
+// at least stream_store_bytes(target), far beyond what a core's caches keep, that no instruction of the
+// program reads or scatters into (index_add's copy is updated right after it is stored). Every other
+// TSTORE loses the flag.
 #include "passes/stream_stores.h"
 
 #include <fmt/format.h>
@@ -32,11 +33,20 @@ BlockGraph StreamStores(const BlockGraph& g, const PassOptions& opts) {
     }
     return bytes;
   };
+  auto root_of = [&](int m) {
+    while (out.memrefs.at(m).view) m = out.memrefs.at(m).view->base;
+    return m;
+  };
+  std::set<int> read_back;  // roots loaded, gathered from or scattered into anywhere
+  for (const InCoreFunction& f : out.functions)
+    for_each_instr(f.body, [&](const Instr& in) {
+      if (in.op == Opcode::TLOAD || in.op == Opcode::TGATHER || in.op == Opcode::TSCATTER) read_back.insert(root_of(in.memref));
+    });
   for (InCoreFunction& f : out.functions) {
     std::set<int> streamed;
     for_each_instr(f.body, [&](Instr& in) {
       if (in.op != Opcode::TSTORE || in.atomic) return;  // an atomic addition reads what it updates
-      in.stream = bytes_of(out.memrefs.at(in.memref)) >= threshold;
+      in.stream = bytes_of(out.memrefs.at(in.memref)) >= threshold && !read_back.count(root_of(in.memref));
       if (in.stream) streamed.insert(in.memref);
     });
     for (int m : streamed)

@@ -57,6 +57,7 @@ std::set<std::string> free_vars(const std::vector<Stmt>& body) {
       if (auto* in = std::get_if<Instr>(&s.node)) {
         for (const Expr& e : in->offsets) add(e);
         for (const Expr& e : in->valid) add(e);
+        for (const Expr& e : in->window) add(e);
         if (in->scalar_expr) add(*in->scalar_expr);
       } else if (auto* l = std::get_if<Loop>(&s.node)) {
         add(l->start);
@@ -95,6 +96,7 @@ void substitute(std::vector<Stmt>& body, const std::map<std::string, Expr>& env)
     if (auto* in = std::get_if<Instr>(&s.node)) {
       sub(in->offsets);
       sub(in->valid);
+      sub(in->window);
     } else if (auto* l = std::get_if<Loop>(&s.node)) {
       l->start = l->start.substitute(env);
       l->stop = l->stop.substitute(env);
@@ -164,7 +166,10 @@ NestSplit split_nest(const TileNest& n) {
   for_each_instr(s.body, [&](const Instr& in) {
     if (writes_memory(in.op)) s.produces = in.memref;
     if (reads_memory(in.op)) s.reads.insert(in.memref);
-    if (in.op == Opcode::TGATHER || in.op == Opcode::TSCATTER) s.fusible = false;
+    // A gather, and a scatter that may land anywhere, need the whole tensor. A scatter by
+    // destination (a window) touches its block only, after what an earlier member wrote there.
+    if (in.op == Opcode::TGATHER || (in.op == Opcode::TSCATTER && in.window.empty())) s.fusible = false;
+    if (in.op == Opcode::TSCATTER && !in.window.empty()) s.reads.insert(in.memref);
   });
   return s;
 }

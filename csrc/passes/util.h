@@ -38,7 +38,7 @@ struct NestSplit {
   std::vector<Loop> grid;  ///< parallel loops with empty bodies, outermost first
   std::vector<Stmt> body;  ///< what the innermost grid loop contains
   int produces = -1;       ///< memref stored by the nest
-  std::set<int> reads;     ///< memrefs loaded by the nest
+  std::set<int> reads;     ///< memrefs loaded by the nest (and updated by a scatter by destination)
   bool fusible = true;     ///< data-dependent addressing (gather/scatter) or TileNest::alone keeps a nest on its own
 };
 NestSplit split_nest(const TileNest& n);

@@ -17,18 +17,32 @@ namespace pto {
 /// holds one index and `axis` is not the last dim (index_select, index_add, embedding rows), one
 /// `run(flat tile index of the row, element offset of its first position, length)` instead, over
 /// positions `stride[rank - 1]` apart. Returns 0, or PYPTO_STATUS_INDEX naming the first index
-/// outside [0, extent) (nothing is moved for that one).
+/// outside [0, extent) (nothing is moved for that one). A window (a destination-blocked scatter):
+/// index k lands at position k - base of the box on `axis`, and only where that lies in [0, len);
+/// the other indices in [0, extent) are skipped. Without one, base is 0 and len is extent.
 template <typename I, typename E, typename R>
 inline int32_t for_each_indexed(int rank, const int64_t* tshape, const int64_t* valid, const int64_t* stride,
-                                const I* __restrict idx, int64_t idx_cols, int axis, int64_t extent, const char* where,
-                                E elem, R run) {
+                                const I* __restrict idx, int64_t idx_cols, int axis, int64_t extent, int64_t base,
+                                int64_t len, const char* where, E elem, R run) {
   const int last = rank - 1;
   for (int d = 0; d < rank; ++d)
     if (valid[d] <= 0) return 0;
   const int64_t n = valid[last], sl = stride[last];
-  int64_t coord[PYPTO_MAX_DIMS] = {};
   bool ok = true;
   int64_t bad = 0;
+  if (rank == 2 && idx_cols == 1 && axis == 0) {  // rows of a matrix, one index each (index_add's)
+    for (int64_t r = 0; r < valid[0]; ++r) {
+      const int64_t k = static_cast<int64_t>(idx[r]);
+      if (k < 0 || k >= extent) {
+        if (ok) bad = k;
+        ok = false;
+      } else if (static_cast<uint64_t>(k - base) < static_cast<uint64_t>(len)) {
+        run(r * tshape[1], (k - base) * stride[0], n);
+      }
+    }
+    return ok ? 0 : index_error(where, bad, axis, extent);
+  }
+  int64_t coord[PYPTO_MAX_DIMS] = {};
   const int64_t ic = idx_cols == 1 ? 0 : 1;  // index step along a row
   for (;;) {
     int64_t rowno = 0, off = 0;  // the row's number in the tile; its element offset
@@ -45,8 +59,8 @@ inline int32_t for_each_indexed(int rank, const int64_t* tshape, const int64_t* 
       if (k < 0 || k >= extent) {
         if (ok) bad = k;
         ok = false;
-      } else {
-        run(row, off + k * stride[axis], n);
+      } else if (static_cast<uint64_t>(k - base) < static_cast<uint64_t>(len)) {
+        run(row, off + (k - base) * stride[axis], n);
       }
     } else {
       for (int64_t c = 0; c < n; ++c) {
@@ -54,8 +68,8 @@ inline int32_t for_each_indexed(int rank, const int64_t* tshape, const int64_t* 
         if (k < 0 || k >= extent) {
           if (ok) bad = k;
           ok = false;
-        } else {
-          elem(row + c, off + (axis == last ? 0 : c * sl) + k * stride[axis]);
+        } else if (static_cast<uint64_t>(k - base) < static_cast<uint64_t>(len)) {
+          elem(row + c, off + (axis == last ? 0 : c * sl) + (k - base) * stride[axis]);
         }
       }
     }
@@ -76,7 +90,8 @@ inline int32_t tgather(T* __restrict dst, int rank, const int64_t* tshape, const
                        const char* where) {
   const int64_t sl = stride[rank - 1];
   return for_each_indexed(
-      rank, tshape, valid, stride, idx, idx_cols, axis, extent, where, [&](int64_t i, int64_t at) { dst[i] = cvt<T>(src[at]); },
+      rank, tshape, valid, stride, idx, idx_cols, axis, extent, 0, extent, where,
+      [&](int64_t i, int64_t at) { dst[i] = cvt<T>(src[at]); },
       [&](int64_t i, int64_t at, int64_t n) {
         T* __restrict d = dst + i;
         const S* __restrict s = src + at;
@@ -98,23 +113,32 @@ inline void scatter_one(S& to, T val) {
 
 /// TSCATTER: dst[box position of i, with idx[i] on `axis`] = val[i] (REDUCE 0), or the value there
 /// plus (1) or times (2) val[i], computed in the tile's type. Rows are visited in order and a row's
-/// elements in order, so duplicate indices accumulate deterministically (in index order).
+/// elements in order, so duplicate indices accumulate deterministically (in index order). With a
+/// window (base, len; see for_each_indexed) only the indices in [base, base + len) land.
 template <int REDUCE, typename T, typename S, typename I>
 inline int32_t tscatter(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
                         const I* __restrict idx, int64_t idx_cols, const T* __restrict val, int axis, int64_t extent,
-                        const char* where) {
+                        int64_t base, int64_t len, const char* where) {
   const int64_t sl = stride[rank - 1];
+  auto add_row = [&](int64_t i, int64_t at, int64_t n) {
+    S* __restrict d = dst + at;
+    const T* __restrict v = val + i;
+    if (sl == 1) {
+      for (int64_t c = 0; c < n; ++c) scatter_one<REDUCE>(d[c], v[c]);
+    } else {
+      for (int64_t c = 0; c < n; ++c) scatter_one<REDUCE>(d[c * sl], v[c]);
+    }
+  };
+  // Whole rows: their values are fetched ahead (the rows a window takes are scattered through the
+  // source, so the hardware prefetcher cannot see one coming and would ramp up on each), then added.
   return for_each_indexed(
-      rank, tshape, valid, stride, idx, idx_cols, axis, extent, where,
+      rank, tshape, valid, stride, idx, idx_cols, axis, extent, base, len, where,
       [&](int64_t i, int64_t at) { scatter_one<REDUCE>(dst[at], val[i]); },
       [&](int64_t i, int64_t at, int64_t n) {
-        S* __restrict d = dst + at;
-        const T* __restrict v = val + i;
-        if (sl == 1) {
-          for (int64_t c = 0; c < n; ++c) scatter_one<REDUCE>(d[c], v[c]);
-        } else {
-          for (int64_t c = 0; c < n; ++c) scatter_one<REDUCE>(d[c * sl], v[c]);
-        }
+        const char* row = reinterpret_cast<const char*>(val + i);
+        const int64_t bytes = n * static_cast<int64_t>(sizeof(T));
+        for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b);
+        add_row(i, at, n);
       });
 }
 

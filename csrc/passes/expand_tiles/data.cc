@@ -4,8 +4,79 @@
 
 namespace pypto::expand_tiles_impl {
 
+std::optional<std::vector<Stmt>> Expander::scatter_by_destination(const TensorOp& op, int idx) {
+  // The serial form writes any row of the destination from every task, so its tasks run one after
+  // another. Blocked by destination, the tasks of different blocks are independent, each walks
+  // the source blocks in order (so duplicates still accumulate in index order) and touches only the
+  // source rows that land in its window. It reads every index once per destination block, and the
+  // source rows through views, so it applies where the source box is dense (whole trailing dims)
+  // and needs no conversion, and where the destination has more than one block along the dim.
+  const int index = op.inputs[0], src = op.inputs[1], data = op.inputs[2];
+  const TensorValue& iv = g_.value(index);
+  const TensorValue& sv = g_.value(src);
+  const TensorValue& dv = g_.value(data);
+  const size_t rank = dv.shape.size();
+  const size_t dim = static_cast<size_t>(op.dim);
+  if (op.dim < 0 || dim + 1 >= rank || iv.shape.size() != rank || sv.shape.size() != rank) return std::nullopt;
+  if (!iv.view || iv.view->map.size() != rank || iv.view->map.back() != -1) return std::nullopt;
+  // The source in its compute type already (a load that converts would convert all of it again
+  // for each destination block).
+  if (sv.dtype != compute_dtype(sv.dtype) || sv.dtype != compute_dtype(dv.dtype)) return std::nullopt;
+  for (size_t d = 0; d < rank; ++d) {
+    if (d == dim) continue;
+    if (!iv.shape[d].equals(dv.shape[d]) || !sv.shape[d].equals(dv.shape[d])) return std::nullopt;
+    auto c = dv.shape[d].as_const();
+    if (d > dim && (!c || op.tile_shape[d] < *c)) return std::nullopt;  // whole trailing dims
+    if (d < dim && op.tile_shape[d] != 1) return std::nullopt;          // one block of them
+  }
+  Space s = make_space(dv.shape, op.tile_shape, idx, dv.valid);
+  const auto blocks = ceildiv(dv.shape[dim], Expr(s.tile[dim])).as_const();
+  if (blocks && *blocks <= 1) return std::nullopt;
+  // Block j of the source along the dim; the other dims as the destination block's.
+  const std::string jvar = fmt::format("j{}", idx);
+  const Expr joff = Expr::var(jvar) * Expr(s.tile[dim]);
+  const Expr& lim = iv.valid.empty() ? iv.shape[dim] : iv.valid[dim];
+  const bool cut = !iv.valid.empty() && !iv.valid[dim].equals(iv.shape[dim]);
+  Loop jl = block_loop(jvar, 0, iv.shape[dim], s.tile[dim]);
+  std::vector<Expr> offsets = s.offset, valid = s.valid;
+  offsets[dim] = joff;
+  valid[dim] = cut ? min(Expr(s.tile[dim]), lim - joff) : Expander::valid(lim, s.tile[dim], joff);
+  Instr ld{Opcode::TLOAD};  // one index per row: a tile [..., 1]
+  ld.memref = index;
+  std::vector<int64_t> ishape = s.tile;
+  ishape.back() = 1;
+  ld.offsets = offsets;
+  ld.offsets.back() = Expr(0);
+  ld.valid = valid;
+  ld.valid.back() = Expr(1);
+  ld.dst = new_tile(ishape, compute_dtype(iv.dtype));
+  jl.body.push_back(instr(ld));
+  Instr sl{Opcode::TLOAD};
+  sl.memref = src;
+  sl.offsets = offsets;
+  sl.valid = valid;
+  sl.dst = new_tile(s.tile, compute_dtype(sv.dtype));
+  jl.body.push_back(instr(sl));
+  Instr in{Opcode::TSCATTER};
+  in.memref = data;
+  in.axis = op.dim;
+  in.reduce = op.reduce;
+  in.valid = valid;
+  in.offsets = s.offset;
+  in.window = {s.offset[dim], dv.shape[dim]};
+  in.srcs = {ld.dst, sl.dst};
+  jl.body.push_back(instr(in));
+  std::vector<Stmt> body;
+  body.push_back(Stmt{std::move(jl)});
+  std::vector<int> dims;
+  for (size_t d = 0; d < rank; ++d) dims.push_back(static_cast<int>(d));
+  return nest(s, dims, std::vector<bool>(dims.size(), true), std::move(body));
+}
+
 std::vector<Stmt> Expander::indexed(const TensorOp& op, int idx) {
   const OpInfo& info = op_info(op.kind);
+  if (info.cls == OpClass::Scatter)
+    if (auto blocked = scatter_by_destination(op, idx)) return std::move(*blocked);
   // Over the index's shape: load index tiles, then read (gather) or write
   // (scatter) the data tensor at the indexed positions of the block.
   bool gather = info.cls == OpClass::Gather;

@@ -246,6 +246,14 @@ class Expander {
   /// positions of each block (data.cc).
   std::vector<Stmt> indexed(const TensorOp& op, int idx);
 
+  /// A scatter of whole rows (one index per row along a dim that is not the last: index_add,
+  /// index_copy) over the destination's tile grid instead, each block in parallel taking the
+  /// indices of its own window from every source block in order (data.cc); nullopt where that form
+  /// does not apply.
+  std::optional<std::vector<Stmt>> scatter_by_destination(const TensorOp& op, int idx);
+
+  void address_identity_views_by_base();
+
   /// Assemble (a copy into a view), full and arange: over the written tensor's shape (data.cc).
   std::vector<Stmt> copy_or_fill(const TensorOp& op, int idx);
 
