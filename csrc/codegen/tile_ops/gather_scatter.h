@@ -30,16 +30,19 @@ inline int32_t for_each_indexed(int rank, const int64_t* tshape, const int64_t* 
   const int64_t n = valid[last], sl = stride[last];
   bool ok = true;
   int64_t bad = 0;
-  if (rank == 2 && idx_cols == 1 && axis == 0) {  // rows of a matrix, one index each (index_add's)
-    for (int64_t r = 0; r < valid[0]; ++r) {
-      const int64_t k = static_cast<int64_t>(idx[r]);
-      if (k < 0 || k >= extent) {
-        if (ok) bad = k;
-        ok = false;
-      } else if (static_cast<uint64_t>(k - base) < static_cast<uint64_t>(len)) {
-        run(r * tshape[1], (k - base) * stride[0], n);
-      }
+  // Index k: reported outside [0, extent); otherwise its position in the window, or -1 where it
+  // lands in another window.
+  auto place = [&](int64_t k) -> int64_t {
+    if (k < 0 || k >= extent) {
+      if (ok) bad = k;
+      ok = false;
+      return -1;
     }
+    return static_cast<uint64_t>(k - base) < static_cast<uint64_t>(len) ? k - base : -1;
+  };
+  if (rank == 2 && idx_cols == 1 && axis == 0) {  // rows of a matrix, one index each (index_add's)
+    for (int64_t r = 0; r < valid[0]; ++r)
+      if (const int64_t p = place(static_cast<int64_t>(idx[r])); p >= 0) run(r * tshape[1], p * stride[0], n);
     return ok ? 0 : index_error(where, bad, axis, extent);
   }
   int64_t coord[PYPTO_MAX_DIMS] = {};
@@ -55,23 +58,11 @@ inline int32_t for_each_indexed(int rank, const int64_t* tshape, const int64_t* 
     bool uniform = axis != last;
     for (int64_t c = 1; c < n && uniform && ic; ++c) uniform = r[c] == r[0];
     if (uniform) {
-      const int64_t k = static_cast<int64_t>(r[0]);
-      if (k < 0 || k >= extent) {
-        if (ok) bad = k;
-        ok = false;
-      } else if (static_cast<uint64_t>(k - base) < static_cast<uint64_t>(len)) {
-        run(row, off + (k - base) * stride[axis], n);
-      }
+      if (const int64_t p = place(static_cast<int64_t>(r[0])); p >= 0) run(row, off + p * stride[axis], n);
     } else {
-      for (int64_t c = 0; c < n; ++c) {
-        const int64_t k = static_cast<int64_t>(r[c * ic]);
-        if (k < 0 || k >= extent) {
-          if (ok) bad = k;
-          ok = false;
-        } else if (static_cast<uint64_t>(k - base) < static_cast<uint64_t>(len)) {
-          elem(row + c, off + (axis == last ? 0 : c * sl) + (k - base) * stride[axis]);
-        }
-      }
+      for (int64_t c = 0; c < n; ++c)
+        if (const int64_t p = place(static_cast<int64_t>(r[c * ic])); p >= 0)
+          elem(row + c, off + (axis == last ? 0 : c * sl) + p * stride[axis]);
     }
     int d = last - 1;  // the next row: an odometer over the valid part of the leading dims
     for (; d >= 0; --d) {

@@ -4,6 +4,20 @@
 
 namespace pypto::expand_tiles_impl {
 
+int Expander::load_row_index(int index, std::vector<int64_t> tile, std::vector<Expr> offsets, std::vector<Expr> valid,
+                             std::vector<Stmt>& body) {
+  Instr ld{Opcode::TLOAD};
+  ld.memref = index;
+  tile.back() = 1;
+  offsets.back() = Expr(0);
+  valid.back() = Expr(1);
+  ld.offsets = std::move(offsets);
+  ld.valid = std::move(valid);
+  ld.dst = new_tile(tile, compute_dtype(g_.value(index).dtype));
+  body.push_back(instr(ld));
+  return ld.dst;
+}
+
 std::optional<std::vector<Stmt>> Expander::scatter_by_destination(const TensorOp& op, int idx) {
   // The serial form writes any row of the destination from every task, so its tasks run one after
   // another. Blocked by destination, the tasks of different blocks are independent, each walks
@@ -41,16 +55,7 @@ std::optional<std::vector<Stmt>> Expander::scatter_by_destination(const TensorOp
   std::vector<Expr> offsets = s.offset, valid = s.valid;
   offsets[dim] = joff;
   valid[dim] = cut ? min(Expr(s.tile[dim]), lim - joff) : Expander::valid(lim, s.tile[dim], joff);
-  Instr ld{Opcode::TLOAD};  // one index per row: a tile [..., 1]
-  ld.memref = index;
-  std::vector<int64_t> ishape = s.tile;
-  ishape.back() = 1;
-  ld.offsets = offsets;
-  ld.offsets.back() = Expr(0);
-  ld.valid = valid;
-  ld.valid.back() = Expr(1);
-  ld.dst = new_tile(ishape, compute_dtype(iv.dtype));
-  jl.body.push_back(instr(ld));
+  const int it = load_row_index(index, s.tile, offsets, valid, jl.body);
   Instr sl{Opcode::TLOAD};
   sl.memref = src;
   sl.offsets = offsets;
@@ -64,7 +69,7 @@ std::optional<std::vector<Stmt>> Expander::scatter_by_destination(const TensorOp
   in.valid = valid;
   in.offsets = s.offset;
   in.window = {s.offset[dim], dv.shape[dim]};
-  in.srcs = {ld.dst, sl.dst};
+  in.srcs = {it, sl.dst};
   jl.body.push_back(instr(in));
   std::vector<Stmt> body;
   body.push_back(Stmt{std::move(jl)});
@@ -88,22 +93,9 @@ std::vector<Stmt> Expander::indexed(const TensorOp& op, int idx) {
   // An index seen through a view that repeats it along the last dim (index_select, index_add):
   // one index per row is loaded, an index tile [..., 1] the instruction reads as the whole row's.
   const size_t last = s.shape.size() - 1;
-  int it;
-  if (iv.view && iv.view->map.size() == s.shape.size() && iv.view->map.back() == -1 && op.dim != static_cast<int>(last)) {
-    Instr ld{Opcode::TLOAD};
-    ld.memref = index;
-    std::vector<int64_t> shape = s.tile;
-    shape.back() = 1;
-    ld.offsets = s.offset;
-    ld.offsets.back() = Expr(0);
-    ld.valid = s.valid;
-    ld.valid.back() = Expr(1);
-    ld.dst = new_tile(shape, compute_dtype(iv.dtype));
-    body.push_back(instr(ld));
-    it = ld.dst;
-  } else {
-    it = load_operand(index, s, body);
-  }
+  const bool per_row =
+      iv.view && iv.view->map.size() == s.shape.size() && iv.view->map.back() == -1 && op.dim != static_cast<int>(last);
+  const int it = per_row ? load_row_index(index, s.tile, s.offset, s.valid, body) : load_operand(index, s, body);
   Instr in{gather ? Opcode::TGATHER : Opcode::TSCATTER};
   in.memref = data;
   in.axis = op.dim;

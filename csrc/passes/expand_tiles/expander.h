@@ -252,6 +252,11 @@ class Expander {
   /// does not apply.
   std::optional<std::vector<Stmt>> scatter_by_destination(const TensorOp& op, int idx);
 
+  /// The index of each row of the box at `offsets` (valid extents `valid`) of an index seen through
+  /// a view that repeats it along the last dim: a tile [..., 1] (data.cc).
+  int load_row_index(int index, std::vector<int64_t> tile, std::vector<Expr> offsets, std::vector<Expr> valid,
+                     std::vector<Stmt>& body);
+
   void address_identity_views_by_base();
 
   /// Assemble (a copy into a view), full and arange: over the written tensor's shape (data.cc).
