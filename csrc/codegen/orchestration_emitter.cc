@@ -23,9 +23,9 @@ class OrchestrationEmitter {
 
   std::string emit() {
     std::string o = fmt::format(
-        "// Orchestration @{}\nextern \"C\" int32_t {}(const pypto_runtime_api* api, const pypto_tensor* tensors, "
+        "// Orchestration @{}\nextern \"C\" {} int32_t {}(const pypto_runtime_api* api, const pypto_tensor* tensors, "
         "int32_t ntensors, const int64_t* scalars, int32_t nscalars) {{\n",
-        g_.name, kEntrySymbol);
+        g_.name, kControlCode, kEntrySymbol);
     size_t nt = g_.params.size() + g_.outputs.size();
     o += fmt::format("  if (ntensors != {} || nscalars != {}) return PYPTO_STATUS_ARGUMENTS;\n", nt, g_.dyn_dims.size());
     o += "  void* rt = api->rt;\n";
@@ -52,7 +52,7 @@ class OrchestrationEmitter {
       o += fmt::format("  if (h{} < 0) return PYPTO_STATUS_FAILED;\n", id);
       hoisted_.insert(id);
     }
-    emit_body(o, g_.orchestration, 1);
+    emit_parts(o);
     o += "  return api->failed(rt) ? 1 : 0;\n}\n\n";
     o += fmt::format("extern \"C\" int32_t {}(void) {{ return PYPTO_ABI_VERSION; }}\n", kAbiSymbol);
     o += fmt::format("extern \"C\" const char* {}(void) {{ return pto::region_error_text(); }}\n", kErrorSymbol);
@@ -148,6 +148,31 @@ class OrchestrationEmitter {
     o += fmt::format("{}if (int32_t bad = pto::make_view(&m{}, m{}, {}, m{}_shape, m{}_off, m{}_map, m{}_step, \"view %{} of %{}\")) return bad;\n",
                      pad, id, v.base, m.shape.size(), id, id, id, id, m.name, g_.memrefs[v.base].name);
   }
+
+  /// The orchestration is control code (loops, index arithmetic, one runtime call per task): the
+  /// host compiler builds it at -O1, whatever the kernels' level. At -O3 GCC spent most of a long
+  /// program's compile time on it (unrolling and peeling loops that only submit tasks).
+  static constexpr const char* kControlCode = "__attribute__((optimize(\"O1\")))";
+
+  /// The top-level statements. A long orchestration (binary expansion copies each loop nest per
+  /// block size) puts each one in a lambda the host compiler keeps out of line: one function of
+  /// several hundred task submissions took GCC's -O3 minutes (its register liveness grows faster
+  /// than the function), while the parts compile in seconds and cost one call each.
+  void emit_parts(std::string& o) {
+    size_t calls = 0;
+    for_each_leaf(g_.orchestration, [&](const Stmt&) { ++calls; });
+    if (calls <= kCallsPerFunction) {
+      emit_body(o, g_.orchestration, 1);
+      return;
+    }
+    for (const Stmt& s : g_.orchestration) {
+      o += fmt::format("  {{\n    auto part = [&]() __attribute__((noinline)) {} -> int32_t {{\n", kControlCode);
+      emit_body(o, {s}, 3);
+      o += "      return 0;\n    };\n    if (int32_t status = part()) return status;\n  }\n";
+    }
+  }
+
+  static constexpr size_t kCallsPerFunction = 48;
 
   void emit_body(std::string& o, const std::vector<Stmt>& body, int indent) {
     emit_control(o, body, indent, [&](const Stmt& s, const std::string& pad) {

@@ -45,3 +45,15 @@ def test_adaptive_tiles_use_the_64_row_kernels(layers):
     text = layers[True].program.dump("execution")
     assert "CALL @attn_score_64" in text and "CALL @rmsnorm_64" in text
     assert "max_range=4096 min_range=16" in layers[True].program.pto()
+
+
+def test_a_long_orchestration_is_built_as_out_of_line_parts(layers):
+    # The adaptive layer submits from 464 call sites: each top-level statement becomes a lambda of
+    # its own, and the orchestration is built at -O1 (one -O3 function took GCC minutes). The
+    # 32-row layer's 19 call sites stay in one function. Both run right (tests above).
+    long, short = layers[True].program.source(), layers[False].program.source()
+    assert 'extern "C" __attribute__((optimize("O1"))) int32_t pypto_orchestrate(' in long
+    assert long.count("auto part = [&]() __attribute__((noinline))") >= 8
+    assert "if (int32_t status = part()) return status;" in long
+    assert 'extern "C" __attribute__((optimize("O1"))) int32_t pypto_orchestrate(' in short
+    assert "auto part = " not in short
