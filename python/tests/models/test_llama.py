@@ -48,7 +48,7 @@ def test_adaptive_tiles_use_the_64_row_kernels(layers):
 
 
 def test_a_long_orchestration_is_built_as_out_of_line_parts(layers):
-    # The adaptive layer submits from 464 call sites: each top-level statement becomes a lambda of
+    # The adaptive layer submits from 460 call sites: each top-level statement becomes a lambda of
     # its own, and the orchestration is built at -O1 (one -O3 function took GCC minutes). The
     # 32-row layer's 19 call sites stay in one function. Both run right (tests above).
     long, short = layers[True].program.source(), layers[False].program.source()
