@@ -13,8 +13,9 @@
 namespace pypto::codegen {
 
 std::string emit_prelude(const Target& target) {
-  std::string o = fmt::format("// CPU target {}\n#define PTO_ISA {}\n#define PTO_VECTOR_BYTES {}\n", target.describe(),
-                              static_cast<int>(target.library), target.vector_bytes);
+  std::string o = fmt::format("// CPU target {}\n#define PTO_ISA {}\n#define PTO_VECTOR_BYTES {}\n#define PTO_INT8_DOT {}\n",
+                              target.describe(), static_cast<int>(target.library), target.vector_bytes,
+                              target.int8_dot_products() ? 1 : 0);
   o += kAbiHeaderText;
   o += "\n";
   o += kTileOpsHeaderText;

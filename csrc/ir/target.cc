@@ -108,6 +108,8 @@ bool Target::has(const std::string& feature) const {
   return std::find(features.begin(), features.end(), feature) != features.end();
 }
 
+bool Target::int8_dot_products() const { return library == TileLibrary::Avx512 && has("avx512_vnni"); }
+
 std::string Target::library_name() const {
   switch (library) {
     case TileLibrary::Avx512: return "avx512";

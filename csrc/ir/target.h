@@ -24,6 +24,8 @@ struct Target {
   TileLibrary library = TileLibrary::Generic;
 
   bool has(const std::string& feature) const;
+  /// Whether the tile library's int8 matmul uses dot-product instructions (AVX512-VNNI's VPDPBUSD).
+  bool int8_dot_products() const;
   /// "avx512", "avx2", "sse" or "generic".
   std::string library_name() const;
   /// One line: name, ISA, vector width, library, caches, flags (for dumps and stats).

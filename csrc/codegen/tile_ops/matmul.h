@@ -126,6 +126,126 @@ inline vpair_sum madd_pairs(vpairs a, vpairs b) {
 #endif
 }
 
+#if PTO_INT8_DOT
+typedef int32_t v16si_t __attribute__((vector_size(64)));
+/// acc + madd_pairs(a, b) in one instruction (AVX512-VNNI's VPDPWSSD).
+inline vpair_sum madd_pairs_acc(vpair_sum acc, vpairs a, vpairs b) {
+#if defined(__clang__)
+  return (vpair_sum)__builtin_ia32_vpdpwssd512((v16si_t)acc, (v16si_t)a, (v16si_t)b);
+#else
+  return (vpair_sum)__builtin_ia32_vpdpwssd_v16si((v16si_t)acc, (v16si_t)a, (v16si_t)b);
+#endif
+}
+
+/// Lane l of the result: acc[l] + the sum of u[4l + t] * s[4l + t] over t < 4, u's bytes unsigned and
+/// s's signed (exact in int32, the sum modulo 2^32: one instruction, AVX512-VNNI's VPDPBUSD).
+inline v16si_t dot_quads(v16si_t acc, v16si_t u, v16si_t s) {
+#if defined(__clang__)
+  return __builtin_ia32_vpdpbusd512(acc, u, s);
+#else
+  return __builtin_ia32_vpdpbusd_v16si(acc, u, s);
+#endif
+}
+
+/// A vector loaded by value (filled by memcpy, an array element of the micro-kernel stayed in
+/// memory: every use reloaded it, a whole-vector load after two half-vector stores).
+inline v16si_t load_v16si(const void* p) {
+  v16si_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/// The int8-quad micro-kernel's register block: 24 accumulators of the 32 vector registers.
+constexpr int64_t kInt8Rows = 8, kInt8Vecs = 3;
+
+/// The int8-quad micro-kernel: d (MR x NV vectors of int32, row stride NS) = or += the product of
+/// KQ quads of k: a as 32-bit words of four int8, one per row and quad (row stride KQ words); b as
+/// words of four uint8 (each int8 + 128), one per quad and column (row stride BW words). The +128
+/// adds 128 times the row's sum of a to each product: `fix` holds minus that, per row, and is the
+/// accumulators' start.
+template <int64_t MR, int64_t NV, bool ACC, int64_t KQ, int64_t NS, int64_t BW>
+inline void matmul_block_quads(int32_t* __restrict d, const uint32_t* __restrict a, const int32_t* __restrict fix,
+                               const uint32_t* __restrict b) {
+  v16si_t acc[MR][NV];
+  for (int64_t i = 0; i < MR; ++i)
+    for (int64_t v = 0; v < NV; ++v) {
+      acc[i][v] = v16si_t{} + fix[i];
+      if (ACC) acc[i][v] = (v16si_t)((vpair_sum)acc[i][v] + (vpair_sum)load_v16si(d + i * NS + v * 16));  // mod 2^32
+    }
+  for (int64_t q = 0; q < KQ; ++q) {
+    v16si_t bv[NV];
+    for (int64_t v = 0; v < NV; ++v) bv[v] = load_v16si(b + q * BW + v * 16);
+    for (int64_t i = 0; i < MR; ++i) {
+      const v16si_t av = v16si_t{} + static_cast<int32_t>(a[i * KQ + q]);
+      for (int64_t v = 0; v < NV; ++v) acc[i][v] = dot_quads(acc[i][v], bv[v], av);
+    }
+  }
+  for (int64_t i = 0; i < MR; ++i)
+    for (int64_t v = 0; v < NV; ++v) memcpy(d + i * NS + v * 16, &acc[i][v], sizeof acc[i][v]);
+}
+
+/// Rows [0, M) of one column block of NV vectors of the int8-quad micro-kernel, in balanced
+/// register blocks (as matmul_column_block).
+template <int64_t NV, bool ACC, int64_t M, int64_t KQ, int64_t NS, int64_t BW>
+inline void int8_column_block(int32_t* __restrict d, const uint32_t* __restrict a, const int32_t* __restrict fix,
+                              const uint32_t* __restrict b) {
+  constexpr int64_t blocks = (M + kInt8Rows - 1) / kInt8Rows;
+  constexpr int64_t small = M / blocks, big = small + 1, nbig = M % blocks;
+  for (int64_t i0 = 0; i0 < nbig * big; i0 += big)
+    matmul_block_quads<big, NV, ACC, KQ, NS, BW>(d + i0 * NS, a + i0 * KQ, fix + i0, b);
+  for (int64_t i0 = nbig * big; i0 < M; i0 += small)
+    matmul_block_quads<small, NV, ACC, KQ, NS, BW>(d + i0 * NS, a + i0 * KQ, fix + i0, b);
+}
+
+/// An int32 product of int8 tiles through the int8-quad micro-kernel. The operands are packed
+/// first: a as one word per row and quad of k (the last quad padded with zeros), b as quads of rows
+/// interleaved column by column, each byte offset by 128. Covers the columns up to the last whole vector; returns that column count, or -1,
+/// having done nothing, when memory runs out.
+template <bool ACC, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS>
+int64_t matmul_int8_quads(int32_t* __restrict d, const int8_t* __restrict a, const int8_t* __restrict b) {
+  constexpr int64_t KQ = (K + 3) / 4, NC = N / 16 * 16;
+  if constexpr (NC == 0) {
+    return -1;
+  } else {
+    auto* ap = static_cast<uint32_t*>(matmul_scratch(M * KQ * 4 + M * 4 + KQ * NC * 4));
+    if (ap == nullptr) return -1;
+    auto* fix = reinterpret_cast<int32_t*>(ap + M * KQ);
+    uint32_t* bp = ap + M * KQ + M;
+    for (int64_t i = 0; i < M; ++i) {
+      const int8_t* __restrict row = a + i * KA;
+      int8_t* __restrict dst = reinterpret_cast<int8_t*>(ap + i * KQ);
+      int32_t sum = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        dst[k] = row[k];
+        sum += row[k];
+      }
+      for (int64_t k = K; k < 4 * KQ; ++k) dst[k] = 0;
+      fix[i] = static_cast<int32_t>(0u - 128u * static_cast<uint32_t>(sum));  // modulo 2^32
+    }
+    for (int64_t q = 0; q < KQ; ++q) {
+      const int8_t* __restrict r[4];
+      uint32_t keep[4];
+      for (int64_t t = 0; t < 4; ++t) {
+        r[t] = b + (4 * q + t < K ? 4 * q + t : 4 * q) * NS;
+        keep[t] = 4 * q + t < K ? 0xFFu : 0u;  // past K: zero bytes (a's are zero there too)
+      }
+      uint32_t* __restrict dst = bp + q * NC;
+      for (int64_t j = 0; j < NC; ++j) {
+        uint32_t w = 0;
+        for (int64_t t = 0; t < 4; ++t)
+          w |= ((static_cast<uint32_t>(static_cast<uint8_t>(r[t][j])) ^ 0x80u) & keep[t]) << (8 * t);
+        dst[j] = w;
+      }
+    }
+    constexpr int64_t cols = kInt8Vecs * 16;
+    int64_t j0 = 0;
+    for (; j0 + cols <= NC; j0 += cols) int8_column_block<kInt8Vecs, ACC, M, KQ, NS, NC>(d + j0, ap, fix, bp + j0);
+    for (; j0 < NC; j0 += 16) int8_column_block<1, ACC, M, KQ, NS, NC>(d + j0, ap, fix, bp + j0);
+    return NC;
+  }
+}
+#endif  // PTO_INT8_DOT
+
 /// The int16-pair micro-kernel: d (MR x NV vectors of int32, row stride NS) = or += the product of
 /// KP pairs: a and b as 32-bit words of two int16, a one per row and pair (row stride AW words),
 /// b one per pair and column (row stride BW words).
@@ -142,7 +262,11 @@ inline void matmul_block_pairs(int32_t* __restrict d, const uint32_t* __restrict
     for (int64_t v = 0; v < NV; ++v) memcpy(&bv[v], b + p * BW + v * kVecFloats, sizeof bv[v]);
     for (int64_t i = 0; i < MR; ++i) {
       const vpairs av = (vpairs)(vpair_sum{} + a[i * AW + p]);
+#if PTO_INT8_DOT
+      for (int64_t v = 0; v < NV; ++v) acc[i][v] = madd_pairs_acc(acc[i][v], av, bv[v]);
+#else
       for (int64_t v = 0; v < NV; ++v) acc[i][v] += madd_pairs(av, bv[v]);
+#endif
     }
   }
   for (int64_t i = 0; i < MR; ++i)
@@ -258,8 +382,14 @@ template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int
 __attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const S* __restrict a, const S* __restrict b) {
   PTO_CONTRACT_BODY
   int64_t j0 = 0;
-  // Integers: the int16-pair micro-kernel on x86, else the float one when it is exact.
+  // Integers: the int8-quad micro-kernel for int8 operands where the target has dot products, the
+  // int16-pair one on x86, else the float one when it is exact.
 #if PTO_ISA >= PTO_ISA_SSE
+#if PTO_INT8_DOT
+  if constexpr (std::is_same<T, int32_t>::value && std::is_same<S, int8_t>::value)
+    j0 = matmul_int8_quads<ACC, M, K, N, KA, NS>(d, a, b);
+  else
+#endif
   if constexpr (std::is_same<T, int32_t>::value) j0 = matmul_int16_pairs<ACC, M, K, N, KA, NS>(d, a, b);
 #endif
   if constexpr (std::is_same<T, int32_t>::value || std::is_same<T, int64_t>::value) {

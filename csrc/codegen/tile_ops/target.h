@@ -34,6 +34,16 @@
 #ifndef PTO_MATMUL_VECS
 #define PTO_MATMUL_VECS 2
 #endif
+// Int8 dot products (AVX512-VNNI's VPDPBUSD: four u8 x s8 products and their sum into each int32
+// lane) in the AVX-512 variant, where the target has them: generated code defines it from its
+// Target's features; code that includes the header by itself gets it from the compiler's macro.
+#ifndef PTO_INT8_DOT
+#if PTO_ISA == 4 && defined(__AVX512VNNI__)
+#define PTO_INT8_DOT 1
+#else
+#define PTO_INT8_DOT 0
+#endif
+#endif
 #define PTO_ISA_SSE 2
 #define PTO_ISA_AVX2 3
 #define PTO_ISA_AVX512 4

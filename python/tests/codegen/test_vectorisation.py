@@ -154,6 +154,38 @@ def test_int8_matmul_multiplies_packed_int16_pairs(target, tmp_path):
     assert len(re.findall(rf"^\s+v?pmaddwd\s.*%{reg}", text, re.M)) >= 8, "no packed int16-pair products"
 
 
+def host_cpu_flags() -> set:
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith(("flags", "Features")):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def test_int8_matmul_uses_dot_products_where_the_cpu_has_them(tmp_path):
+    # The native target on a CPU with AVX-512 and AVX512-VNNI: VPDPBUSD (four int8 products and their
+    # sum per int32 lane); without VNNI, the int16 pairs. x86-64-v4 is AVX-512 without VNNI (the
+    # psABI level): the pairs, whatever this CPU has.
+    flags = host_cpu_flags()
+    dot = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni"} <= flags
+    a, b = np.zeros((M, N), np.int8), np.zeros((N, M), np.int8)
+    compiled = pypto.compile(int8_matmul, a, b)
+    assert f"#define PTO_INT8_DOT {int(dot)}" in compiled.source()
+    text = (tmp_path / "kernel.s").read_text() if kernel_assembly(compiled, tmp_path) else ""
+    if dot:
+        assert len(re.findall(r"^\s+vpdpbusd\s.*%zmm", text, re.M)) >= 8, "no int8 dot products"
+    elif "x86_64" in os.uname().machine:
+        assert re.search(r"^\s+v?pmaddwd\s", text, re.M), "no packed int16-pair products"
+    pypto.set_cpu_target("x86-64-v4")
+    try:
+        compiled = pypto.compile(int8_matmul, a, b)
+    finally:
+        pypto.set_cpu_target(None)
+    assert "#define PTO_INT8_DOT 0" in compiled.source()
+    text = (tmp_path / "kernel.s").read_text() if kernel_assembly(compiled, tmp_path) else ""
+    assert "vpdpbusd" not in text and re.search(r"^\s+vpmaddwd\s.*%zmm", text, re.M)
+
+
 @pytest.mark.parametrize("target", ["x86-64-v2", "x86-64-v3", "x86-64-v4", "generic"])
 def test_random_draws_are_packed(target, tmp_path):
     # The kernels call pto::trandom once per tile: its Philox rounds run vectors of blocks at a time

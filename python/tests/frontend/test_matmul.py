@@ -110,17 +110,23 @@ def test_cube_tile_queries_and_errors():
         g(torch.randn(8, 5), torch.randn(6, 3))
 
 
-@pytest.mark.parametrize("m,k,n", [(64, 2048, 48), (37, 301, 45), (5, 3, 70)])
-def test_int8_matmul_is_an_exact_int32_product_of_int8_tiles(m, k, n):
-    """int8 operands stay int8 in their tiles (the tile matmul widens them as it packs them) and
-    the int32 product is exact: past the 2^24 that fp32 holds exactly (k = 2048 with -128 rows
-    and columns), with odd k, and with rows and columns off the tile grid."""
+SMALL_CUBE = ([32, 32], [512, 512], [32, 32])
+
+
+@pytest.mark.parametrize("m,k,n,cube", [(64, 2048, 48, SMALL_CUBE), (37, 301, 45, SMALL_CUBE), (5, 3, 70, SMALL_CUBE),
+                                        (130, 302, 150, ([64, 64], [256, 256], [128, 128]))])
+def test_int8_matmul_is_an_exact_int32_product_of_int8_tiles(m, k, n, cube):
+    """int8 operands stay int8 in their tiles (the tile matmul widens or offsets them as it packs
+    them) and the int32 product is exact: past the 2^24 that fp32 holds exactly (k = 2048 with -128
+    rows and columns), with odd k, with k of every remainder modulo 4 (the int8 dot products take
+    four k at a time), and with rows and columns off the tile grid (128-wide n tiles: three-vector
+    column blocks on AVX-512)."""
     g = torch.Generator().manual_seed(m * k + n)
     a = torch.randint(-128, 128, (m, k), generator=g, dtype=torch.int8)
     b = torch.randint(-128, 128, (k, n), generator=g, dtype=torch.int8)
     a[0], b[:, 0] = -128, -128
     a[-1], b[:, -1] = 127, -128
-    f = mm_kernel((m, k), (k, n), pypto.DT_INT8, cube=([32, 32], [512, 512], [32, 32]), out_dtype=pypto.DT_INT32)
+    f = mm_kernel((m, k), (k, n), pypto.DT_INT8, cube=cube, out_dtype=pypto.DT_INT32)
     got = f(a, b)
     assert got.dtype == torch.int32
     assert torch.equal(got, (a.long() @ b.long()).int())
