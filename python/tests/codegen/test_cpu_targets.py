@@ -2,6 +2,8 @@
 is built for; each target the machine can run gives torch's numbers; code for a target this CPU
 cannot run is refused before the call."""
 
+import platform
+
 import numpy as np
 import pytest
 import torch
@@ -60,6 +62,22 @@ def test_names_defaults_and_errors(monkeypatch):
     assert info["vector_bytes"] == 64 and info["library"] == "avx512" and "avx512f" in info["features"]
     assert _C.cpu_target_info("x86-64-v3")["library"] == "avx2"
     assert _C.cpu_target_info("generic")["library"] == "generic"
+
+
+def test_int8_dot_products_follow_the_targets_features():
+    # VNNI is no psABI level's: x86-64-v4 never has it; native has it on an AVX-512 CPU with avx512_vnni.
+    v4 = _C.cpu_target_info("x86-64-v4")["features"]
+    assert not _C.cpu_target_info("x86-64-v4")["int8_dot_products"]
+    try:
+        _C.testing.set_host_features(v4 + ["avx512_vnni"])
+        assert _C.cpu_target_info("native")["int8_dot_products"] == (platform.machine() == "x86_64")
+        _C.testing.set_host_features(v4)
+        assert not _C.cpu_target_info("native")["int8_dot_products"]
+        v3 = _C.cpu_target_info("x86-64-v3")["features"]
+        _C.testing.set_host_features(v3 + ["avx512_vnni"])  # no AVX-512 library: no dot products
+        assert not _C.cpu_target_info("native")["int8_dot_products"]
+    finally:
+        _C.testing.set_host_features(None)
 
 
 @pytest.mark.parametrize("target", RUNNABLE)
