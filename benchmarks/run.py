@@ -496,8 +496,8 @@ def conv_kernel() -> Kernel:
     return Kernel(f"conv 3x3 {c}->{c} {hw}x{hw}", (randn(n, c, hw, hw), randn(c, c, 3, 3, scale=(9 * c) ** -0.5)),
                   pypto_conv(n, c, hw), lambda x, w: F.conv2d(x, w, padding=1), None,
                   "NumPy has no convolution", 2.0 * n * c * c * 9 * hw * hw, "GFLOP/s", tol=(1e-4, 1e-3),
-                  footnote="eager is torch's F.conv2d (oneDNN's direct convolution); pypto lowers to an im2col "
-                           "copy and one matmul")
+                  footnote="eager is torch's F.conv2d (oneDNN's direct convolution); pypto pads the input and "
+                           "runs an implicit GEMM (conv2d_tiles: the matmul loads each tap's input rows)")
 
 
 def matmul_bias_gelu_kernel() -> Kernel:

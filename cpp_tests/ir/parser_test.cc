@@ -694,6 +694,48 @@ TEST(PtoParserTest, MatmulL0CubeTileRoundTripsAndIsChecked) {
   }
 }
 
+// A matmul's b may be a tile whose leading dims make K and trailing dims N (a conv's input rows,
+// [1, channels, rows, width], read as [channels, rows * width]); other shapes are verifier errors.
+TEST(PtoParserTest, AMatmulReadsAnNDimensionalBTileAsKByN) {
+  const std::string text =
+      "module @mm entry @main\n"
+      "\n"
+      "incore func @k(%a: !pto.memref<gm,4x3,f32>, %b: !pto.memref<gm,1x3x2x5,f32>, %o: !pto.memref<gm,4x10,f32> out) buffer_bytes=0 {\n"
+      "  %t0 = alloc_tile : !pto.tile<4x3xf32>\n"
+      "  %t1 = alloc_tile : !pto.tile<1x3x2x5xf32>\n"
+      "  %t2 = alloc_tile : !pto.tile<4x10xf32>\n"
+      "  %t0 = tload %a[0, 0] : !pto.tile<4x3xf32>\n"
+      "  %t1 = tload %b[0, 0, 0, 0] : !pto.tile<1x3x2x5xf32>\n"
+      "  %t2 = tmatmul %t0, %t1 : !pto.tile<4x10xf32>\n"
+      "  %t2 = tmatmul_acc %t2, %t0, %t1 l0 [2, 3, 5] : !pto.tile<4x10xf32>\n"
+      "  tstore %t2, %o[0, 0]\n"
+      "  return\n"
+      "}\n"
+      "\n"
+      "orchestration func @main(%x: !pto.memref<gm,4x3,f32>, %y: !pto.memref<gm,1x3x2x5,f32>, %z: !pto.memref<gm,4x10,f32> out) {\n"
+      "  CALL @k(%a -> %x[0, 0; 4, 3], %b -> %y[0, 0, 0, 0; 1, 3, 2, 5], %o -> %z[0, 0; 4, 10])\n"
+      "  return\n"
+      "}\n";
+  ExpectRoundTrip(text);
+  verify(parse_pto(text));
+  // [1, 3, 2, 5] is no [3, 8] nor [2, 10]: the dims must split into K and N.
+  for (const auto& [a_shape, o_shape] : {std::pair<std::string, std::string>{"4x3", "4x8"}, {"4x2", "4x10"}}) {
+    auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
+      for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+      return s;
+    };
+    std::string bad = replace_all(replace_all(text, "!pto.tile<4x3xf32>", "!pto.tile<" + a_shape + "xf32>"),
+                                  "!pto.tile<4x10xf32>", "!pto.tile<" + o_shape + "xf32>");
+    try {
+      verify(parse_pto(bad));
+      ADD_FAILURE() << a_shape << " @ 1x3x2x5 -> " << o_shape << " verified";
+    } catch (const VerifyError& e) {
+      EXPECT_NE(std::string(e.what()).find("tiles do not form [M, K] @ [K, N] -> [M, N]"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // An int8 (or int16) matmul keeps its operands in their stored type: i8 loads (which may view
 // memory) feed an i32 product; other mixes of dtypes are verifier errors.
 TEST(PtoParserTest, AnInt8MatmulLoadsI8TilesForAnI32Product) {

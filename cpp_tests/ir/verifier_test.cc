@@ -513,6 +513,30 @@ TEST(VerifierTest, TensorMatmulNeedsACubeTile) {
   ExpectRule(g, "tensor.cube-tile");
 }
 
+TEST(VerifierTest, TensorConvChecksItsGeometry) {
+  TensorGraphBuilder b("conv");
+  b.add_dyn_dim("N");
+  int x = b.add_param("x", {Expr::var("N"), Expr(3), Expr(9), Expr(8)}, DataType::FP32);
+  int w = b.add_param("w", {Expr(4), Expr(27)}, DataType::FP32);
+  int y = b.add_conv(x, w, DataType::FP32, {3, 3, 1, 1}, {4, 3, 2}, testing::TestLoc());
+  EXPECT_EQ(shape_str(b.value(y).shape), "[N, 4, 7, 6]");
+  // Dilation 2 along the width: 8 - 2 * 2 columns.
+  EXPECT_EQ(shape_str(b.value(b.add_conv(x, w, DataType::FP32, {3, 3, 1, 2}, {4, 3, 2}, testing::TestLoc())).shape),
+            "[N, 4, 7, 4]");
+  b.set_outputs({y});
+  TensorGraph g = b.finish();
+  g.ops[0].conv[2] = 2;  // the output no longer matches the dilated kernel
+  ExpectRule(g, "tensor.conv");
+  // A weight that is not [Cout, kh kw Cin], a kernel larger than the input: errors naming the op.
+  TensorGraphBuilder c("conv");
+  int cx = c.add_param("x", {Expr(1), Expr(3), Expr(4), Expr(4)}, DataType::FP32);
+  int cw = c.add_param("w", {Expr(4), Expr(26)}, DataType::FP32);
+  EXPECT_THROW(c.add_conv(cx, cw, DataType::FP32, {3, 3, 1, 1}, {4, 3, 2}, testing::TestLoc()), UserError);
+  int cw2 = c.add_param("w2", {Expr(4), Expr(75)}, DataType::FP32);
+  EXPECT_THROW(c.add_conv(cx, cw2, DataType::FP32, {5, 5, 1, 1}, {4, 3, 2}, testing::TestLoc()), UserError);
+  EXPECT_THROW(c.add_conv(cx, cw2, DataType::FP32, {5, 5, 0, 1}, {4, 3, 2}, testing::TestLoc()), UserError);
+}
+
 TEST(VerifierTest, TensorScatterMustWriteItsTarget) {
   TensorGraphBuilder b("sc");
   int x = b.add_param("x", {Expr(4), Expr(4)}, DataType::FP32);

@@ -287,6 +287,11 @@ void bind_ir(py::module_& m) {
               const std::vector<int64_t>& cube_l0, const std::string& file, int line) {
              return b.add_matmul(x, y, out, cube, cube_l0, loc(file, line));
            })
+      .def("add_conv",
+           [](TensorGraphBuilder& b, int x, int w, DataType out, const std::vector<int64_t>& geometry,
+              const std::vector<int64_t>& tile, const std::string& file, int line) {
+             return b.add_conv(x, w, out, geometry, tile, loc(file, line));
+           })
       .def("mark_covered", &TensorGraphBuilder::mark_covered, py::arg("value"))
       .def("add_gather",
            [](TensorGraphBuilder& b, int x, int dim, int index, const std::vector<int64_t>& tile,

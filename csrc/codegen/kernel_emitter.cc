@@ -446,7 +446,8 @@ class KernelEmitter {
         bool acc = opcode_info(in.op).form == OpForm::MatmulAcc;
         const TileDecl& a = tile(in.srcs[acc ? 1 : 0]);
         const TileDecl& b = tile(in.srcs[acc ? 2 : 1]);
-        int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
+        // b may be a tile whose leading dims make K and trailing ones N (read as [K, N]).
+        int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = t.shape.back();
         // The L0 cube tile blocks the product inside the tile (the whole tile when unset).
         const int64_t M0 = in.l0.empty() ? M : in.l0[0], K0 = in.l0.empty() ? K : in.l0[1],
                       N0 = in.l0.empty() ? N : in.l0[2];

@@ -160,6 +160,7 @@ const char* op_class_name(OpClass c) {
     case OpClass::Gather: return "gather";
     case OpClass::Scatter: return "scatter";
     case OpClass::Attention: return "attention";
+    case OpClass::Conv: return "conv";
   }
   return "?";
 }

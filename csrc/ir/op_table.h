@@ -88,7 +88,7 @@ enum class TensorOpKind {
 };
 
 /// Broad classes of ops, which decide how an op is tiled.
-enum class OpClass { Unary, Binary, Where, Cast, Reduce, Scan, Sort, View, Assemble, Create, Matmul, Gather, Scatter, Attention };
+enum class OpClass { Unary, Binary, Where, Cast, Reduce, Scan, Sort, View, Assemble, Create, Matmul, Gather, Scatter, Attention, Conv };
 
 /// How scatter combines a value with the one already at its position (PyPTO's `reduce=`).
 enum class ScatterReduce { None = 0, Add = 1, Multiply = 2 };

@@ -347,11 +347,16 @@ std::string print(const TensorGraph& g) {
     }
     if (info.cls == OpClass::Attention)
       attrs += fmt::format(", scale={}, rows={}, key_block={}", scalar_text(op.scale), op.cube_tile[0], op.cube_tile[2]);
+    if (info.cls == OpClass::Conv)
+      attrs += fmt::format(", kernel=[{}, {}], dilations=[{}, {}], tile=[cout {}, cin {}, rows {}]", op.conv[0],
+                           op.conv[1], op.conv[2], op.conv[3], op.cube_tile[0], op.cube_tile[1], op.cube_tile[2]);
     std::string loc = op.loc.file.empty() ? "" : fmt::format("  @ {}", op.loc.str());
     std::string valid;
     for (size_t d = 0; d < o.shape.size(); ++d)
       if (!o.valid[d].equals(o.shape[d])) valid = " valid " + shape_str(o.valid);
-    std::string tile = info.cls == OpClass::View || info.cls == OpClass::Attention ? "" : "  tile " + ints_str(op.tile_shape);
+    std::string tile = info.cls == OpClass::View || info.cls == OpClass::Attention || info.cls == OpClass::Conv
+                           ? ""
+                           : "  tile " + ints_str(op.tile_shape);
     if (o.view && !o.view->reshape)
       attrs += fmt::format(", offsets=[{}], dims=[{}]", exprs(o.view->offsets), fmt::join(o.view->map, ", "));
     out += fmt::format("{}%{} = {}({}{}) : {}{}{}{}{}\n", opad, o.name, info.name, ins, attrs, dtype_name(o.dtype),

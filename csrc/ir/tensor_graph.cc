@@ -682,6 +682,46 @@ int TensorGraphBuilder::add_matmul(int a, int b, DataType out_dtype, const std::
   return id;
 }
 
+int TensorGraphBuilder::add_conv(int x, int w, DataType out_dtype, const std::vector<int64_t>& geometry,
+                                 const std::vector<int64_t>& tile, const SourceLoc& loc) {
+  check_computed(x, "conv", loc);
+  check_computed(w, "conv", loc);
+  const TensorValue& vx = g_.values[x];
+  const TensorValue& vw = g_.values[w];
+  if (geometry.size() != 4 || tile.size() != 3)
+    throw UserError(where("conv", loc) + fmt::format("geometry {} and tile {} must have 4 and 3 sizes",
+                                                     ints_str(geometry), ints_str(tile)));
+  for (size_t i = 0; i < 4; ++i)
+    if (geometry[i] < 1 || (i < 3 && tile[i] < 1))
+      throw UserError(where("conv", loc) + fmt::format("geometry {} and tile {} must be positive", ints_str(geometry),
+                                                       ints_str(tile)));
+  auto cin = vx.shape.size() == 4 ? vx.shape[1].as_const() : std::nullopt;
+  auto hp = vx.shape.size() == 4 ? vx.shape[2].as_const() : std::nullopt;
+  auto wp = vx.shape.size() == 4 ? vx.shape[3].as_const() : std::nullopt;
+  auto cout = vw.shape.size() == 2 ? vw.shape[0].as_const() : std::nullopt;
+  auto kcols = vw.shape.size() == 2 ? vw.shape[1].as_const() : std::nullopt;
+  const int64_t kh = geometry[0], kw = geometry[1], dh = geometry[2], dw = geometry[3];
+  if (!cin || !hp || !wp || !cout || !kcols || *kcols != kh * kw * *cin)
+    throw UserError(where("conv", loc) + fmt::format("input {} and weight {} must be [N, Cin, Hp, Wp] and "
+                                                     "[Cout, {} Cin] with static Cin, Hp, Wp and Cout",
+                                                     shape_str(vx.shape), shape_str(vw.shape), kh * kw));
+  const int64_t oh = *hp - dh * (kh - 1), ow = *wp - dw * (kw - 1);
+  if (oh < 1 || ow < 1)
+    throw UserError(where("conv", loc) + fmt::format("input {} is smaller than the dilated kernel", shape_str(vx.shape)));
+  if (vx.dtype != vw.dtype || !dtype_is_float(vx.dtype))
+    throw TypeError(where("conv", loc) + fmt::format("input and weight must have one float dtype, found {} and {}",
+                                                     dtype_name(vx.dtype), dtype_name(vw.dtype)));
+  int id = new_value({vx.shape[0], Expr(*cout), Expr(oh), Expr(ow)}, out_dtype);
+  TensorOp op{TensorOpKind::Conv, {x, w}, id, -1, false, {}, loc};
+  op.operands = {Operand::tensor(x), Operand::tensor(w)};
+  op.compute = compute_dtype(vx.dtype);
+  op.conv = geometry;
+  op.cube_tile = tile;
+  op.region = open_.empty() ? -1 : open_.back();
+  g_.ops.push_back(op);
+  return id;
+}
+
 namespace {
 /// Checks an index tensor for gather/scatter against the data tensor.
 void check_index(const char* op, const TensorValue& x, int& dim, const TensorValue& idx, const SourceLoc& loc) {

@@ -78,6 +78,9 @@ struct TensorOp {
                                   ///< Attention: query rows, head dim, key block (the score tile is m x n)
   std::vector<int64_t> cube_tile_l0;
   double scale = 1.0;             ///< Attention: the factor applied to q @ kt
+  /// Conv: kernel height and width, dilations along them (kh, kw, dh, dw); its cube_tile holds the
+  /// output channels, input channels per step and output rows of a tile.
+  std::vector<int64_t> conv;
   ScatterReduce reduce = ScatterReduce::None;  ///< Scatter: replace, add or multiply
   std::string tile_note;          ///< why a Tensor-level pass changed tile_shape (shown on the op's tile nest)
   /// The user's op when this one was written for it (a gather for pypto.index_select); messages name it.
@@ -182,6 +185,11 @@ class TensorGraphBuilder {
   /// Adds a matrix product; `cube` holds the m, k, n L1 tile sizes, `cube_l0` their L0 sizes.
   int add_matmul(int a, int b, DataType out_dtype, const std::vector<int64_t>& cube,
                  const std::vector<int64_t>& cube_l0, const SourceLoc& loc);
+  /// A stride-1 2-D convolution (conv2d_tiles) of the padded input `x` [N, Cin, Hp, Wp] and the
+  /// weight `w` [Cout, kh kw Cin] (taps outermost); `geometry` is (kh, kw, dh, dw), `tile` (output
+  /// channels, input channels per step, output rows). The result [N, Cout, OH, OW] is `out_dtype`.
+  int add_conv(int x, int w, DataType out_dtype, const std::vector<int64_t>& geometry, const std::vector<int64_t>& tile,
+               const SourceLoc& loc);
   /// out = x gathered along `dim` at `index` (an integer tensor of x's rank). `name` is the
   /// user's op in error messages (an op written with gather, such as index_select).
   int add_gather(int x, int dim, int index, const std::vector<int64_t>& tile, const SourceLoc& loc,

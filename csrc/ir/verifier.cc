@@ -13,6 +13,23 @@ namespace pypto {
 
 namespace {
 
+/// Whether tile shape `b` is read as a [k, n] matmul operand: its last two dims are k and n (with
+/// batch dims before them), or its dims split into leading ones of product k and trailing ones of
+/// product n (row-major, the same elements: a conv's input rows, [1, channels, rows, width]).
+bool reads_as_k_by_n(const std::vector<int64_t>& b, int64_t k, int64_t n) {
+  const size_t r = b.size();
+  if (r >= 2 && b[r - 2] == k && b[r - 1] == n) return true;
+  int64_t lead = 1;
+  for (size_t p = 0; p + 1 < r; ++p) {
+    lead *= b[p];
+    if (lead != k) continue;
+    int64_t trail = 1;
+    for (size_t q = p + 1; q < r; ++q) trail *= b[q];
+    return trail == n;
+  }
+  return false;
+}
+
 [[noreturn]] void fail(const char* rule, const std::string& msg) {
   throw VerifyError(fmt::format("[{}] {}", rule, msg));
 }
@@ -177,11 +194,11 @@ struct StmtChecker {
         const TileDecl* a = tile(in.srcs[acc ? 1 : 0]);
         const TileDecl* b = tile(in.srcs[acc ? 2 : 1]);
         size_t ra = a->shape.size(), rb = b->shape.size(), rd = dst->shape.size();
-        if (ra < 2 || rb < 2 || rd < 2 || a->shape[ra - 1] != b->shape[rb - 2] || dst->shape[rd - 2] != a->shape[ra - 2] ||
-            dst->shape[rd - 1] != b->shape[rb - 1] || (acc && in.srcs[0] != in.dst))
+        if (ra < 2 || rb < 2 || rd < 2 || !reads_as_k_by_n(b->shape, a->shape[ra - 1], dst->shape[rd - 1]) ||
+            dst->shape[rd - 2] != a->shape[ra - 2] || (acc && in.srcs[0] != in.dst))
           fail("instr.shape", fmt::format("{}: tiles do not form [M, K] @ [K, N] -> [M, N]", what));
         if (!in.l0.empty()) {
-          const int64_t tile_mkn[] = {a->shape[ra - 2], a->shape[ra - 1], b->shape[rb - 1]};
+          const int64_t tile_mkn[] = {a->shape[ra - 2], a->shape[ra - 1], dst->shape[rd - 1]};
           bool ok = in.l0.size() == 3;
           for (size_t i = 0; ok && i < 3; ++i) ok = in.l0[i] > 0 && tile_mkn[i] % in.l0[i] == 0;
           if (!ok)
@@ -415,7 +432,7 @@ void verify(const TensorGraph& g) {
     size_t arity = info.cls == OpClass::Where ? 3
                    : info.cls == OpClass::Scatter || info.cls == OpClass::Attention ? 3
                    : info.cls == OpClass::Binary || info.cls == OpClass::Assemble || info.cls == OpClass::Matmul ||
-                           info.cls == OpClass::Gather
+                           info.cls == OpClass::Gather || info.cls == OpClass::Conv
                        ? 2
                    // Full: its value; Random: its block base when not 0 (a symbolic operand)
                    : info.cls == OpClass::Create
@@ -449,6 +466,27 @@ void verify(const TensorGraph& g) {
     }
     if (info.cls == OpClass::Matmul) {
       if (op.cube_tile.size() != 3) fail("tensor.cube-tile", fmt::format("op {} (matmul) has no m, k, n cube tile", i));
+      continue;
+    }
+    if (info.cls == OpClass::Conv) {
+      const auto& x = g.value(op.inputs[0]).shape;
+      const auto& w = g.value(op.inputs[1]).shape;
+      const auto& o = g.value(op.output).shape;
+      bool ok = op.conv.size() == 4 && op.cube_tile.size() == 3 && x.size() == 4 && w.size() == 2 && o.size() == 4 &&
+                o[0].equals(x[0]) && o[1].equals(w[0]);
+      for (size_t d = 0; ok && d < 4; ++d) ok = op.conv[d] > 0 && (d == 3 || op.cube_tile[d] > 0);
+      if (ok) {
+        auto cin = x[1].as_const(), hp = x[2].as_const(), wp = x[3].as_const(), k = w[1].as_const();
+        auto oh = o[2].as_const(), ow = o[3].as_const();
+        ok = cin && hp && wp && k && oh && ow && *k == op.conv[0] * op.conv[1] * *cin &&
+             *oh == *hp - op.conv[2] * (op.conv[0] - 1) && *ow == *wp - op.conv[3] * (op.conv[1] - 1);
+      }
+      if (!ok)
+        fail("tensor.conv", fmt::format("op {} (conv2d_tiles) has input {}, weight {}, out {}, geometry {} and tile {}; "
+                                        "expected [N, Cin, Hp, Wp], [Cout, kh kw Cin], [N, Cout, Hp - dh (kh - 1), "
+                                        "Wp - dw (kw - 1)], (kh, kw, dh, dw) and 3 positive tile sizes",
+                                        i, shape_str(x), shape_str(w), shape_str(o), ints_str(op.conv),
+                                        ints_str(op.cube_tile)));
       continue;
     }
     if (info.cls == OpClass::Attention) {

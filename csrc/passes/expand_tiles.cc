@@ -96,6 +96,11 @@ void Expander::expand(int idx) {
   }
   if (info.cls == OpClass::Matmul) {
     n.body = matmul(op, idx);
+  } else if (info.cls == OpClass::Conv) {
+    n.body = conv(op, idx);
+    // Fused with the padding copy before it, the grid would be the copy's.
+    n.alone = true;
+    n.note = "alone: one task per block of output channels and rows";
   } else if (info.cls == OpClass::Attention) {
     n.body = attention(op, idx);
     // Fused with the key copy, the grid would shrink to the batch dims (one task per head).

@@ -238,7 +238,8 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
             continue;
           }
         }
-        std::string tile = op.kind == TensorOpKind::Matmul ? "cube tile " + cube_str(op)
+        std::string tile = op.kind == TensorOpKind::Matmul || op.kind == TensorOpKind::Conv
+                               ? "cube tile " + cube_str(op)
                                                            : fmt::format("tile shape {}", ints_str(op.tile_shape));
         throw UserError(fmt::format(
             "pypto.{}{}: with {} it needs {} bytes of tile buffers, more than the buffer budget of {} KB; use smaller "

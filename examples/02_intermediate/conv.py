@@ -1,8 +1,9 @@
 """Convolutions as PyPTO programs write them: a ResNet-style 3x3 block (conv, bias, ReLU in the
 conv's epilogue) on a dynamic batch walked one image at a time, a strided depthwise conv, and a
-1-D conv, each checked against torch.nn.functional. pypto.conv lowers to an im2col copy feeding the
-matmul path; set_conv_tile_shapes takes PyPTO's tile description (kept for get_conv_tile_shapes;
-the CPU tiles the matmul by the cube tile)."""
+1-D conv, each checked against torch.nn.functional. The 3x3 block (stride 1, one group) runs as an
+implicit GEMM, the matmul loading each tap's input rows; the strided and 1-D convs go through an
+im2col copy feeding the matmul path. set_conv_tile_shapes takes PyPTO's tile description (kept for
+get_conv_tile_shapes; the CPU chooses its own tiles)."""
 
 import torch
 import torch.nn.functional as F

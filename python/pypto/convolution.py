@@ -1,12 +1,15 @@
 """Convolution with PyPTO's signature: ``conv`` (1-, 2- and 3-D, NCL/NCHW/NCDHW), and the conv tile
 configuration ``set_conv_tile_shapes`` / ``get_conv_tile_shapes``.
 
-``conv`` lowers to the matmul path through an explicit im2col: a new tensor ``col`` of shape
-``[N, Cin * K, *out]`` (K the kernel's taps) is filled with zeros, each tap copies the input
-positions it reads (a strided view of the input, clipped to the part the padding does not cover)
-into its rows of ``col`` (a strided view of ``col``), and the weights ``[Cout, Cin * K]`` multiply
-it in one batched matmul per group, accumulating in fp32. The bias, scale and ReLU of
-``extend_params`` are applied to the accumulator, which then converts to ``out_dtype``.
+A 2-D convolution with stride 1 and one group is an implicit GEMM: the input is padded, the
+weight's taps are moved outermost (``[Cout, K * Cin]``, K the kernel's taps), and one tensor op,
+``conv2d_tiles``, multiplies them per block of output channels and whole output rows, loading for
+each (tap, channel block) the input rows that tap reads as the matmul's operand: no im2col tensor
+exists. Other convolutions lower to the matmul path through an explicit im2col: a new tensor
+``col`` of shape ``[N, Cin * K, *out]`` is filled by one strided copy per tap (a view of the padded
+input into its rows of ``col``), and the weights ``[Cout, Cin * K]`` multiply it in one batched
+matmul per group. Both accumulate in fp32; the bias, scale and ReLU of ``extend_params`` are
+applied to the accumulator, which then converts to ``out_dtype``.
 """
 
 from __future__ import annotations
@@ -22,13 +25,16 @@ from pypto import _dtypes
 from pypto.enums import ReLuType
 from pypto.errors import NotSupportedError, UserError, UserTypeError
 from pypto.frontend import config
+from pypto.frontend.config import user_location
 from pypto.frontend.tensor import Tensor
 from pypto.ops import _at, _ctx, _documented, _tensor, add, cast, matmul, mul, relu, with_tile
 from pypto.data_movement import pad
-from pypto.shape_ops import _is_static, _view, assemble, copy_tile, full, reshape
+from pypto.shape_ops import _is_static, _view, assemble, copy_tile, full, permute, reshape
 
 _FLOATS = (_dtypes.DT_FP32, _dtypes.DT_FP16, _dtypes.DT_BF16)
 _COPY_TILE = 16384  # elements per tile of the padding and im2col copies
+# The implicit GEMM's tile: whole output rows of about this many positions (the matmul's n).
+_GEMM_POSITIONS = 224
 _EXTEND_KEYS = ("bias_tensor", "scale", "scale_tensor", "relu_type")
 
 
@@ -249,17 +255,21 @@ def conv(input_conv, weight, out_dtype, strides, paddings, dilations, *, groups=
     bias, scale, scale_t, use_relu = _extend(op, extend_params, cout)
 
     taps = math.prod(kernel)
-    col_shape = [n, cin * taps] + out
-    col = _im2col(ctx, input_conv, col_shape, kernel, strides, paddings, dilations, out)
-    p = math.prod(out)
     acc_dtype = _dtypes.DT_FP32
-    if groups == 1:
-        acc = matmul(reshape(weight, [cout, cin * taps]), reshape(col, [n, cin * taps, p]), acc_dtype)
-    else:
-        acc = matmul(reshape(weight, [groups, cout // groups, cin_g * taps]),
-                     reshape(col, [n, groups, cin_g * taps, p]), acc_dtype)
     shape = [n, cout] + out
-    y = reshape(acc, shape)  # a view of the product's memory
+    gemm_tile = _gemm_tile(cout, cin, out) if r == 2 and groups == 1 and strides == [1, 1] else None
+    if gemm_tile:
+        y = _implicit_gemm(ctx, input_conv, weight, paddings, dilations, kernel, gemm_tile)
+    else:
+        col_shape = [n, cin * taps] + out
+        col = _im2col(ctx, input_conv, col_shape, kernel, strides, paddings, dilations, out)
+        p = math.prod(out)
+        if groups == 1:
+            acc = matmul(reshape(weight, [cout, cin * taps]), reshape(col, [n, cin * taps, p]), acc_dtype)
+        else:
+            acc = matmul(reshape(weight, [groups, cout // groups, cin_g * taps]),
+                         reshape(col, [n, groups, cin_g * taps, p]), acc_dtype)
+        y = reshape(acc, shape)  # a view of the product's memory
     per_channel = [cout] + [1] * len(out)
 
     def epilogue():  # on the result's shape, so that these ops write it and no copy is needed
@@ -277,6 +287,53 @@ def conv(input_conv, weight, out_dtype, strides, paddings, dilations, *, groups=
     return with_tile(ctx, copy_tile(shape), epilogue)
 
 
+def _padded(ctx, x: Tensor, paddings: list) -> Tensor:
+    """x zero-padded by the (before, after) pairs of its spatial dims (x itself when all are 0)."""
+    if not any(paddings):
+        return x
+    r = len(x.shape) - 2
+    widths = []
+    for i in reversed(range(r)):  # pad takes the last dim's (before, after) first
+        widths += paddings[2 * i:2 * i + 2]
+    padded = list(x.shape[:2]) + [x.shape[2 + i] + paddings[2 * i] + paddings[2 * i + 1] for i in range(r)]
+    return with_tile(ctx, copy_tile(padded, _COPY_TILE), lambda: pad(x, widths))
+
+
+def _gemm_tile(cout: int, cin: int, out: list) -> list[int] | None:
+    """The implicit GEMM's tile [output channels, input channels per step, output rows]: whole rows
+    of about _GEMM_POSITIONS positions, channel blocks of up to 64 shrunk until the tiles (weight,
+    input rows, accumulator and its reshape) take at most three quarters of the buffer budget; None
+    when even blocks of 8 channels of one row do not fit (very wide rows: the im2col form)."""
+    budget = 0.75 * 1024 * config.pass_options_in_force().get("sram_budget_kb", 256)
+    rows = max(1, min(out[0], _GEMM_POSITIONS // out[1]))
+    positions = rows * out[1]
+    for block in (64, 32, 16, 8):
+        co, ci = min(cout, block), min(cin, block)
+        if 4 * (co * ci + ci * positions + 2 * co * positions) <= budget:
+            return [co, ci, rows]
+    return None
+
+
+def _implicit_gemm(ctx, x: Tensor, weight: Tensor, paddings: list, dilations: list, kernel: list,
+                   tile: list) -> Tensor:
+    """The fp32 accumulator [N, Cout, OH, OW] of a 2-D, stride-1, one-group convolution: the padded
+    input times the weight with its taps outermost, by the conv2d_tiles op tiled by `tile`."""
+    cout, cin, taps = weight.shape[0], weight.shape[1], math.prod(kernel)
+    xp = _padded(ctx, x, paddings)
+
+    def taps_outermost():  # w2[co, t * Cin + c] = weight[co, c, t]
+        w2 = full([cout, taps, cin], 0, weight.dtype)
+        ctx.builder.mark_covered(w2._id)
+        assemble(permute(reshape(weight, [cout, cin, taps]), [0, 2, 1]), [0, 0, 0], w2)
+        return reshape(w2, [cout, taps * cin])
+
+    w2 = with_tile(ctx, copy_tile([cout, taps, cin], _COPY_TILE), taps_outermost)
+    file, line = user_location()
+    vid = ctx.builder.add_conv(_tensor("conv", xp, ctx, "input_conv"), _tensor("conv", w2, ctx, "weight"),
+                               _dtypes.DT_FP32, list(kernel) + list(dilations), tile, file, line)
+    return Tensor._traced(ctx, vid)
+
+
 def _im2col(ctx, x: Tensor, col_shape: list, kernel: list, strides: list, paddings: list, dilations: list,
             out: list) -> Tensor:
     """col[b, c * taps + t, o...] = xp[b, c, o * stride + tap * dilation...] with xp x zero-padded:
@@ -284,12 +341,7 @@ def _im2col(ctx, x: Tensor, col_shape: list, kernel: list, strides: list, paddin
     col, so col needs no zero fill."""
     r = len(kernel)
     n, cin = x.shape[0], x.shape[1]
-    if any(paddings):
-        widths = []
-        for i in reversed(range(r)):  # pad takes the last dim's (before, after) first
-            widths += paddings[2 * i:2 * i + 2]
-        padded = [n, cin] + [x.shape[2 + i] + paddings[2 * i] + paddings[2 * i + 1] for i in range(r)]
-        x = with_tile(ctx, copy_tile(padded, _COPY_TILE), lambda: pad(x, widths))
+    x = _padded(ctx, x, paddings)
     taps = math.prod(kernel)
 
     def copies():

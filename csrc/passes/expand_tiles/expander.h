@@ -1,6 +1,6 @@
 // The Tile Graph builder of pass "expand_tiles", shared by the pass's files:
 // expand_tiles.cc (the driver: memrefs, one nest per op), and one file per op
-// class in passes/expand_tiles/ (elementwise, reduce, matmul, attention, data).
+// class in passes/expand_tiles/ (elementwise, reduce, matmul, attention, conv, data).
 // Nothing outside the pass includes this header.
 #pragma once
 
@@ -209,6 +209,11 @@ class Expander {
   int load_mm(int v, const Space& s, const Expr& ro, const Expr& rv, int64_t rt, const Expr& co, const Expr& cv,
               int64_t ct, DataType compute, std::vector<Stmt>& body);
 
+  /// TMATMUL of a and b into a new tile of `shape` when `acc` < 0, else TMATMUL_ACC into `acc`;
+  /// returns the accumulator.
+  int product(int a, int b, int acc, const std::vector<int64_t>& shape, DataType dt, const std::vector<int64_t>& l0,
+              std::vector<Stmt>& body);
+
   /// The L0 cube tile `l0` (m, k, n) as blocks of an (mt, kt, nt) L1 tile: each size is the largest
   /// divisor of the tile's size that is at most the L0 size; none when they equal the tile (one block).
   static std::vector<int64_t> l0_blocks(const std::vector<int64_t>& l0_sizes, int64_t mt, int64_t kt, int64_t nt);
@@ -230,6 +235,11 @@ class Expander {
   /// out through their valid extents, they are clamped to exp(0) so they cannot overflow, and they
   /// meet the zero rows of the tail block of v in the product.
   std::vector<Stmt> attention(const TensorOp& op, int idx);
+
+  /// Conv (conv2d_tiles): per block of output channels and whole output rows, in parallel, a
+  /// sequential loop over (tap, channel block) pairs of weight-tile and input-rows loads and an
+  /// accumulating matmul (conv.cc).
+  std::vector<Stmt> conv(const TensorOp& op, int idx);
 
   /// A reduction: parallel loops over the kept dims, sequential loops over the reduced ones into an
   /// accumulator tile (reduce.cc).

@@ -48,6 +48,23 @@ std::vector<int64_t> Expander::l0_blocks(const std::vector<int64_t>& l0_sizes, i
   return l0;
 }
 
+/// TMATMUL of a and b into a new tile of `shape` when `acc` < 0, else TMATMUL_ACC into `acc`;
+/// returns the accumulator.
+int Expander::product(int a, int b, int acc, const std::vector<int64_t>& shape, DataType dt,
+                      const std::vector<int64_t>& l0, std::vector<Stmt>& body) {
+  Instr mm{acc < 0 ? Opcode::TMATMUL : Opcode::TMATMUL_ACC};
+  mm.l0 = l0;
+  if (acc < 0) {
+    mm.dst = new_tile(shape, dt);
+    mm.srcs = {a, b};
+  } else {
+    mm.dst = acc;
+    mm.srcs = {acc, a, b};
+  }
+  body.push_back(instr(mm));
+  return mm.dst;
+}
+
 /// Matmul: the output's tile grid (batch dims one by one, m and n by the
 /// cube tile) in parallel; the k tiles in a sequential loop, the first
 /// through TMATMUL and the rest through TMATMUL_ACC into one accumulator.
@@ -70,20 +87,10 @@ std::vector<Stmt> Expander::matmul(const TensorOp& op, int idx) {
   auto step = [&](const Expr& kk, int acc, std::vector<Stmt>& body) {
     int a = load_mm(op.inputs[0], s, s.offset[r - 2], s.valid[r - 2], mt, k_off(kk), k_valid(kk), kt, acc_dt, body);
     int b = load_mm(op.inputs[1], s, k_off(kk), k_valid(kk), kt, s.offset[r - 1], s.valid[r - 1], nt, acc_dt, body);
-    Instr mm{acc < 0 ? Opcode::TMATMUL : Opcode::TMATMUL_ACC};
-    mm.l0 = l0_blocks(op.cube_tile_l0, mt, kt, nt);
-    if (acc < 0) {
-      std::vector<int64_t> shape(r, 1);
-      shape[r - 2] = mt;
-      shape[r - 1] = nt;
-      mm.dst = new_tile(shape, acc_dt);
-      mm.srcs = {a, b};
-    } else {
-      mm.dst = acc;
-      mm.srcs = {acc, a, b};
-    }
-    body.push_back(instr(mm));
-    return mm.dst;
+    std::vector<int64_t> shape(r, 1);
+    shape[r - 2] = mt;
+    shape[r - 1] = nt;
+    return product(a, b, acc, shape, acc_dt, l0_blocks(op.cube_tile_l0, mt, kt, nt), body);
   };
   std::vector<Stmt> body;
   int acc = step(Expr(0), -1, body);

@@ -2,6 +2,8 @@
 groups, bias/scale/ReLU epilogues, fp32/fp16/bf16, a dynamic batch, and the conv tile configuration
 (the op families issue, item 8)."""
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -51,8 +53,55 @@ def test_conv_matches_torch(x_shape, w_shape, strides, paddings, dilations, grou
         return pypto.conv(a, b, pypto.DT_FP32, strides, paddings, dilations, groups=groups)
 
     _close(f(x, w), _reference(x, w, None, strides, paddings, dilations, groups), torch.float32)
-    if len(x_shape) == 4 and groups == 1:  # the taps write all of the im2col tensor: its memory is not zeroed
-        assert "= alloc_workspace uninit :" in pypto.compile(f, x, w).pto()
+    pto = pypto.compile(f, x, w).pto()
+    implicit = len(x_shape) == 4 and groups == 1 and strides == [1, 1]
+    assert ("incore func @conv2d_tiles" in pto) == implicit
+    if len(x_shape) == 4 and not implicit:  # the taps write all of the im2col tensor: its memory is not zeroed
+        assert "= alloc_workspace uninit :" in pto
+
+
+@pytest.mark.parametrize("x_shape,w_shape,paddings,dilations,dtype", [
+    ((2, 70, 13, 11), (67, 70, 3, 3), [1, 1, 1, 1], [1, 1], torch.float32),   # channel blocks of 64 and a tail
+    ((1, 8, 30, 57), (5, 8, 3, 3), [1, 1, 2, 0], [1, 2], torch.float32),      # row blocks of 4 and a tail
+    ((1, 6, 12, 16), (9, 6, 5, 5), [2, 2, 2, 2], [1, 1], torch.float16),      # 5x5
+    ((2, 4, 7, 9), (3, 4, 2, 4), [0, 1, 3, 0], [2, 1], torch.bfloat16),       # asymmetric kernel and padding
+])
+def test_stride_one_convs_are_an_implicit_gemm(x_shape, w_shape, paddings, dilations, dtype):
+    """A 2-D convolution with stride 1 and one group multiplies the padded input's rows, loaded tap by
+    tap, with no im2col tensor; checked on channel and row blocks that do and do not divide."""
+    x, w = _data(x_shape, dtype, 11), _data(w_shape, dtype, 12) / w_shape[1] ** 0.5
+
+    @pypto.jit
+    def f(a: pypto.Tensor(x_shape, DT[dtype]), b: pypto.Tensor(w_shape, DT[dtype])):
+        return pypto.conv(a, b, DT[dtype], [1, 1], paddings, dilations)
+
+    got = f(x, w)
+    assert got.dtype == dtype
+    _close(got, _reference(x, w, None, [1, 1], paddings, dilations, 1), dtype)
+    compiled = pypto.compile(f, x, w)
+    assert "conv2d_tiles(" in compiled.dump("tensor")
+    pto = compiled.pto()
+    assert re.search(r"tmatmul_acc %t\d+, %t\d+, %t\d+ : ", pto), pto
+    col_rows = x_shape[1] * w_shape[2] * w_shape[3]  # an im2col tensor would be [N, Cin kh kw, OH, OW]
+    assert not re.search(rf"alloc_workspace.*: !pto.memref<gm,\d+x{col_rows}x\d+x\d+,", pto), pto
+
+
+@pytest.mark.parametrize("x_shape,w_shape,paddings,implicit", [
+    ((1, 40, 3, 1200), (40, 40, 3, 3), [1, 1, 1, 1], True),   # one row of 1200: blocks of 8 channels fit
+    ((1, 8, 2, 4000), (4, 8, 1, 3), [0, 0, 1, 1], False),     # rows too wide for any block: im2col
+])
+def test_wide_rows_shrink_the_channel_blocks_or_take_im2col(x_shape, w_shape, paddings, implicit):
+    x, w = _data(x_shape, torch.float32, 13), _data(w_shape, torch.float32, 14) / w_shape[1] ** 0.5
+
+    @pypto.jit
+    def f(a: pypto.Tensor(x_shape, pypto.DT_FP32), b: pypto.Tensor(w_shape, pypto.DT_FP32)):
+        return pypto.conv(a, b, pypto.DT_FP32, [1, 1], paddings, [1, 1])
+
+    _close(f(x, w), _reference(x, w, None, [1, 1], paddings, [1, 1], 1), torch.float32)
+    tensor = pypto.compile(f, x, w).dump("tensor")
+    assert ("conv2d_tiles(" in tensor) == implicit
+    if implicit:
+        assert "tile=[cout 8, cin 8, rows 1]" in tensor, tensor
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

@@ -2,6 +2,8 @@
 parses and prints back unchanged, and malformed text raises
 pypto.PtoSyntaxError with its line and column."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -51,8 +53,13 @@ def views_fn(x: pypto.Tensor((12, 40), pypto.DT_FP32)):
 
 
 def conv_fn(x: pypto.Tensor((2, 3, 9, 8), pypto.DT_FP32), w: pypto.Tensor((4, 3, 3, 3), pypto.DT_FP32)):
-    # its im2col tensor is written whole by the taps' copies: an uninitialised workspace
+    # stride 1: an implicit GEMM, whose matmul reads the input rows of a tap, [1, 3, rows, 7], as [3, rows * 7]
     return pypto.conv(x, w, pypto.DT_FP32, [1, 1], [1, 1, 0, 1], [1, 1])
+
+
+def strided_conv_fn(x: pypto.Tensor((2, 3, 9, 8), pypto.DT_FP32), w: pypto.Tensor((4, 3, 3, 3), pypto.DT_FP32)):
+    # its im2col tensor is written whole by the taps' copies: an uninitialised workspace
+    return pypto.conv(x, w, pypto.DT_FP32, [2, 1], [1, 1, 0, 1], [1, 1])
 
 
 def loop_fn(x: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32), out: pypto.Tensor([pypto.DYNAMIC, 32], pypto.DT_FP32)):
@@ -97,6 +104,7 @@ KERNELS = {
                                      np.zeros((21, 16), np.float32))),
     "views": (views_fn, lambda: (np.zeros((12, 40), np.float32),)),
     "conv": (conv_fn, lambda: (np.zeros((2, 3, 9, 8), np.float32), np.zeros((4, 3, 3, 3), np.float32))),
+    "strided_conv": (strided_conv_fn, lambda: (np.zeros((2, 3, 9, 8), np.float32), np.zeros((4, 3, 3, 3), np.float32))),
     "loop": (loop_fn, lambda: (np.zeros((13, 32), np.float32), np.zeros((13, 32), np.float32))),
     "branch": (branch_fn, lambda: (np.zeros((4, 3, 16), np.float32), np.zeros((4, 3, 16), np.float32))),
     "random": (random_fn, lambda: (np.zeros((13, 24), np.float32),)),
@@ -122,8 +130,12 @@ def test_dynamic_dims_are_parenthesized_and_views_declared():
     assert " = reshape %x : !pto.memref<gm,24x20,f32>" in views
     loop = _pto(loop_fn, *KERNELS["loop"][1]())
     assert "FOR %blk:idx" in loop
+    conv = _pto(strided_conv_fn, *KERNELS["strided_conv"][1]())
+    assert " = alloc_workspace uninit : !pto.memref<gm,2x27x5x7,f32>" in conv  # the im2col tensor
     conv = _pto(conv_fn, *KERNELS["conv"][1]())
-    assert " = alloc_workspace uninit : !pto.memref<gm,2x27x9x7,f32>" in conv  # the im2col tensor
+    assert "x27x" not in conv  # no im2col tensor
+    assert re.search(r"tmatmul_acc %t\d+, %t\d+, %t\d+ : !pto.tile<4x63xf32>", conv), conv
+    assert re.search(r"tload %\w+\[.*\] valid \[1, 3, .*, 7\] view : !pto.tile<1x3x9x7xf32>", conv), conv
 
 
 SMALL = """\
