@@ -711,10 +711,12 @@ int TensorGraphBuilder::add_conv(int x, int w, DataType out_dtype, const std::ve
   if (vx.dtype != vw.dtype || !dtype_is_float(vx.dtype))
     throw TypeError(where("conv", loc) + fmt::format("input and weight must have one float dtype, found {} and {}",
                                                      dtype_name(vx.dtype), dtype_name(vw.dtype)));
-  int id = new_value({vx.shape[0], Expr(*cout), Expr(oh), Expr(ow)}, out_dtype);
+  const DataType compute = compute_dtype(vx.dtype);
+  const Expr batch = vx.shape[0];
+  int id = new_value({batch, Expr(*cout), Expr(oh), Expr(ow)}, out_dtype);  // may move vx and vw
   TensorOp op{TensorOpKind::Conv, {x, w}, id, -1, false, {}, loc};
   op.operands = {Operand::tensor(x), Operand::tensor(w)};
-  op.compute = compute_dtype(vx.dtype);
+  op.compute = compute;
   op.conv = geometry;
   op.cube_tile = tile;
   op.region = open_.empty() ? -1 : open_.back();
