@@ -17,16 +17,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402 - after the OpenMP setting
 import torch.nn.functional as F  # noqa: E402
 
-import pypto  # noqa: E402
+from run import pypto_conv  # noqa: E402 - the benchmark rows' conv kernel
 
 LAYERS = [(1, 64, 56), (1, 128, 28), (1, 256, 14), (1, 512, 7), (8, 64, 56)]  # (batch, channels, size)
-
-
-def pypto_conv(n: int, c: int, hw: int):
-    @pypto.jit
-    def conv3x3(x: pypto.Tensor((n, c, hw, hw), pypto.DT_FP32), w: pypto.Tensor((c, c, 3, 3), pypto.DT_FP32)):
-        return pypto.conv(x, w, pypto.DT_FP32, [1, 1], [1, 1, 1, 1], [1, 1])
-    return conv3x3
 
 
 def main() -> None:
