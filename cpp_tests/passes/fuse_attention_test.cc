@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/errors.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/expand_tiles.h"
@@ -84,6 +85,57 @@ TEST(FuseAttentionTest, TilesAsAnOnlineSoftmaxOverKeyBlocks) {
   // No memory instruction touches a score-shaped memref.
   for (const Instr* in : InstrsOf(t.nests[1].body))
     if (in->memref >= 0) EXPECT_NE(shape_str(t.memrefs[in->memref].shape), "[100, 70]");
+}
+
+/// Grouped-query attention with an additive mask: q [2, 3, s, d], k and v [2, 1, t, d] (one head per
+/// group of three), softmax(q @ k^T * 0.5 + mask) @ v with a mask of shape `mask_shape`.
+TensorGraph MaskedGroupedGraph(int64_t s, int64_t t, int64_t d, const std::vector<Expr>& mask_shape) {
+  TensorGraphBuilder b("masked");
+  const std::vector<int64_t> tile = {1, 1, 8, 64};
+  int q = b.add_param("q", {Expr(2), Expr(3), Expr(s), Expr(d)}, DataType::FP32);
+  int k = b.add_param("k", {Expr(2), Expr(1), Expr(t), Expr(d)}, DataType::FP32);
+  int v = b.add_param("v", {Expr(2), Expr(1), Expr(t), Expr(d)}, DataType::FP32);
+  int mask = b.add_param("mask", mask_shape, DataType::FP32);
+  int kt = b.add_view(k, {Expr(2), Expr(1), Expr(d), Expr(t)}, {Expr(0), Expr(0), Expr(0), Expr(0)}, {0, 1, 3, 2},
+                      {1, 1, 1, 1}, {}, TestLoc(2));
+  int sc = b.add_matmul(q, kt, DataType::FP32, {32, d, 64}, {32, d, 64}, TestLoc(2));
+  sc = b.add_elementwise(TensorOpKind::Mul, {Operand::tensor(sc), Operand::scalar(0.5, true)}, tile, TestLoc(2));
+  sc = b.add_binary(TensorOpKind::Add, mask, sc, tile, TestLoc(2));
+  int m = b.add_reduce(TensorOpKind::Amax, sc, -1, true, tile, TestLoc(3));
+  int e = b.add_unary(TensorOpKind::Exp, b.add_binary(TensorOpKind::Sub, sc, m, tile, TestLoc(3)), tile, TestLoc(3));
+  int p = b.add_binary(TensorOpKind::Div, e, b.add_reduce(TensorOpKind::Sum, e, -1, true, tile, TestLoc(4)), tile,
+                       TestLoc(4));
+  b.set_outputs({b.add_matmul(p, v, DataType::FP32, {32, 64, d}, {32, 64, d}, TestLoc(5))});
+  return b.finish();
+}
+
+TEST(FuseAttentionTest, AMaskAndSharedKeyHeadsJoinTheAttentionOp) {
+  TensorGraph g = FuseAttention(MaskedGroupedGraph(40, 70, 16, {Expr(40), Expr(70)}), PassOptions{});
+  EXPECT_NO_THROW(verify(g));
+  EXPECT_EQ(OpNames(g), (std::vector<std::string>{"view", "cast", "attention"}));
+  EXPECT_NE(print(g).find("attention(%q, %k_t, %v, %mask, scale=0.5"), std::string::npos) << print(g);
+  // Per key block: the mask block is loaded, reshaped to the scores' rank and added.
+  TileGraph t = ExpandTiles(g, PassOptions{});
+  EXPECT_NO_THROW(verify(t));
+  std::string ops;
+  for (const Instr* in : InstrsOf(t.nests.back().body)) ops += std::string(opcode_name(in->op)) + " ";
+  EXPECT_NE(ops.find("tload tmatmul tload treshape tadd trowmax"), std::string::npos) << ops;
+  // A mask that is not [.., S, T] (here a row of keys for every query) keeps the primitives.
+  TensorGraph row = MaskedGroupedGraph(40, 70, 16, {Expr(1), Expr(70)});
+  EXPECT_EQ(print(FuseAttention(row, PassOptions{})), print(row));
+}
+
+TEST(FuseAttentionTest, TheVerifierChecksTheMaskShape) {
+  TensorGraph g = FuseAttention(MaskedGroupedGraph(40, 70, 16, {Expr(40), Expr(70)}), PassOptions{});
+  g.values[g.ops.back().inputs[3]].shape = {Expr(41), Expr(70)};
+  try {
+    verify(g);
+    FAIL() << "expected a VerifyError";
+  } catch (const VerifyError& e) {
+    EXPECT_NE(std::string(e.what()).find("has a mask of shape [41, 70]; expected [.., S, T] = [.., 40, 70]"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -430,7 +430,9 @@ void verify(const TensorGraph& g) {
     const TensorOp& op = g.ops[i];
     const OpInfo& info = op_info(op.kind);
     size_t arity = info.cls == OpClass::Where ? 3
-                   : info.cls == OpClass::Scatter || info.cls == OpClass::Attention ? 3
+                   : info.cls == OpClass::Scatter ? 3
+                   // Attention: q, kt, v and an optional additive mask
+                   : info.cls == OpClass::Attention ? (op.operands.size() == 4 ? 4 : 3)
                    : info.cls == OpClass::Binary || info.cls == OpClass::Assemble || info.cls == OpClass::Matmul ||
                            info.cls == OpClass::Gather || info.cls == OpClass::Conv
                        ? 2
@@ -496,13 +498,28 @@ void verify(const TensorGraph& g) {
       const auto& v = g.value(op.inputs[2]).shape;
       const auto& o = g.value(op.output).shape;
       size_t r = q.size();
+      // A leading dim of kt, v or the mask is q's or 1 (shared by a group of query heads).
+      auto leading = [&](const Expr& x, size_t d) {
+        auto c = x.as_const();
+        return x.equals(q[d]) || (c && *c == 1);
+      };
       bool ok = r >= 2 && kt.size() == r && v.size() == r && o.size() == r && q[r - 1].equals(kt[r - 2]) &&
                 kt[r - 1].equals(v[r - 2]) && o[r - 2].equals(q[r - 2]) && o[r - 1].equals(v[r - 1]);
-      for (size_t d = 0; ok && d + 2 < r; ++d) ok = q[d].equals(kt[d]) && q[d].equals(v[d]) && q[d].equals(o[d]);
+      for (size_t d = 0; ok && d + 2 < r; ++d) ok = leading(kt[d], d) && leading(v[d], d) && q[d].equals(o[d]);
       if (!ok)
         fail("tensor.attention", fmt::format("op {} (attention) has shapes q {}, kt {}, v {}, out {}; expected [.., S, D], "
                                              "[.., D, T], [.., T, Dv] and [.., S, Dv]",
                                              i, shape_str(q), shape_str(kt), shape_str(v), shape_str(o)));
+      if (op.inputs.size() == 4) {
+        const auto& mk = g.value(op.inputs[3]).shape;
+        size_t rm = mk.size();
+        bool mask_ok = rm >= 2 && rm <= r && mk[rm - 2].equals(q[r - 2]) && mk[rm - 1].equals(kt[r - 1]);
+        for (size_t d = 0; mask_ok && d + 2 < rm; ++d) mask_ok = leading(mk[d], d + (r - rm));
+        if (!mask_ok)
+          fail("tensor.attention", fmt::format("op {} (attention) has a mask of shape {}; expected [.., S, T] = "
+                                               "[.., {}, {}] with leading dims 1 or q's",
+                                               i, shape_str(mk), q[r - 2].str(), kt[r - 1].str()));
+      }
       continue;
     }
     size_t iter_rank = info.cls == OpClass::Reduce  ? g.value(op.inputs[0]).shape.size()

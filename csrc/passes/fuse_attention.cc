@@ -2,7 +2,8 @@
 //
 // Attention written from primitives,
 //
-//   s = matmul(q, kt)            (optionally times or divided by a constant)
+//   s = matmul(q, kt)            (optionally times or divided by a constant,
+//                                 then optionally plus an additive mask [.., S, T])
 //   e = exp(s - amax(s, -1, keepdim=True))
 //   o = matmul(e / sum(e, -1, keepdim=True), v)
 //
@@ -13,6 +14,11 @@
 // online softmax over key blocks (flash attention): per block of query rows, a
 // running row max, a running row sum and an output accumulator stay in tiles
 // while the key and value blocks stream past. The scores never reach memory.
+//
+// The mask (a causal or padding mask of 0 and -inf, say) is read block by block
+// with the keys; its leading dims may be 1 (one mask for every batch index and
+// head), and so may the leading dims of the key and the value (grouped-query
+// attention: one key/value head for a group of query heads).
 //
 // A transposed key (`matmul(q, k, b_trans=True)` reads k through a transposed
 // view) is first copied into a dense [.., D, T] tensor by a cast op, so that
@@ -34,6 +40,7 @@ namespace {
 struct Match {
   std::vector<int> ops;  ///< op indices of the chain, mm1 first, mm2 last
   int q = -1, kt = -1, v = -1;
+  int mask = -1;  ///< the additive mask, if the chain has one
   double scale = 1.0;
 };
 
@@ -78,6 +85,26 @@ class Matcher {
     if (ps == producer_.end()) return std::nullopt;
     const TensorOp* mm1 = &g_.ops[ps->second];
     std::vector<int> s_readers = {iamax, isub};
+    if (mm1->kind == TensorOpKind::Add) {  // scores + mask
+      int iadd = ps->second;
+      if (!only_read_by(s, s_readers) || !same_region(*mm1, mm2) || !fp32(*mm1) || mm1->inputs.size() != 2)
+        return std::nullopt;
+      auto scores_side = [&](int x) {
+        auto px = producer_.find(x);
+        if (px == producer_.end() || !only_read_by(x, {iadd})) return false;
+        const TensorOp& p = g_.ops[px->second];
+        return p.kind == TensorOpKind::Matmul || scale_of(p).has_value();
+      };
+      int a = mm1->inputs[0], b = mm1->inputs[1];
+      int scores = scores_side(a) ? a : scores_side(b) ? b : -1;
+      if (scores < 0) return std::nullopt;
+      m.mask = scores == a ? b : a;
+      chain.insert(chain.begin(), iadd);
+      s_readers = {iadd};
+      s = scores;
+      ps = producer_.find(s);
+      mm1 = &g_.ops[ps->second];
+    }
     if (mm1->kind != TensorOpKind::Matmul) {
       std::optional<double> c = scale_of(*mm1);
       if (!c || !only_read_by(s, s_readers) || !same_region(*mm1, mm2)) return std::nullopt;
@@ -94,7 +121,7 @@ class Matcher {
     chain.insert(chain.begin(), ps->second);
     m.q = mm1->inputs[0];
     m.kt = mm1->inputs[1];
-    if (!shapes_fit(m, mm2.output)) return std::nullopt;
+    if (!shapes_fit(m, mm2.output) || (m.mask >= 0 && !mask_fits(m))) return std::nullopt;
     // Nothing between the two matmuls may write memory the chain reads later.
     for (int i = chain.front() + 1; i < i2; ++i) {
       OpClass c = op_info(g_.ops[i].kind).cls;
@@ -164,11 +191,34 @@ class Matcher {
       for (size_t d = 0; d < r; ++d)
         if (!x->valid[d].equals(x->shape[d])) return false;
     }
+    // Leading dims: the key's and the value's equal the query's or are 1 (shared by a group).
     for (size_t d = 0; d + 2 < r; ++d)
-      if (!q.shape[d].equals(kt.shape[d]) || !q.shape[d].equals(v.shape[d])) return false;
+      if (!q.shape[d].equals(o.shape[d]) || !batch_dim_fits(kt.shape[d], q.shape[d]) ||
+          !batch_dim_fits(v.shape[d], q.shape[d]))
+        return false;
     // A task holds whole rows of q and of the output: the head sizes must be constants.
     if (!kt.shape[r - 2].as_const() || !v.shape[r - 1].as_const()) return false;
     return q.shape[r - 1].equals(kt.shape[r - 2]) && kt.shape[r - 1].equals(v.shape[r - 2]);
+  }
+
+  /// A leading dim of a key, value or mask: the query's, or 1 (broadcast).
+  static bool batch_dim_fits(const Expr& x, const Expr& q) {
+    auto c = x.as_const();
+    return x.equals(q) || (c && *c == 1);
+  }
+
+  /// The mask: a float tensor of rank <= the query's whose last dims are [S, T] (the scores') and
+  /// whose leading dims are the query's or 1, no tails.
+  bool mask_fits(const Match& m) const {
+    const TensorValue &q = g_.value(m.q), &kt = g_.value(m.kt), &mk = g_.value(m.mask);
+    size_t r = q.shape.size(), rm = mk.shape.size();
+    if (rm < 2 || rm > r || !dtype_is_float(mk.dtype)) return false;
+    for (size_t d = 0; d < rm; ++d)
+      if (!mk.valid[d].equals(mk.shape[d])) return false;
+    if (!mk.shape[rm - 2].equals(q.shape[r - 2]) || !mk.shape[rm - 1].equals(kt.shape[r - 1])) return false;
+    for (size_t d = 0; d + 2 < rm; ++d)
+      if (!batch_dim_fits(mk.shape[d], q.shape[d + (r - rm)])) return false;
+    return true;
   }
 
   const TensorGraph& g_;
@@ -251,6 +301,10 @@ TensorGraph FuseAttention(const TensorGraph& g, const PassOptions&) {
     }
     TensorOp att{TensorOpKind::Attention, {m->q, kt, m->v}, mm2.output, -1, false, {}, mm1.loc};
     att.operands = {Operand::tensor(m->q), Operand::tensor(kt), Operand::tensor(m->v)};
+    if (m->mask >= 0) {
+      att.inputs.push_back(m->mask);
+      att.operands.push_back(Operand::tensor(m->mask));
+    }
     att.compute = DataType::FP32;
     att.region = mm2.region;
     att.cube_tile = mm1.cube_tile;

@@ -132,3 +132,12 @@ __all__ = [
     "set_output_cache_limit", "get_output_cache_limit", "output_cache_info", "clear_output_cache",
     "UserError", "UserTypeError", "VerifyError", "CompileError", "NotSupportedError", "InternalError", "TaskError", "TracingError", "PtoSyntaxError",
 ] + sorted(_TABLE_FUNCTIONS)
+
+
+def __getattr__(name: str):
+    # pypto.torch imports torch, so it is loaded on first use: `import pypto` alone never imports torch.
+    if name == "torch":
+        import importlib
+
+        return importlib.import_module("pypto.torch")
+    raise AttributeError(f"module 'pypto' has no attribute '{name}'")

@@ -7,13 +7,14 @@ namespace pypto::expand_tiles_impl {
 /// online softmax over blocks of keys, with the running row max m, row sum l and output
 /// accumulator acc in tiles:
 ///   m = lowest finite float (a fully masked key block leaves it finite), l = 0, acc = 0
-///   for each key block j:  s = (q * scale) @ kt_j;  mn = max(m, rowmax(s));  alpha = exp(m - mn)
+///   for each key block j:  s = (q * scale) @ kt_j (+ mask_j);  mn = max(m, rowmax(s));  alpha = exp(m - mn)
 ///                          m = mn;  p = exp(s - m);  l = l * alpha + rowsum(p)
 ///                          acc = acc * alpha + p @ v_j
 ///   out = acc / l
 /// Key columns past the end of a tail block load as zero scores: the row max and row sum leave them
 /// out through their valid extents, they are clamped to exp(0) so they cannot overflow, and they
-/// meet the zero rows of the tail block of v in the product.
+/// meet the zero rows of the tail block of v in the product. Leading dims of 1 in kt, v or the
+/// mask are read at index 0 for every batch index (grouped-query attention, one mask for all).
 std::vector<Stmt> Expander::attention(const TensorOp& op, int idx) {
   const TensorValue& outv = g_.value(op.output);
   const TensorValue& ktv = g_.value(op.inputs[1]);
@@ -82,6 +83,16 @@ std::vector<Stmt> Expander::attention(const TensorOp& op, int idx) {
   qk.l0 = l0_blocks(op.cube_tile_l0, br, d, bc);
   jb.push_back(instr(qk));
   int scores = qk.dst;
+  if (op.inputs.size() == 4) {  // the additive mask's block: rows of this task, columns of key block j
+    int mk = load_mm(op.inputs[3], s, s.offset[r - 2], s.valid[r - 2], br, joff, jvalid, bc, f32, jb);
+    if (g_.value(op.inputs[3]).shape.size() < r) {  // a mask of lower rank: the scores' tile shape
+      Instr rs{Opcode::TRESHAPE};
+      rs.srcs = {mk};
+      rs.dst = mk = new_tile(shape2(br, bc), f32);
+      jb.push_back(instr(rs));
+    }
+    emit(Opcode::TADD, {scores, mk}, scores, jb);
+  }
   int rmax = emit(Opcode::TROWMAX, {scores}, new_tile(shape2(br, 1), f32), jb);
   int mn = emit(Opcode::TMAX, {m, rmax}, new_tile(shape2(br, 1), f32), jb);
   int alpha = emit(Opcode::TSUB, {m, mn}, new_tile(shape2(br, 1), f32), jb);

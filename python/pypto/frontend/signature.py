@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import inspect
+import typing
 from typing import Any, Callable
 
 from pypto import _dtypes, memory
@@ -256,6 +257,8 @@ class _Signature:
         ret = self.sig.return_annotation
         if isinstance(ret, type) and issubclass(ret, Tensor):
             ret = Tensor()
+        if typing.get_origin(ret) is tuple:  # tuple[pypto.Tensor(...), ...]
+            ret = typing.get_args(ret)
         if ret is inspect.Signature.empty or ret is None:
             self.returns = None
         elif isinstance(ret, Tensor):

@@ -220,3 +220,80 @@ def test_attention_tiles_are_one_parallel_task_per_query_block():
     assert c.stats()["tasks"] == 4 + 4
     ir = c.dump("block")
     assert re.search(r"FOR %j\d+:idx, 0:idx, 2:idx", ir)  # two key blocks of 128 inside each task
+
+
+def _masked_gqa(hk, g, d, mask_rank, scale_first=True, mask_dtype=pypto.DT_FP32):
+    """Grouped-query attention, q [hk, g, S, d] against one key/value head per group [hk, 1, T, d],
+    with an additive mask of rank `mask_rank` ([S, T], [1, S, T] or [hk, g, S, T])."""
+    mask_shape = {2: (S_DIM, T_DIM), 3: (1, S_DIM, T_DIM), 4: (hk, g, S_DIM, T_DIM)}[mask_rank]
+
+    @pypto.frontend.jit
+    def attention(q: pypto.Tensor((hk, g, S_DIM, d), pypto.DT_FP32), k: pypto.Tensor((hk, 1, T_DIM, d), pypto.DT_FP32),
+                  v: pypto.Tensor((hk, 1, T_DIM, d), pypto.DT_FP32), mask: pypto.Tensor(mask_shape, mask_dtype)):
+        pypto.set_vec_tile_shapes(1, 1, 8, 64)
+        pypto.set_cube_tile_shapes([32, 32], [64, 64], [64, 64])
+        s = pypto.matmul(q, k, b_trans=True)
+        s = s * (1 / math.sqrt(d)) + mask if scale_first else mask + s / math.sqrt(d)
+        return pypto.matmul(pypto.softmax(s, -1), v)
+
+    return attention
+
+
+def _causal(s, t, dtype=torch.float32):
+    """The additive causal mask of s queries at the end of t keys (0 or -inf)."""
+    return torch.full((s, t), -math.inf).triu(t - s + 1).to(dtype)
+
+
+@pytest.mark.parametrize("s,t", [(100, 100), (64, 64), (37, 150), (1, 77)])
+def test_a_causal_mask_and_grouped_heads_fuse_and_match_sdpa(s, t):
+    hk, g, d = 2, 3, 32
+    fn = _masked_gqa(hk, g, d, 2)
+    q, k, v = torch.randn(hk, g, s, d), torch.randn(hk, 1, t, d), torch.randn(hk, 1, t, d)
+    mask = _causal(s, t)
+    out = fn(q, k, v, mask)
+    ref = F.scaled_dot_product_attention(q.double(), k.double().expand(hk, g, t, d), v.double().expand(hk, g, t, d),
+                                         attn_mask=mask.double())
+    torch.testing.assert_close(out, ref.float(), atol=2e-5, rtol=1e-4)
+    c = pypto.compile(fn, q, k, v, mask)
+    assert _passes(c)["fuse_attention"] == "changed"
+    assert re.search(r"attention\(%q, %k_t, %v, %mask, scale=", c.dump("passes")), c.dump("passes")
+    # No buffer of scores: the only [S, T] memref is the mask itself.
+    score_shaped = [ln for ln in c.dump("execution").splitlines() if re.search(r"memref<\w+,[\dx]*\(S\)x\(T\)", ln)]
+    assert [ln.split(":")[0].strip() for ln in score_shaped] == ["%mask"], score_shaped
+
+
+@pytest.mark.parametrize("mask_rank", [3, 4])
+def test_masks_of_every_rank_and_either_operand_order(mask_rank):
+    hk, g, d, s, t = 2, 2, 16, 45, 70
+    fn = _masked_gqa(hk, g, d, mask_rank, scale_first=False)
+    q, k, v = torch.randn(hk, g, s, d), torch.randn(hk, 1, t, d), torch.randn(hk, 1, t, d)
+    mask = torch.randn((1, s, t) if mask_rank == 3 else (hk, g, s, t))  # any additive bias, not only 0/-inf
+    mask[..., 5] = -math.inf
+    ref = torch.softmax(q.double() @ k.double().transpose(-1, -2) / math.sqrt(d) + mask.double(), -1) @ v.double()
+    torch.testing.assert_close(fn(q, k, v, mask), ref.float(), atol=2e-5, rtol=1e-4)
+    assert _passes(pypto.compile(fn, q, k, v, mask))["fuse_attention"] == "changed"
+
+
+def test_a_bf16_mask_is_read_in_fp32():
+    hk, g, d, s = 1, 4, 32, 66
+    fn = _masked_gqa(hk, g, d, 2, mask_dtype=pypto.DT_BF16)
+    q, k, v = torch.randn(hk, g, s, d), torch.randn(hk, 1, s, d), torch.randn(hk, 1, s, d)
+    mask = _causal(s, s, torch.bfloat16)
+    ref = F.scaled_dot_product_attention(q, k.expand(hk, g, s, d), v.expand(hk, g, s, d), is_causal=True)
+    torch.testing.assert_close(fn(q, k, v, mask), ref, atol=2e-5, rtol=1e-4)
+
+
+def test_a_mask_of_the_wrong_shape_keeps_the_primitives():
+    # A [1, T] padding row broadcast over the queries is not a block of the scores: left unfused, still right.
+    @pypto.frontend.jit
+    def attention(q: pypto.Tensor((2, 40, 16), pypto.DT_FP32), k: pypto.Tensor((2, 50, 16), pypto.DT_FP32),
+                  v: pypto.Tensor((2, 50, 16), pypto.DT_FP32), mask: pypto.Tensor((1, 50), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(1, 8, 64)
+        return pypto.matmul(pypto.softmax(pypto.matmul(q, k, b_trans=True) + mask, -1), v)
+
+    q, k, v = torch.randn(2, 40, 16), torch.randn(2, 50, 16), torch.randn(2, 50, 16)
+    mask = torch.zeros(1, 50)
+    mask[0, 40:] = -math.inf
+    ref = torch.softmax(q @ k.transpose(-1, -2) + mask, -1) @ v
+    torch.testing.assert_close(attention(q, k, v, mask), ref, atol=2e-5, rtol=1e-4)
+    assert _passes(pypto.compile(attention, q, k, v, mask))["fuse_attention"] == "unchanged"
