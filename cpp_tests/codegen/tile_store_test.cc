@@ -1,5 +1,6 @@
 // Streaming stores of tile_ops.h (pto::tstore_stream): the memory they leave is exactly what
-// pto::tstore leaves, for aligned and unaligned rows, strided boxes, tails and other types.
+// pto::tstore leaves, for aligned and unaligned rows, strided boxes, tails and other types. Loads of
+// transposed boxes (pto::tload's blocked copy) against element-by-element indexing.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -45,6 +46,32 @@ TEST(TileStoreTest, StreamingStoresMatchPlainStores) {
   Compare<float, 3, 24>(0, 32, 1, 3, 24);     // C not a multiple of 16: plain stores
   Compare<double, 4, 64>(0, 64, 1, 4, 64);    // other types: plain stores
   Compare<int32_t, 4, 64>(0, 64, 1, 4, 64);
+}
+
+// A ROWS x C tile of the transpose of a row-major matrix (element (r, c) at src[r + c * ld]), with
+// valid rows and columns, into a tile: the box's elements, zeros outside it.
+template <typename T, int64_t ROWS, int64_t C>
+void CheckTransposedLoad(int64_t ld, int64_t valid_rows, int64_t valid_cols) {
+  std::vector<float> src(C * ld);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i % 1013) - 500.0f;
+  std::vector<T> tile(ROWS * C, static_cast<T>(-7));
+  const int64_t stride[] = {1, ld};
+  const int64_t valid[] = {valid_rows, valid_cols};
+  const int64_t shape[] = {ROWS, C};
+  pto::tload<T, C>(tile.data(), 2, shape, src.data(), stride, valid);
+  for (int64_t r = 0; r < ROWS; ++r)
+    for (int64_t c = 0; c < C; ++c) {
+      T want = r < valid_rows && c < valid_cols ? static_cast<T>(src[r + c * ld]) : T(0);
+      ASSERT_EQ(tile[r * C + c], want) << "at (" << r << ", " << c << ") valid " << valid_rows << "x" << valid_cols;
+    }
+}
+
+TEST(TileLoadTest, TransposedBoxesLoadInBlocks) {
+  CheckTransposedLoad<float, 64, 48>(80, 64, 48);    // whole blocks
+  CheckTransposedLoad<float, 37, 21>(40, 37, 21);    // blocks with tails
+  CheckTransposedLoad<float, 32, 32>(50, 19, 7);     // valid rows and columns inside the tile
+  CheckTransposedLoad<double, 20, 17>(33, 20, 17);   // converted while loading
+  CheckTransposedLoad<float, 8, 8>(8, 0, 8);         // nothing valid: all zero
 }
 
 }  // namespace

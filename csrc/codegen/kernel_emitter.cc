@@ -451,8 +451,10 @@ class KernelEmitter {
         // The L0 cube tile blocks the product inside the tile (the whole tile when unset).
         const int64_t M0 = in.l0.empty() ? M : in.l0[0], K0 = in.l0.empty() ? K : in.l0[1],
                       N0 = in.l0.empty() ? N : in.l0[2];
-        o += fmt::format("{}pto::tmatmul<{}, {}, {}, {}, {}, {}, {}, {}>({}, {}, {});{}\n", pad, acc ? "true" : "false",
-                         ctype(t.dtype), M, K, N, M0, K0, N0, tn(t), tn(a), tn(b), comment);
+        // Valid rows (set by expand_tiles where they may be fewer than the tile's) bound the product.
+        std::string rows = in.valid.size() >= 2 ? ", " + cexpr(in.valid[in.valid.size() - 2]) : "";
+        o += fmt::format("{}pto::tmatmul<{}, {}, {}, {}, {}, {}, {}, {}>({}, {}, {}{});{}\n", pad, acc ? "true" : "false",
+                         ctype(t.dtype), M, K, N, M0, K0, N0, tn(t), tn(a), tn(b), rows, comment);
         return;
       }
       case OpForm::Select: {

@@ -65,6 +65,45 @@ inline PTO_CONTRACT void matmul_column_block(float* __restrict d, const float* _
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS, typename S = T>
 __attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const S* __restrict a, const S* __restrict b);
 
+/// One register block of the last r < kMatmulRows rows (r known at run time).
+template <int64_t NV, bool ACC, int64_t K, int64_t NS, int64_t KA, int64_t R = kMatmulRows - 1>
+inline PTO_CONTRACT void matmul_block_of(float* __restrict d, const float* __restrict a, const float* __restrict b,
+                                         int64_t r) {
+  if constexpr (R > 0) {
+    if (r == R) return matmul_block<R, NV, ACC, K, NS, KA>(d, a, b);
+    matmul_block_of<NV, ACC, K, NS, KA, R - 1>(d, a, b, r);
+  }
+}
+
+/// Rows [0, rows) of one column block, rows known at run time: whole register blocks, then one of
+/// the rows left.
+template <int64_t NV, bool ACC, int64_t K, int64_t NS, int64_t KA>
+inline PTO_CONTRACT void matmul_column_rows(float* __restrict d, const float* __restrict a, const float* __restrict b,
+                                            int64_t rows) {
+  int64_t i0 = 0;
+  for (; i0 + kMatmulRows <= rows; i0 += kMatmulRows)
+    matmul_block<kMatmulRows, NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b);
+  if (i0 < rows) matmul_block_of<NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b, rows - i0);
+}
+
+/// The float product of the first `rows` rows of a (M x K) only: a tile whose valid rows are fewer
+/// than its rows (a dynamic M, a decode step's single row) costs what its valid rows cost.
+template <bool ACC, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS>
+__attribute__((noinline)) PTO_CONTRACT void matmul_tile_rows(float* __restrict d, const float* __restrict a,
+                                                             const float* __restrict b, int64_t rows) {
+  PTO_CONTRACT_BODY
+  int64_t j0 = 0;
+  for (; j0 + kMatmulCols <= N; j0 += kMatmulCols) matmul_column_rows<kMatmulVecs, ACC, K, NS, KA>(d + j0, a, b + j0, rows);
+  for (; j0 + kVecFloats <= N; j0 += kVecFloats) matmul_column_rows<1, ACC, K, NS, KA>(d + j0, a, b + j0, rows);
+  for (int64_t i = 0; i < rows && j0 < N; ++i) {
+    float* __restrict drow = d + i * NS;
+    if (!ACC)
+      for (int64_t j = j0; j < N; ++j) drow[j] = 0.0f;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = j0; j < N; ++j) drow[j] += a[i * KA + k] * b[k * NS + j];
+  }
+}
+
 /// a + b and a * b, for integers modulo 2^bits (the sums and products of an integer matmul wrap,
 /// as torch's do; signed overflow would be undefined), for floats as they are.
 template <typename T>
@@ -422,10 +461,30 @@ __attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const S
 /// outermost, so a K0 x N0 panel of b and an M0 x K0 panel of a stay in the core's first-level
 /// cache while a block runs); inside a block the micro-kernel's register block is sized by the
 /// vector register file.
+///
+/// `rows` (the instruction's valid rows, when it has them) bounds the float product: rows past it
+/// are not multiplied; a TMATMUL sets them to zero, as the product of a's zero-filled rows would.
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t M0 = M, int64_t K0 = K, int64_t N0 = N,
           typename S = T>
-inline void tmatmul(T* __restrict dst, const S* __restrict a, const S* __restrict b) {
+inline void tmatmul(T* __restrict dst, const S* __restrict a, const S* __restrict b, int64_t rows = M) {
   static_assert(M % M0 == 0 && K % K0 == 0 && N % N0 == 0, "the L0 cube tile must divide the tile");
+  if constexpr (std::is_same<T, float>::value && std::is_same<S, float>::value) {
+    if (rows < M) {
+      if (rows < 0) rows = 0;
+      if (!ACC) memset(dst + rows * N, 0, sizeof(float) * (M - rows) * N);
+      for (int64_t k0 = 0; k0 < K; k0 += K0)
+        for (int64_t j0 = 0; j0 < N; j0 += N0)
+          for (int64_t i0 = 0; i0 < rows; i0 += M0) {
+            float* d = dst + i0 * N + j0;
+            const float* ab = a + i0 * K + k0;
+            const float* bb = b + k0 * N + j0;
+            const int64_t r = rows - i0 < M0 ? rows - i0 : M0;
+            if (k0 == 0 && !ACC) matmul_tile_rows<false, M0, K0, N0, K, N>(d, ab, bb, r);
+            else matmul_tile_rows<true, M0, K0, N0, K, N>(d, ab, bb, r);
+          }
+      return;
+    }
+  }
   if constexpr (M0 == M && K0 == K && N0 == N) {
     matmul_tile<ACC, T, M, K, N, K, N>(dst, a, b);
   } else {

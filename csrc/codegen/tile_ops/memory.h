@@ -57,6 +57,35 @@ inline void prefetch_ahead(bool gaps, int rank, const int64_t* valid, const int6
   prefetch_span<RW>(base + ahead * stride[0], n);
 }
 
+/// TLOAD of a transposed box: a rank-2 tile whose rows are contiguous along the tile's first dim
+/// (element (r, c) at src[r + c * sc]: a transposed view of a row-major matrix, such as the weight
+/// of a linear layer read as b^T). Element by element along the tile's rows, each load would touch
+/// a new source row, a new cache line and often a new page; copied in blocks of kTransposeBlock x
+/// kTransposeBlock, each block reads kTransposeBlock lines of kTransposeBlock source rows and
+/// writes as many lines of the tile.
+constexpr int64_t kTransposeBlock = 16;
+
+template <typename T, int64_t C, typename S>
+inline void tload_transposed(T* __restrict dst, int64_t rows, const S* __restrict src, int64_t sc, int64_t valid_rows,
+                             int64_t vc) {
+  const int64_t vr = valid_rows < 0 ? 0 : valid_rows < rows ? valid_rows : rows;
+  for (int64_t c0 = 0; c0 < vc; c0 += kTransposeBlock) {
+    const int64_t c1 = c0 + kTransposeBlock < vc ? c0 + kTransposeBlock : vc;
+    for (int64_t c = c1; c < c1 + kTransposeBlock && c < vc; ++c) prefetch_span<0>(src + c * sc, vr);
+    for (int64_t r0 = 0; r0 < vr; r0 += kTransposeBlock) {
+      const int64_t r1 = r0 + kTransposeBlock < vr ? r0 + kTransposeBlock : vr;
+      for (int64_t c = c0; c < c1; ++c) {
+        const S* __restrict s = src + c * sc;
+        for (int64_t r = r0; r < r1; ++r) dst[r * C + c] = cvt<T>(s[r]);
+      }
+    }
+  }
+  for (int64_t r = 0; r < vr; ++r)
+    for (int64_t c = vc; c < C; ++c) dst[r * C + c] = T(0);
+  for (int64_t r = vr; r < rows; ++r)
+    for (int64_t c = 0; c < C; ++c) dst[r * C + c] = T(0);
+}
+
 template <typename T, int64_t C, typename S>
 inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* __restrict src, const int64_t* stride,
                   const int64_t* valid) {
@@ -65,6 +94,10 @@ inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* _
   // The valid extent clamped to [0, C] (a negative one moves nothing).
   const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < C ? valid[rank - 1] : C;
   const int64_t sc = stride[rank - 1];
+  if (rank == 2 && stride[0] == 1 && sc > 1) {
+    tload_transposed<T, C>(dst, tshape[0], src, sc, valid[0], vc);
+    return;
+  }
   const bool gaps = sc == 1 && rank >= 2 && stride[rank - 2] > vc;
   for (int64_t r = 0; r < rows; ++r) {
     int64_t off = 0;

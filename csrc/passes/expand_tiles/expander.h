@@ -210,9 +210,9 @@ class Expander {
               int64_t ct, DataType compute, std::vector<Stmt>& body);
 
   /// TMATMUL of a and b into a new tile of `shape` when `acc` < 0, else TMATMUL_ACC into `acc`;
-  /// returns the accumulator.
+  /// returns the accumulator. `rows`: the valid rows of a, when they may be fewer than the tile's.
   int product(int a, int b, int acc, const std::vector<int64_t>& shape, DataType dt, const std::vector<int64_t>& l0,
-              std::vector<Stmt>& body);
+              std::vector<Stmt>& body, const Expr* rows = nullptr);
 
   /// The L0 cube tile `l0` (m, k, n) as blocks of an (mt, kt, nt) L1 tile: each size is the largest
   /// divisor of the tile's size that is at most the L0 size; none when they equal the tile (one block).

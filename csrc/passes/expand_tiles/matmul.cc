@@ -51,9 +51,17 @@ std::vector<int64_t> Expander::l0_blocks(const std::vector<int64_t>& l0_sizes, i
 /// TMATMUL of a and b into a new tile of `shape` when `acc` < 0, else TMATMUL_ACC into `acc`;
 /// returns the accumulator.
 int Expander::product(int a, int b, int acc, const std::vector<int64_t>& shape, DataType dt,
-                      const std::vector<int64_t>& l0, std::vector<Stmt>& body) {
+                      const std::vector<int64_t>& l0, std::vector<Stmt>& body, const Expr* rows) {
   Instr mm{acc < 0 ? Opcode::TMATMUL : Opcode::TMATMUL_ACC};
   mm.l0 = l0;
+  // Rows that may be fewer than the tile's (a dynamic M): the instruction's valid extents, so the
+  // product multiplies only those.
+  size_t r = shape.size();
+  if (rows && dt == DataType::FP32 && !(rows->as_const() && *rows->as_const() >= shape[r - 2])) {
+    mm.valid.assign(r, Expr(1));
+    mm.valid[r - 2] = *rows;
+    mm.valid[r - 1] = Expr(shape[r - 1]);
+  }
   if (acc < 0) {
     mm.dst = new_tile(shape, dt);
     mm.srcs = {a, b};
@@ -90,7 +98,7 @@ std::vector<Stmt> Expander::matmul(const TensorOp& op, int idx) {
     std::vector<int64_t> shape(r, 1);
     shape[r - 2] = mt;
     shape[r - 1] = nt;
-    return product(a, b, acc, shape, acc_dt, l0_blocks(op.cube_tile_l0, mt, kt, nt), body);
+    return product(a, b, acc, shape, acc_dt, l0_blocks(op.cube_tile_l0, mt, kt, nt), body, &s.valid[r - 2]);
   };
   std::vector<Stmt> body;
   int acc = step(Expr(0), -1, body);

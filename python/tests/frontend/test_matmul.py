@@ -1,6 +1,8 @@
 """matmul against torch (issue 3): 2-D and batched with broadcast batch dims,
 transposed operands, fp32/fp16/bf16/int inputs, shapes off the tile grid."""
 
+import re
+
 import pytest
 import torch
 
@@ -160,3 +162,38 @@ def test_int32_matmul_wraps_as_int32_arithmetic():
     want = torch.where(want >= 2 ** 31, want - 2 ** 32, want).int()
     got = mm_kernel((20, 33), (33, 24), pypto.DT_INT32)(a, b)
     assert torch.equal(got, want)
+
+
+ROWS = pypto.frontend.dynamic("ROWS")
+
+
+@pytest.mark.parametrize("rows", [1, 3, 9, 64, 70])
+@pytest.mark.parametrize("b_trans", [False, True])
+def test_a_dynamic_m_multiplies_only_its_valid_rows(rows, b_trans):
+    # A decode step's single row in a 64-row tile: the product is bounded by the tile's valid rows
+    # (tmatmul ... valid [rows, n]); a weight read as b^T ([N, K] in memory) loads in blocks.
+    n, k = 200, 150
+    w_shape = (n, k) if b_trans else (k, n)
+
+    @pypto.jit
+    def linear(x: pypto.Tensor((ROWS, k), pypto.DT_FP32), w: pypto.Tensor(w_shape, pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes([64, 64], [64, 64], [128, 128])
+        return pypto.matmul(x, w, b_trans=b_trans)
+
+    x, w = torch.randn(rows, k), torch.randn(*w_shape)
+    want = x.double() @ (w.double().T if b_trans else w.double())
+    torch.testing.assert_close(linear(x, w), want.float(), rtol=1e-4, atol=1e-4)
+    pto = pypto.compile(linear, x, w).pto()
+    assert re.search(r"tmatmul %\w+, %\w+ valid \[min\(64, \(ROWS - ", pto), pto
+    assert re.search(r"tmatmul_acc %\w+, %\w+, %\w+ valid \[min\(64, \(ROWS - ", pto), pto
+
+
+def test_a_static_m_has_no_valid_rows_on_its_products():
+    @pypto.jit
+    def linear(x: pypto.Tensor((64, 96), pypto.DT_FP32), w: pypto.Tensor((96, 128), pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes([64, 64], [32, 32], [128, 128])
+        return pypto.matmul(x, w)
+
+    x, w = torch.randn(64, 96), torch.randn(96, 128)
+    torch.testing.assert_close(linear(x, w), x @ w, rtol=1e-4, atol=1e-4)
+    assert "valid" not in "".join(ln for ln in pypto.compile(linear, x, w).pto().splitlines() if "tmatmul" in ln)
