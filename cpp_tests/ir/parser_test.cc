@@ -736,6 +736,52 @@ TEST(PtoParserTest, AMatmulReadsAnNDimensionalBTileAsKByN) {
   }
 }
 
+// A product of few rows reads its b as the [N, K] tile it is in memory (b_trans), bounded by its
+// valid rows; both print and parse back, and b_trans takes an [N, K] b and no l0.
+TEST(PtoParserTest, AMatmulWithBTransAndValidRowsRoundTrips) {
+  const std::string text =
+      "module @mm entry @main\n"
+      "\n"
+      "incore func @k(%a: !pto.memref<gm,4x3,f32>, %b: !pto.memref<gm,10x3,f32>, %o: !pto.memref<gm,4x10,f32> out, %M: index) buffer_bytes=0 {\n"
+      "  %t0 = alloc_tile : !pto.tile<4x3xf32>\n"
+      "  %t1 = alloc_tile : !pto.tile<10x3xf32>\n"
+      "  %t2 = alloc_tile : !pto.tile<4x10xf32>\n"
+      "  %t0 = tload %a[0, 0] valid [M, 3] : !pto.tile<4x3xf32>\n"
+      "  %t1 = tload %b[0, 0] : !pto.tile<10x3xf32>\n"
+      "  %t2 = tmatmul %t0, %t1 b_trans valid [M, 10] : !pto.tile<4x10xf32>\n"
+      "  %t2 = tmatmul_acc %t2, %t0, %t1 b_trans valid [M, 10] : !pto.tile<4x10xf32>\n"
+      "  tstore %t2, %o[0, 0] valid [M, 10]\n"
+      "  return\n"
+      "}\n"
+      "\n"
+      "orchestration func @main(%x: !pto.memref<gm,(M)x3,f32>, %y: !pto.memref<gm,10x3,f32>, %z: !pto.memref<gm,(M)x10,f32> out) {\n"
+      "  %M = alloc_scalar : i64\n"
+      "  CALL @k(%a -> %x[0, 0; M, 3], %b -> %y[0, 0; 10, 3], %o -> %z[0, 0; M, 10], %M -> M)\n"
+      "  return\n"
+      "}\n";
+  ExpectRoundTrip(text);
+  verify(parse_pto(text));
+  auto fails = [](const std::string& bad, const std::string& message) {
+    try {
+      verify(parse_pto(bad));
+      ADD_FAILURE() << "verified:\n" << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = text;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  fails(with("tmatmul %t0, %t1 b_trans", "tmatmul %t0, %t1 b_trans l0 [2, 3, 5]"),
+        "tiles do not form [M, K] @ [N, K]^T -> [M, N] (b_trans takes no l0)");
+  fails(with("tmatmul %t0, %t1 b_trans", "tmatmul %t0, %t1 b_trans b_trans"), "b_trans given twice");
+  fails(with("tload %b[0, 0] : !pto.tile<10x3xf32>", "tload %b[0, 0] : !pto.tile<3x10xf32>")
+            .replace(text.find("%t1 = alloc_tile : !pto.tile<10x3xf32>"), 38, "%t1 = alloc_tile : !pto.tile<3x10xf32>"),
+        "tiles do not form [M, K] @ [N, K]^T -> [M, N]");
+}
+
 // An int8 (or int16) matmul keeps its operands in their stored type: i8 loads (which may view
 // memory) feed an i32 product; other mixes of dtypes are verifier errors.
 TEST(PtoParserTest, AnInt8MatmulLoadsI8TilesForAnI32Product) {

@@ -453,6 +453,11 @@ class KernelEmitter {
                       N0 = in.l0.empty() ? N : in.l0[2];
         // Valid rows (set by expand_tiles where they may be fewer than the tile's) bound the product.
         std::string rows = in.valid.size() >= 2 ? ", " + cexpr(in.valid[in.valid.size() - 2]) : "";
+        if (in.b_trans) {
+          o += fmt::format("{}pto::tmatmul_bt<{}, {}, {}, {}, {}>({}, {}, {}{});{}\n", pad, acc ? "true" : "false",
+                           ctype(t.dtype), M, K, N, tn(t), tn(a), tn(b), rows, comment);
+          return;
+        }
         o += fmt::format("{}pto::tmatmul<{}, {}, {}, {}, {}, {}, {}, {}>({}, {}, {}{});{}\n", pad, acc ? "true" : "false",
                          ctype(t.dtype), M, K, N, M0, K0, N0, tn(t), tn(a), tn(b), rows, comment);
         return;

@@ -1039,6 +1039,10 @@ class Parser {
         valid = true;
         L.advance(5);
         in.valid = L.bracket_exprs();
+      } else if ((in.op == Opcode::TMATMUL || in.op == Opcode::TMATMUL_ACC) && L.starts_with_word("b_trans")) {
+        if (in.b_trans) L.fail(at, "b_trans given twice");
+        in.b_trans = true;
+        L.advance(7);
       } else if (L.starts_with_word("l0")) {
         if (l0) L.fail(at, "l0 given twice");
         l0 = true;

@@ -121,6 +121,7 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
       std::string mnemonic = std::string(opcode_name(in.op)) + (in.scalar_pos >= 0 ? "s" : "");
       std::string axis = in.axis >= 0 ? fmt::format(" axis={}", in.axis) : "";
       if (in.round_to) axis += fmt::format(" to={}", dtype_pto_name(*in.round_to));
+      if (in.b_trans) axis += " b_trans";
       if (!in.l0.empty()) axis += fmt::format(" l0 [{}]", fmt::join(in.l0, ", "));
       out += fmt::format("{}%{} = {} {}{}{} : {}\n", pad, n.tile_name(in.dst), mnemonic, srcs, axis, valid, type);
     }

@@ -68,6 +68,9 @@ struct Instr {
   /// TMATMUL*: the L0 cube tile (m, k, n) that blocks the product inside the tile; empty: the whole
   /// tile is one block. Printed as ` l0 [m, k, n]`.
   std::vector<int64_t> l0;
+  /// TMATMUL*: b is the [N, K] tile and the product reads it transposed (a weight stored [out, in],
+  /// multiplied by few rows: dot products along K, no transposing copy). Printed ` b_trans`.
+  bool b_trans = false;
   ScatterReduce reduce = ScatterReduce::None;  ///< TSCATTER: how a value meets the one it lands on
   /// TSCATTER, destination-blocked (pass expand_tiles): empty, or {base, bound}. The box on `axis`
   /// is then a window of the destination: its first position (offsets[axis]) takes index `base`,

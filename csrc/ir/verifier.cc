@@ -194,6 +194,14 @@ struct StmtChecker {
         const TileDecl* a = tile(in.srcs[acc ? 1 : 0]);
         const TileDecl* b = tile(in.srcs[acc ? 2 : 1]);
         size_t ra = a->shape.size(), rb = b->shape.size(), rd = dst->shape.size();
+        if (in.b_trans) {  // b is [N, K]: its trailing dims are N and K; no L0 blocks
+          if (ra < 2 || rb < 2 || rd < 2 || b->shape[rb - 1] != a->shape[ra - 1] ||
+              b->shape[rb - 2] != dst->shape[rd - 1] || dst->shape[rd - 2] != a->shape[ra - 2] ||
+              (acc && in.srcs[0] != in.dst) || !in.l0.empty())
+            fail("instr.shape", fmt::format("{}: tiles do not form [M, K] @ [N, K]^T -> [M, N] (b_trans takes no l0)",
+                                            what));
+          break;
+        }
         if (ra < 2 || rb < 2 || rd < 2 || !reads_as_k_by_n(b->shape, a->shape[ra - 1], dst->shape[rd - 1]) ||
             dst->shape[rd - 2] != a->shape[ra - 2] || (acc && in.srcs[0] != in.dst))
           fail("instr.shape", fmt::format("{}: tiles do not form [M, K] @ [K, N] -> [M, N]", what));

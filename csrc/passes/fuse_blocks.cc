@@ -6,7 +6,9 @@
 // produces, both share a non-empty common prefix of their outer tile grids
 // (same dims, tile sizes and trip counts), and every tensor passed inside the
 // group is read block-aligned with how it was written (a consumer reads only
-// the block of the grid its producer wrote). The common grid becomes the
+// the block of the grid its producer wrote), and the common grid does not
+// shrink to a few tasks where a matmul alone has many more (a one-row norm
+// and the matmul over its columns stay apart). The common grid becomes the
 // launch grid; the rest of each nest's parallel loops run inside the function.
 // A tensor produced and consumed only inside one group and not returned
 // becomes a Local buffer holding one block; every other tensor a function
@@ -72,6 +74,44 @@ std::optional<BlockSpan> block_span(const Expr& offset, int64_t tile, size_t len
   auto r = linear_range(offset - origin, ranges);
   if (!r || r->first < 0 || r->second + tile > *stride) return std::nullopt;
   return BlockSpan{origin, *stride};
+}
+
+/// The number of tasks of the first `len` loops of a grid, when every trip count is a constant.
+std::optional<int64_t> grid_tasks(const std::vector<Loop>& grid, size_t len) {
+  int64_t tasks = 1;
+  for (size_t k = 0; k < len && k < grid.size(); ++k) {
+    auto start = grid[k].start.as_const(), stop = grid[k].stop.as_const(), step = grid[k].step.as_const();
+    if (!start || !stop || !step || *step <= 0) return std::nullopt;
+    tasks *= std::max<int64_t>(0, (*stop - *start + *step - 1) / *step);
+  }
+  return tasks;
+}
+
+bool has_matmul(const NestSplit& s) {
+  bool found = false;
+  for_each_instr(s.body, [&](const Instr& in) {
+    found |= in.op == Opcode::TMATMUL || in.op == Opcode::TMATMUL_ACC;
+  });
+  return found;
+}
+
+/// Fusing a matmul with a nest on a common grid of a few tasks (the single row of a decode step)
+/// when the matmul alone runs as many more tasks (its blocks of columns) would run the product on
+/// one core: they stay apart. (An elementwise or reduction nest's columns running inside its row
+/// block is what fusion is for: their work is a pass over memory, not a product.) Unknown
+/// (symbolic) task counts count as many.
+constexpr int64_t kFewTasks = 4;
+bool serialises(const std::vector<const NestSplit*>& group, size_t group_len, const NestSplit& s, size_t len) {
+  auto fused = grid_tasks(s.grid, len);
+  if (!fused || *fused >= kFewTasks) return false;
+  auto loses = [&](const std::vector<Loop>& grid, size_t own_len) {
+    auto own = grid_tasks(grid, own_len);
+    return !own || *own >= kFewTasks * std::max<int64_t>(1, *fused);
+  };
+  if (has_matmul(s) && loses(s.grid, s.grid.size())) return true;
+  for (const NestSplit* m : group)
+    if (has_matmul(*m) && loses(m->grid, m->grid.size())) return true;
+  return false;
 }
 
 bool same_expr(const Expr& a, const Expr& b) { return a.equals(b) || (a - b).as_const() == 0; }
@@ -167,7 +207,8 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
                      common_prefix(last.members[0]->grid, s.grid) == s.grid.size() && !s.grid.empty();
       if ((consumes || sibling) && !aliases_conflict(last, s, g.memrefs)) {
         size_t len = std::min(last.grid_len, common_prefix(last.members[0]->grid, s.grid));
-        bool keeps_parallelism = len > 0 || (last.grid_len == 0 && s.grid.empty());
+        bool keeps_parallelism = (len > 0 || (last.grid_len == 0 && s.grid.empty())) &&
+                                 !serialises(last.members, last.grid_len, s, len);
         std::vector<const NestSplit*> trial = last.members;
         trial.push_back(&s);
         if (keeps_parallelism && aligned(trial, len, g)) {

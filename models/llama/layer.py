@@ -1,5 +1,8 @@
-"""A LLaMA-7B-style transformer layer at the tile level (PTO): InCore
-kernels built with PTOFunctionBuilder and one orchestration in three phases.
+"""The runtime's task-graph benchmark, shaped like a LLaMA layer at toy dimensions (hidden size 64,
+one head, RoPE as a dense H x H matmul): InCore kernels built at the tile level with
+PTOFunctionBuilder and one orchestration in three phases. It measures how the task graph scales
+with the sequence length (the PTO seed's table); it is not a model block. The LLaMA-3 decoder
+layer at its real dimensions, checked against transformers, is models/llama3.
 
 - pre-attention, per row tile: RMSNorm, Q/K/V projections, RoPE on Q and K;
 - flash attention, per query tile: an init, then for every key/value tile a

@@ -96,15 +96,17 @@ def _fake_outputs(fn, args: tuple) -> tuple[list, bool]:
     return outs, compiled._tuple_return
 
 
-def custom_op(fn: Callable | None = None, *, name: str | None = None):
+def custom_op(fn: Callable | None = None, *, name: str | None = None, mutates_args: tuple = ()):
     """Registers the ``@pypto.frontend.jit`` function ``fn`` as the torch custom op
     ``torch.ops.pypto.<name>`` (``name`` defaults to the function's name) and returns it: a
     callable taking and returning torch tensors. The op has a fake implementation (output shapes
     and dtypes from the return annotation, or from the program compiled for the call's sizes), so
     ``torch.compile(fullgraph=True)`` and ``torch.export`` trace through it with no graph break.
+    ``mutates_args`` names the tensor parameters the kernel writes into (``pypto.assemble`` into a
+    parameter, such as a KV cache), which torch must know about.
     Usable as ``@pypto.torch.custom_op`` above ``@pypto.frontend.jit`` or as a call."""
     if fn is None:
-        return lambda f: custom_op(f, name=name)
+        return lambda f: custom_op(f, name=name, mutates_args=mutates_args)
     from pypto.frontend.jit import JitFunction
 
     if not isinstance(fn, JitFunction):
@@ -115,10 +117,19 @@ def custom_op(fn: Callable | None = None, *, name: str | None = None):
         if op_name in _registered:
             return _registered[op_name][1]
     fname = fn._sig.name
+    if isinstance(mutates_args, str) or not all(isinstance(a, str) for a in mutates_args):
+        raise UserTypeError(f"pypto.torch.custom_op({fname}): mutates_args must be a tuple of parameter names, "
+                            f"found {mutates_args!r}")
+    tensor_names = [pname for pname, _ann, is_tensor in fn._sig.params if is_tensor]
+    for a in mutates_args:
+        if a not in tensor_names:
+            raise UserError(f"pypto.torch.custom_op({fname}): mutates_args names '{a}', which is not a tensor "
+                            f"parameter (tensor parameters: {', '.join(tensor_names)})")
     params = []
     for p, (pname, _ann, is_tensor) in zip(fn._sig.sig.parameters.values(), fn._sig.params):
         if is_tensor:
-            params.append(f"Tensor {pname}")
+            alias = f"(a{len(params)}!)" if pname in mutates_args else ""
+            params.append(f"Tensor{alias} {pname}")
         else:
             default = p.default
             params.append(f"{_schema_type(fname, pname, default)} {pname}={default!r}")
@@ -129,8 +140,8 @@ def custom_op(fn: Callable | None = None, *, name: str | None = None):
     ret_text = "Tensor" if len(rets) == 1 else "(" + ", ".join("Tensor" for _ in rets) + ")"
     schema = f"({', '.join(params)}) -> {ret_text}"
 
-    op = torch.library.custom_op(f"{_NAMESPACE}::{op_name}", lambda *args: fn(*args), mutates_args=(),
-                                 schema=schema)
+    op = torch.library.custom_op(f"{_NAMESPACE}::{op_name}", lambda *args: fn(*args),
+                                 mutates_args=tuple(mutates_args), schema=schema)
 
     @op.register_fake
     def _fake(*args):

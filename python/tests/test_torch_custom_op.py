@@ -128,3 +128,31 @@ def test_import_pypto_does_not_import_torch_and_pypto_torch_loads_on_use():
     assert out.stdout.strip() == "pypto.torch"
     with pytest.raises(AttributeError, match="module 'pypto' has no attribute 'no_such_name'"):
         pypto.no_such_name  # noqa: B018
+
+
+@pypto.frontend.jit
+def append_row(row: pypto.Tensor((1, 32), pypto.DT_FP32), cache: pypto.Tensor((M, 32), pypto.DT_FP32)) \
+        -> pypto.Tensor((1, 1), pypto.DT_FP32):
+    # Writes `row` into the last row of `cache` (a KV cache's append) and returns the row's sum.
+    pypto.set_vec_tile_shapes(1, 32)
+    pypto.assemble(row * 2, [cache.shape[0] - 1, 0], cache)
+    return pypto.sum(row, -1, True)
+
+
+def test_an_op_that_writes_into_a_parameter_declares_it():
+    op = pypto.torch.custom_op(append_row, mutates_args=("cache",))
+    assert "Tensor(a1!) cache" in str(op._opoverload._schema)
+
+    def model(row, cache):
+        total = op(row, cache)
+        return cache.sum() + total[0, 0]
+
+    cache, row = torch.zeros(6, 32), torch.randn(1, 32)
+    compiled = torch.compile(model, fullgraph=True)
+    got = compiled(row, cache)
+    assert torch.equal(cache[-1], row[0] * 2) and torch.count_nonzero(cache[:-1]) == 0
+    torch.testing.assert_close(got, row.sum() * 3, rtol=1e-5, atol=1e-5)
+    with pytest.raises(pypto.UserError, match="mutates_args names 'kv', which is not a tensor parameter"):
+        pypto.torch.custom_op(append_row, name="append_row_2", mutates_args=("kv",))
+    with pytest.raises(pypto.UserTypeError, match="mutates_args must be a tuple of parameter names"):
+        pypto.torch.custom_op(append_row, name="append_row_3", mutates_args="cache")

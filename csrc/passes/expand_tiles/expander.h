@@ -212,7 +212,13 @@ class Expander {
   /// TMATMUL of a and b into a new tile of `shape` when `acc` < 0, else TMATMUL_ACC into `acc`;
   /// returns the accumulator. `rows`: the valid rows of a, when they may be fewer than the tile's.
   int product(int a, int b, int acc, const std::vector<int64_t>& shape, DataType dt, const std::vector<int64_t>& l0,
-              std::vector<Stmt>& body, const Expr* rows = nullptr);
+              std::vector<Stmt>& body, const Expr* rows = nullptr, bool b_trans = false);
+
+  /// Products of at most this many rows (a decode step) read a transposed b as it lies in memory
+  /// (tmatmul ... b_trans).
+  static constexpr int64_t kFewRows = 8;
+  /// The tensor `v` is a transposed view of, or -1.
+  int transposed_base(int v) const;
 
   /// The L0 cube tile `l0` (m, k, n) as blocks of an (mt, kt, nt) L1 tile: each size is the largest
   /// divisor of the tile's size that is at most the L0 size; none when they equal the tile (one block).

@@ -51,9 +51,10 @@ std::vector<int64_t> Expander::l0_blocks(const std::vector<int64_t>& l0_sizes, i
 /// TMATMUL of a and b into a new tile of `shape` when `acc` < 0, else TMATMUL_ACC into `acc`;
 /// returns the accumulator.
 int Expander::product(int a, int b, int acc, const std::vector<int64_t>& shape, DataType dt,
-                      const std::vector<int64_t>& l0, std::vector<Stmt>& body, const Expr* rows) {
+                      const std::vector<int64_t>& l0, std::vector<Stmt>& body, const Expr* rows, bool b_trans) {
   Instr mm{acc < 0 ? Opcode::TMATMUL : Opcode::TMATMUL_ACC};
   mm.l0 = l0;
+  mm.b_trans = b_trans;
   // Rows that may be fewer than the tile's (a dynamic M): the instruction's valid extents, so the
   // product multiplies only those.
   size_t r = shape.size();
@@ -71,6 +72,25 @@ int Expander::product(int a, int b, int acc, const std::vector<int64_t>& shape, 
   }
   body.push_back(instr(mm));
   return mm.dst;
+}
+
+/// The tensor `v` is the transpose of (a view swapping its last two dims, at offset 0, of a
+/// tensor of its rank), or -1.
+int Expander::transposed_base(int v) const {
+  const TensorValue& tv = g_.value(v);
+  if (!tv.view || tv.view->reshape) return -1;
+  const ViewMap& view = *tv.view;
+  size_t r = tv.shape.size();
+  if (r < 2 || view.map.size() != r || g_.value(view.base).shape.size() != r) return -1;
+  for (size_t d = 0; d < r; ++d) {
+    size_t want = d + 2 < r ? d : d == r - 2 ? r - 1 : r - 2;
+    if (view.map[d] != static_cast<int>(want)) return -1;
+  }
+  for (const Expr& o : view.offsets)
+    if (!(o.as_const() && *o.as_const() == 0)) return -1;
+  for (int64_t step : view.steps)
+    if (step != 1) return -1;
+  return view.base;
 }
 
 /// Matmul: the output's tile grid (batch dims one by one, m and n by the
@@ -92,12 +112,19 @@ std::vector<Stmt> Expander::matmul(const TensorOp& op, int idx) {
   auto k_valid = [&](const Expr& kk) { return valid(Kvalid, kt, k_off(kk)); };
   int64_t mt = s.tile[r - 2], nt = s.tile[r - 1];
   DataType acc_dt = op.compute;
+  // A float product of few rows whose b is the transpose of a tensor ([N, K] in memory, as a
+  // linear layer's weight): b is loaded as the [N, K] tile it is there and multiplied by dot
+  // products (tmatmul ... b_trans), instead of being transposed while it loads.
+  const int bt = acc_dt == DataType::FP32 && mt <= kFewRows ? transposed_base(op.inputs[1]) : -1;
   auto step = [&](const Expr& kk, int acc, std::vector<Stmt>& body) {
     int a = load_mm(op.inputs[0], s, s.offset[r - 2], s.valid[r - 2], mt, k_off(kk), k_valid(kk), kt, acc_dt, body);
-    int b = load_mm(op.inputs[1], s, k_off(kk), k_valid(kk), kt, s.offset[r - 1], s.valid[r - 1], nt, acc_dt, body);
+    int b = bt >= 0 ? load_mm(bt, s, s.offset[r - 1], s.valid[r - 1], nt, k_off(kk), k_valid(kk), kt, acc_dt, body)
+                    : load_mm(op.inputs[1], s, k_off(kk), k_valid(kk), kt, s.offset[r - 1], s.valid[r - 1], nt, acc_dt,
+                              body);
     std::vector<int64_t> shape(r, 1);
     shape[r - 2] = mt;
     shape[r - 1] = nt;
+    if (bt >= 0) return product(a, b, acc, shape, acc_dt, {}, body, &s.valid[r - 2], true);
     return product(a, b, acc, shape, acc_dt, l0_blocks(op.cube_tile_l0, mt, kt, nt), body, &s.valid[r - 2]);
   };
   std::vector<Stmt> body;

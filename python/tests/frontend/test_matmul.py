@@ -197,3 +197,39 @@ def test_a_static_m_has_no_valid_rows_on_its_products():
     x, w = torch.randn(64, 96), torch.randn(96, 128)
     torch.testing.assert_close(linear(x, w), x @ w, rtol=1e-4, atol=1e-4)
     assert "valid" not in "".join(ln for ln in pypto.compile(linear, x, w).pto().splitlines() if "tmatmul" in ln)
+
+
+@pytest.mark.parametrize("rows", [1, 3, 8])
+def test_a_product_of_few_rows_reads_a_transposed_weight_as_it_lies(rows):
+    # A decode step's x [rows, K] @ w^T with w [N, K] (nn.Linear's layout): w's tiles load as the
+    # [N, K] rows they are in memory and multiply by dot products (tmatmul ... b_trans); K and N
+    # leave tails of the vector and of the register blocks.
+    n, k = 203, 150
+
+    @pypto.jit
+    def linear(x: pypto.Tensor((rows, k), pypto.DT_FP32), w: pypto.Tensor((n, k), pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes([8, 8], [64, 64], [32, 32])
+        return pypto.matmul(x, w, b_trans=True)
+
+    x, w = torch.randn(rows, k), torch.randn(n, k)
+    torch.testing.assert_close(linear(x, w), (x.double() @ w.double().T).float(), rtol=1e-4, atol=1e-4)
+    pto = pypto.compile(linear, x, w).pto()
+    assert re.search(r"tmatmul %\w+, %\w+ b_trans", pto) and re.search(r"tmatmul_acc %\w+, %\w+, %\w+ b_trans", pto)
+    # b is loaded from w itself as [32 rows of w, 64 of K] (the task's region: 32 whole rows of w):
+    # no transposing load.
+    assert re.search(r"tload %w\[0, 0\] valid \[min\(32, .*\), 64\] view : !pto.tile<32x64xf32>", pto), pto
+    assert re.search(r"%w -> %w\[\(g1 \* 32\), 0; min\(32, \(203 - \(g1 \* 32\)\)\), 150\]", pto), pto
+
+
+def test_more_rows_or_a_plain_b_keep_the_packed_product():
+    @pypto.jit
+    def linear(x: pypto.Tensor((9, 40), pypto.DT_FP32), w: pypto.Tensor((24, 40), pypto.DT_FP32),
+               v: pypto.Tensor((40, 24), pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes([16, 16], [64, 64], [32, 32])
+        return pypto.matmul(x, w, b_trans=True), pypto.matmul(pypto.view(x, [2, 40], [0, 0]), v)
+
+    x, w, v = torch.randn(9, 40), torch.randn(24, 40), torch.randn(40, 24)
+    a, b = linear(x, w, v)
+    torch.testing.assert_close(a, x @ w.T, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(b, x[:2] @ v, rtol=1e-4, atol=1e-4)
+    assert "b_trans" not in pypto.compile(linear, x, w, v).pto()

@@ -223,3 +223,29 @@ def test_passes_that_build_a_level_cannot_be_disabled(name):
     fn, args, _ = CASES["softmax"]
     with pytest.raises(ValueError, match=f"pass '{name}' builds the next graph level and cannot be disabled"):
         pypto.compile(pypto.jit(fn, pass_options={"disable_passes": [name]}), *args)
+
+
+def test_a_one_row_norm_and_the_matmul_over_its_columns_stay_apart():
+    # Fused onto the norm's grid (one row: one task) the matmul would run on one core; kept apart,
+    # it keeps its blocks of columns as parallel tasks. Many rows fuse as before.
+    def make(rows):
+        @pypto.jit
+        def norm_linear(x: pypto.Tensor((rows, 256), pypto.DT_FP32), g: pypto.Tensor((256,), pypto.DT_FP32),
+                        w: pypto.Tensor((1024, 256), pypto.DT_FP32)):
+            pypto.set_vec_tile_shapes(8, 256)
+            pypto.set_cube_tile_shapes([8, 8], [256, 256], [32, 32])
+            return pypto.matmul(pypto.rms_norm(x, g, 1e-6), w, b_trans=True)
+        return norm_linear
+
+    for rows in (1, 64):
+        fn = make(rows)
+        x, g, w = torch.randn(rows, 256), torch.rand(256) + 0.5, torch.randn(1024, 256)
+        want = torch.nn.functional.rms_norm(x.double(), (256,), g.double(), 1e-6) @ w.double().T
+        torch.testing.assert_close(fn(x, g, w), want.float(), rtol=1e-4, atol=1e-4)
+        c = pypto.compile(fn, x, g, w)
+        matmul_fn = [ln for ln in c.pto().splitlines() if ln.startswith("incore func") and "tmatmul" in
+                     c.pto().split(ln, 1)[1].split("incore func", 1)[0]]
+        fused_with_norm = any(ln.startswith("incore func @norm_linear_fused_") for ln in matmul_fn)
+        assert fused_with_norm == (rows == 64), (rows, matmul_fn)
+        if rows == 1:
+            assert c.stats()["tasks"] >= 1024 // 32, c.stats()

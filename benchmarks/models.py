@@ -1,0 +1,135 @@
+"""Model blocks at their real dimensions: pypto against the transformers module in eager mode and
+under torch.compile, side by side in one run (medians of calls taken in alternation).
+
+    python benchmarks/models.py [--rounds 3] [--prefill 512,2048] [--context 2048] [--dtype fp32]
+
+Rows (tokens per second, higher is better):
+- llama3 prefill S: one LLaMA-3-8B decoder layer on a prompt of S tokens (causal GQA);
+- llama3 decode: one token against a KV cache of `--context` positions.
+
+The blocks of models/qwen3_moe, models/deepseek_v3 and models/qwen3_next are not written yet
+(see their issue); they join this table when they are.
+
+Like benchmarks/run.py it sets OMP_WAIT_POLICY=PASSIVE unless it is set: torch's spinning OpenMP
+threads otherwise take the cores pypto's tasks run on next. The script checks each pypto result
+against the eager module's before timing.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402 - after the OpenMP setting
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "models", "llama3"))
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import layer as llama3  # noqa: E402
+from run import machine_info, time_interleaved  # noqa: E402 - benchmarks/run.py's machine line and timer
+from transformers import DynamicCache, LlamaConfig  # noqa: E402
+from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding  # noqa: E402
+
+import pypto  # noqa: E402
+
+
+def alternate(fns: dict, rounds: int) -> dict:
+    """Median seconds per call of each function, calls taken in alternation."""
+    return {name: statistics.median(v) for name, v in time_interleaved(fns, rounds).items()}
+
+
+def llama3_rows(args, dtype):
+    dims = llama3.LLAMA3_8B
+    cfg = LlamaConfig(hidden_size=dims.hidden, num_attention_heads=dims.heads, num_key_value_heads=dims.kv_heads,
+                      head_dim=dims.head_dim, intermediate_size=dims.ffn, rms_norm_eps=dims.eps,
+                      rope_theta=dims.rope_theta, attn_implementation="sdpa")
+    torch.manual_seed(0)
+    ref = LlamaDecoderLayer(cfg, 0).eval().requires_grad_(False).to(dtype)
+    rot = LlamaRotaryEmbedding(cfg)
+    pdt = pypto.DT_BF16 if dtype == torch.bfloat16 else pypto.DT_FP32
+    ours = llama3.LlamaLayer.from_hf(ref, max_positions=max(args.prefill + [args.context + 1]), dtype=pdt,
+                                     inv_freq=rot.inv_freq)
+    compiled = torch.compile(ref)
+
+    def hf_call(module, x, start, cache):
+        s = x.shape[1]
+        pos = torch.arange(start, start + s)[None]
+        mask = None if s == 1 else torch.full((s, start + s), float("-inf"), dtype=dtype).triu(start + 1)[None, None]
+        with torch.no_grad():
+            return module(x, attention_mask=mask, position_ids=pos, position_embeddings=rot(x, pos), cache=cache,
+                          use_cache=cache is not None)
+
+    rows = []
+    for s in args.prefill:
+        x = torch.randn(1, s, dims.hidden).to(dtype)
+
+        def pypto_prefill():
+            ours.reset()
+            return ours.prefill(x[0])
+
+        want = hf_call(ref, x, 0, None)
+        err = ((pypto_prefill().float() - want[0].float()).abs().max() / want.float().abs().max()).item()
+        hf_call(compiled, x, 0, None)
+        t = alternate({"pypto": pypto_prefill, "eager": lambda: hf_call(ref, x, 0, None),
+                       "compile": lambda: hf_call(compiled, x, 0, None)}, args.rounds)
+        rows.append((f"llama3 prefill {s}", s, t, err))
+    # Decode against a cache of `context` positions (random keys and values, the same in both).
+    ctx = args.context
+    k = torch.randn(1, dims.kv_heads, ctx, dims.head_dim).to(dtype)
+    v = torch.randn(1, dims.kv_heads, ctx, dims.head_dim).to(dtype)
+    x = torch.randn(1, 1, dims.hidden).to(dtype)
+
+    def fresh_cache():
+        cache = DynamicCache(config=cfg)
+        cache.update(k, v, 0)
+        return cache
+
+    def pypto_decode():
+        ours.length = ctx
+        return ours.decode(x[0])
+
+    ours.k_cache[:, :ctx], ours.v_cache[:, :ctx] = k[0], v[0]
+    want = hf_call(ref, x, ctx, fresh_cache())
+    err = ((pypto_decode().float() - want[0].float()).abs().max() / want.float().abs().max()).item()
+    caches = {"eager": fresh_cache(), "compile": fresh_cache()}
+
+    def hf_decode(name, module):
+        if caches[name].get_seq_length() > ctx:  # back to `context` positions: every call decodes the same step
+            caches[name].crop(ctx - caches[name].get_seq_length())
+        return hf_call(module, x, ctx, caches[name])
+
+    hf_decode("compile", compiled)
+    t = alternate({"pypto": pypto_decode, "eager": lambda: hf_decode("eager", ref),
+                   "compile": lambda: hf_decode("compile", compiled)}, max(args.rounds, 5))
+    rows.append((f"llama3 decode (context {ctx})", 1, t, err))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--prefill", default="512,2048", help="prompt lengths of the prefill rows")
+    parser.add_argument("--context", type=int, default=2048, help="cached positions of the decode row")
+    parser.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    args = parser.parse_args()
+    args.prefill = [int(s) for s in args.prefill.split(",") if s]
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    import transformers
+
+    m = machine_info()
+    print(f"{m['cpu']} (family {m['cpu_family']}, model {m['cpu_model']}), {m['cores']} cores; torch {torch.__version__}, transformers "
+          f"{transformers.__version__}; {args.dtype}; OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}; "
+          f"cpu target {pypto.get_cpu_target()}")
+    print(f"| block | pypto tok/s | eager tok/s | torch.compile tok/s | vs eager | vs compile | max rel. err |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, tokens, t, err in llama3_rows(args, dtype):
+        print(f"| {name} | {tokens / t['pypto']:.1f} | {tokens / t['eager']:.1f} | {tokens / t['compile']:.1f} | "
+              f"{t['eager'] / t['pypto']:.2f}x | {t['compile'] / t['pypto']:.2f}x | {err:.1e} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
