@@ -53,14 +53,16 @@ QKV_WEIGHTS = ("input_norm", "q_proj", "k_proj", "v_proj")
 MLP_WEIGHTS = ("o_proj", "post_norm", "gate_proj", "up_proj", "down_proj")
 
 
-# Tile-buffer budget of the decode kernels: a weight tile of whole rows is read where it lies, so a
-# large one costs no copy; fewer, larger tasks.
-DECODE_BUDGET_KB = 1024
+# Tile-buffer budget of the kernels (a core's L2 of 1 MiB, not the default 256 KiB): prefill's
+# matmuls take 256-row tiles, so each weight panel is read once per 256 tokens (32-row tiles: half
+# the speed at 512 tokens); decode's weight tiles of whole rows are read where they lie, so a large
+# one costs no copy, and makes fewer, larger tasks.
+BUDGET_KB = 1024
 
 
 def _row_tiles():
     pypto.set_vec_tile_shapes(8, 512)
-    pypto.set_cube_tile_shapes([32, 64], [256, 512], [128, 256])
+    pypto.set_cube_tile_shapes([256, 256], [256, 256], [256, 256])
 
 
 def _rope(x, cos, sin, half: int):
@@ -96,7 +98,7 @@ def _linear(x, w, dtype):
     as many as fit three quarters of the decode kernels' buffer budget."""
     if isinstance(x.shape[0], int) and x.shape[0] == 1:
         k = w.shape[1]
-        n = max(1, (DECODE_BUDGET_KB * 1024 * 3 // 4) // (k * 4))
+        n = max(1, (BUDGET_KB * 1024 * 3 // 4) // (k * 4))
         pypto.set_cube_tile_shapes([1, 1], [k, k], [n, n])
     return pypto.matmul(x, w, dtype, b_trans=True)
 
@@ -143,9 +145,9 @@ def make_kernels(dims: LlamaDims = LLAMA3_8B, dtype=pypto.DT_FP32):
             return qkv(x, pos, inv_freq, k_cache, v_cache, input_norm, q_proj, k_proj, v_proj)
 
         kernel.__name__ = kernel.__qualname__ = name
-        return pypto.frontend.jit(kernel, pass_options={"sram_budget_kb": DECODE_BUDGET_KB} if isinstance(rows, int) else None)
+        return pypto.frontend.jit(kernel, pass_options={"sram_budget_kb": BUDGET_KB})
 
-    @pypto.frontend.jit
+    @pypto.frontend.jit(pass_options={"sram_budget_kb": BUDGET_KB})
     def llama3_attend(x: pypto.Tensor((S, H), dt), q: pypto.Tensor((S, NH, D), dt),
                       k_cache: pypto.Tensor((KV, T, D), dt), v_cache: pypto.Tensor((KV, T, D), dt),
                       o_proj: pypto.Tensor((H, NH * D), dt), post_norm: pypto.Tensor((H,), dt),
@@ -170,7 +172,7 @@ def make_kernels(dims: LlamaDims = LLAMA3_8B, dtype=pypto.DT_FP32):
         o = pypto.reshape(pypto.cast(pypto.permute(o, 2, 0, 1, 3), dt), [n, NH * D])
         return _output_and_mlp(x, o, o_proj, post_norm, gate_proj, up_proj, down_proj, eps, dt)
 
-    @pypto.frontend.jit(pass_options={"sram_budget_kb": DECODE_BUDGET_KB})
+    @pypto.frontend.jit(pass_options={"sram_budget_kb": BUDGET_KB})
     def llama3_attend_decode(x: pypto.Tensor((1, H), dt), q: pypto.Tensor((1, NH, D), dt),
                              k_cache: pypto.Tensor((KV, T, D), dt), v_cache: pypto.Tensor((KV, T, D), dt),
                              o_proj: pypto.Tensor((H, NH * D), dt), post_norm: pypto.Tensor((H,), dt),
