@@ -774,6 +774,16 @@ TEST(PtoParserTest, AMatmulWithBTransAndValidRowsRoundTrips) {
     s.replace(s.find(from), from.size(), to);
     return s;
   };
+  // A float product with b_trans may read a bf16 b; without b_trans the operands must agree.
+  std::string bf16_b = text;
+  for (const std::string from : {"!pto.memref<gm,10x3,f32>", "!pto.tile<10x3xf32>"})
+    for (size_t at = bf16_b.find(from); at != std::string::npos; at = bf16_b.find(from, at + 1))
+      bf16_b.replace(at, from.size(), from.substr(0, from.size() - 4) + "bf16>");
+  ExpectRoundTrip(bf16_b);
+  verify(parse_pto(bf16_b));
+  std::string plain = bf16_b;
+  for (size_t at = plain.find(" b_trans"); at != std::string::npos; at = plain.find(" b_trans")) plain.erase(at, 8);
+  fails(plain, "tmatmul");
   fails(with("tmatmul %t0, %t1 b_trans", "tmatmul %t0, %t1 b_trans l0 [2, 3, 5]"),
         "tiles do not form [M, K] @ [N, K]^T -> [M, N] (b_trans takes no l0)");
   fails(with("tmatmul %t0, %t1 b_trans", "tmatmul %t0, %t1 b_trans b_trans"), "b_trans given twice");

@@ -454,8 +454,8 @@ class KernelEmitter {
         // Valid rows (set by expand_tiles where they may be fewer than the tile's) bound the product.
         std::string rows = in.valid.size() >= 2 ? ", " + cexpr(in.valid[in.valid.size() - 2]) : "";
         if (in.b_trans) {
-          o += fmt::format("{}pto::tmatmul_bt<{}, {}, {}, {}, {}>({}, {}, {}{});{}\n", pad, acc ? "true" : "false",
-                           ctype(t.dtype), M, K, N, tn(t), tn(a), tn(b), rows, comment);
+          o += fmt::format("{}pto::tmatmul_bt<{}, {}, {}, {}, {}, {}>({}, {}, {}{});{}\n", pad, acc ? "true" : "false",
+                           ctype(t.dtype), M, K, N, ctype(b.dtype), tn(t), tn(a), tn(b), rows, comment);
           return;
         }
         o += fmt::format("{}pto::tmatmul<{}, {}, {}, {}, {}, {}, {}, {}>({}, {}, {}{});{}\n", pad, acc ? "true" : "false",

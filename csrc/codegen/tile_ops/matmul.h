@@ -507,11 +507,25 @@ inline float vsum(vfloat v) {
   return s;
 }
 
+/// kVecFloats elements of b at p as floats: float as it is, bf16 widened (its bits are the top half
+/// of a float's), so a bf16 weight is read in its own two bytes.
+inline vfloat vload_as_float(const float* p) { return vload(p); }
+inline vfloat vload_as_float(const bf16* p) {
+  typedef uint16_t vhalf __attribute__((vector_size(kVecFloats * sizeof(uint16_t))));
+  typedef uint32_t vword __attribute__((vector_size(kVecFloats * sizeof(uint32_t))));
+  vhalf h;
+  memcpy(&h, p, sizeof h);
+  const vword w = __builtin_convertvector(h, vword) << 16;
+  vfloat f;
+  memcpy(&f, &w, sizeof f);
+  return f;
+}
+
 /// TMATMUL ... b_trans, one block: d (MR x NR, row stride N) = or += a (MR rows of K) @ bt^T for NR
-/// rows of bt (row stride K): MR x NR vector accumulators of products along K, their lanes summed at
-/// the end, the K tail in scalars.
-template <int64_t MR, int64_t NR, bool ACC, int64_t K, int64_t N>
-inline PTO_CONTRACT void matmul_bt_block(float* __restrict d, const float* __restrict a, const float* __restrict bt) {
+/// rows of bt (row stride K; float, or bf16 widened as it is read): MR x NR vector accumulators of
+/// products along K, their lanes summed at the end, the K tail in scalars.
+template <int64_t MR, int64_t NR, bool ACC, int64_t K, int64_t N, typename SB>
+inline PTO_CONTRACT void matmul_bt_block(float* __restrict d, const float* __restrict a, const SB* __restrict bt) {
   PTO_CONTRACT_BODY
   vfloat acc[MR][NR];
   for (int64_t i = 0; i < MR; ++i)
@@ -519,7 +533,7 @@ inline PTO_CONTRACT void matmul_bt_block(float* __restrict d, const float* __res
   int64_t k = 0;
   for (; k + kVecFloats <= K; k += kVecFloats) {
     vfloat bv[NR];
-    for (int64_t j = 0; j < NR; ++j) bv[j] = vload(bt + j * K + k);
+    for (int64_t j = 0; j < NR; ++j) bv[j] = vload_as_float(bt + j * K + k);
     for (int64_t i = 0; i < MR; ++i) {
       const vfloat av = vload(a + i * K + k);
       for (int64_t j = 0; j < NR; ++j) acc[i][j] += av * bv[j];
@@ -528,7 +542,7 @@ inline PTO_CONTRACT void matmul_bt_block(float* __restrict d, const float* __res
   for (int64_t i = 0; i < MR; ++i)
     for (int64_t j = 0; j < NR; ++j) {
       float sum = vsum(acc[i][j]);
-      for (int64_t kk = k; kk < K; ++kk) sum += a[i * K + kk] * bt[j * K + kk];
+      for (int64_t kk = k; kk < K; ++kk) sum += a[i * K + kk] * cvt<float>(bt[j * K + kk]);
       d[i * N + j] = ACC ? d[i * N + j] + sum : sum;
     }
 }
@@ -537,21 +551,23 @@ inline PTO_CONTRACT void matmul_bt_block(float* __restrict d, const float* __res
 constexpr int64_t kBtRows = 4, kBtCols = 4;
 
 /// Rows [0, r) (r <= kBtRows, at run time) of one column block of NR rows of bt.
-template <int64_t NR, bool ACC, int64_t K, int64_t N, int64_t R = kBtRows>
-inline void matmul_bt_rows(float* __restrict d, const float* __restrict a, const float* __restrict bt, int64_t r) {
+template <int64_t NR, bool ACC, int64_t K, int64_t N, typename SB, int64_t R = kBtRows>
+inline void matmul_bt_rows(float* __restrict d, const float* __restrict a, const SB* __restrict bt, int64_t r) {
   if constexpr (R > 0) {
-    if (r == R) return matmul_bt_block<R, NR, ACC, K, N>(d, a, bt);
-    matmul_bt_rows<NR, ACC, K, N, R - 1>(d, a, bt, r);
+    if (r == R) return matmul_bt_block<R, NR, ACC, K, N, SB>(d, a, bt);
+    matmul_bt_rows<NR, ACC, K, N, SB, R - 1>(d, a, bt, r);
   }
 }
 
 /// TMATMUL / TMATMUL_ACC ... b_trans: dst (M x N) = or += a (M x K) @ bt^T with bt the [N, K] tile
 /// (a weight in nn.Linear's [out, in] layout, loaded row by row as it lies in memory). Made by
 /// expand_tiles for products of few rows, where the transposing load of b would cost more than the
-/// product: here every element of b is read once, in order. `rows` as in tmatmul.
-template <bool ACC, typename T, int64_t M, int64_t K, int64_t N>
+/// product: here every element of b is read once, in order. A float product may take a bf16 b
+/// (SB), widened as it is read: a bf16 weight moves half the bytes and is not converted by its
+/// load. `rows` as in tmatmul.
+template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, typename SB = T>
 __attribute__((noinline)) PTO_CONTRACT void tmatmul_bt(T* __restrict dst, const T* __restrict a,
-                                                       const T* __restrict bt, int64_t rows = M) {
+                                                       const SB* __restrict bt, int64_t rows = M) {
   PTO_CONTRACT_BODY
   rows = rows < 0 ? 0 : rows > M ? M : rows;
   if (!ACC) memset(dst + rows * N, 0, sizeof(T) * (M - rows) * N);
@@ -560,10 +576,11 @@ __attribute__((noinline)) PTO_CONTRACT void tmatmul_bt(T* __restrict dst, const 
       const int64_t r = rows - i0 < kBtRows ? rows - i0 : kBtRows;
       int64_t j0 = 0;
       for (; j0 + kBtCols <= N; j0 += kBtCols)
-        matmul_bt_rows<kBtCols, ACC, K, N>(dst + i0 * N + j0, a + i0 * K, bt + j0 * K, r);
-      for (; j0 < N; ++j0) matmul_bt_rows<1, ACC, K, N>(dst + i0 * N + j0, a + i0 * K, bt + j0 * K, r);
+        matmul_bt_rows<kBtCols, ACC, K, N, SB>(dst + i0 * N + j0, a + i0 * K, bt + j0 * K, r);
+      for (; j0 < N; ++j0) matmul_bt_rows<1, ACC, K, N, SB>(dst + i0 * N + j0, a + i0 * K, bt + j0 * K, r);
     }
   } else {
+    static_assert(std::is_same<T, SB>::value, "a b of another type than the product's is a float product's bf16");
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < N; ++j) {
         T sum = T(0);

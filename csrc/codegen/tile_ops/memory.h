@@ -81,9 +81,9 @@ inline void tload_transposed(T* __restrict dst, int64_t rows, const S* __restric
     }
   }
   for (int64_t r = 0; r < vr; ++r)
-    for (int64_t c = vc; c < C; ++c) dst[r * C + c] = T(0);
+    for (int64_t c = vc; c < C; ++c) dst[r * C + c] = T{};
   for (int64_t r = vr; r < rows; ++r)
-    for (int64_t c = 0; c < C; ++c) dst[r * C + c] = T(0);
+    for (int64_t c = 0; c < C; ++c) dst[r * C + c] = T{};
 }
 
 template <typename T, int64_t C, typename S>
@@ -106,7 +106,7 @@ inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* _
     prefetch_ahead<0>(gaps, rank, valid, stride, r, rows, src, vc);
     T* __restrict drow = dst + r * C;
     if (!inside) {
-      for (int64_t c = 0; c < C; ++c) drow[c] = T(0);
+      for (int64_t c = 0; c < C; ++c) drow[c] = T{};
       continue;
     }
     const S* __restrict srow = src + off;
@@ -114,7 +114,7 @@ inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* _
       for (int64_t c = 0; c < C; ++c) drow[c] = cvt<T>(srow[c]);
     } else {
       for (int64_t c = 0; c < vc; ++c) drow[c] = cvt<T>(srow[c * sc]);
-      for (int64_t c = vc; c < C; ++c) drow[c] = T(0);
+      for (int64_t c = vc; c < C; ++c) drow[c] = T{};
     }
   }
 }

@@ -207,7 +207,7 @@ class Expander {
 
   /// Loads the [.., rows, cols] tile of a matmul operand at the given last-two-dim offsets.
   int load_mm(int v, const Space& s, const Expr& ro, const Expr& rv, int64_t rt, const Expr& co, const Expr& cv,
-              int64_t ct, DataType compute, std::vector<Stmt>& body);
+              int64_t ct, DataType compute, std::vector<Stmt>& body, bool keep_bf16 = false);
 
   /// TMATMUL of a and b into a new tile of `shape` when `acc` < 0, else TMATMUL_ACC into `acc`;
   /// returns the accumulator. `rows`: the valid rows of a, when they may be fewer than the tile's.

@@ -5,7 +5,7 @@ namespace pypto::expand_tiles_impl {
 
 /// Loads the [.., rows, cols] tile of a matmul operand at the given last-two-dim offsets.
 int Expander::load_mm(int v, const Space& s, const Expr& ro, const Expr& rv, int64_t rt, const Expr& co, const Expr& cv,
-            int64_t ct, DataType compute, std::vector<Stmt>& body) {
+            int64_t ct, DataType compute, std::vector<Stmt>& body, bool keep_bf16) {
   const TensorValue& tv = g_.value(v);
   size_t r = s.shape.size(), rx = tv.shape.size();
   Instr ld{Opcode::TLOAD};
@@ -28,6 +28,9 @@ int Expander::load_mm(int v, const Space& s, const Expr& ro, const Expr& rv, int
   // int8 and int16 operands of an int32 product stay in their own type: the tile matmul widens
   // them as it packs them (a quarter or half of the tile bytes, and a load that can view memory).
   bool narrow = compute == DataType::INT32 && (tv.dtype == DataType::INT8 || tv.dtype == DataType::INT16);
+  // A bf16 b of a float b_trans product stays bf16: the product widens it as it reads it (half the
+  // bytes, and a load that can view memory).
+  narrow = narrow || (keep_bf16 && compute == DataType::FP32 && tv.dtype == DataType::BF16);
   ld.dst = new_tile(shape, narrow ? tv.dtype : compute_dtype(tv.dtype));
   body.push_back(instr(ld));
   return narrow ? ld.dst : convert(ld.dst, compute, body);
@@ -118,7 +121,8 @@ std::vector<Stmt> Expander::matmul(const TensorOp& op, int idx) {
   const int bt = acc_dt == DataType::FP32 && mt <= kFewRows ? transposed_base(op.inputs[1]) : -1;
   auto step = [&](const Expr& kk, int acc, std::vector<Stmt>& body) {
     int a = load_mm(op.inputs[0], s, s.offset[r - 2], s.valid[r - 2], mt, k_off(kk), k_valid(kk), kt, acc_dt, body);
-    int b = bt >= 0 ? load_mm(bt, s, s.offset[r - 1], s.valid[r - 1], nt, k_off(kk), k_valid(kk), kt, acc_dt, body)
+    int b = bt >= 0 ? load_mm(bt, s, s.offset[r - 1], s.valid[r - 1], nt, k_off(kk), k_valid(kk), kt, acc_dt, body,
+                              /*keep_bf16=*/true)
                     : load_mm(op.inputs[1], s, k_off(kk), k_valid(kk), kt, s.offset[r - 1], s.valid[r - 1], nt, acc_dt,
                               body);
     std::vector<int64_t> shape(r, 1);

@@ -233,3 +233,23 @@ def test_more_rows_or_a_plain_b_keep_the_packed_product():
     torch.testing.assert_close(a, x @ w.T, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(b, x[:2] @ v, rtol=1e-4, atol=1e-4)
     assert "b_trans" not in pypto.compile(linear, x, w, v).pto()
+
+
+@pytest.mark.parametrize("rows", [1, 4])
+def test_a_bf16_weight_of_a_few_row_product_is_read_in_bf16(rows):
+    # bf16 x [rows, K] @ w^T, fp32 out: w's tiles stay bf16 ([32 rows of w, 64 of K], loaded as views
+    # of w, no conversion) and the product widens them as it reads them.
+    n, k = 75, 200
+
+    @pypto.jit
+    def linear(x: pypto.Tensor((rows, k), pypto.DT_BF16), w: pypto.Tensor((n, k), pypto.DT_BF16)):
+        pypto.set_cube_tile_shapes([8, 8], [64, 64], [32, 32])
+        return pypto.matmul(x, w, pypto.DT_FP32, b_trans=True)
+
+    x, w = torch.randn(rows, k).bfloat16(), torch.randn(n, k).bfloat16()
+    got = linear(x, w)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, (x.double() @ w.double().T).float(), rtol=1e-5, atol=1e-5)
+    pto = pypto.compile(linear, x, w).pto()
+    assert re.search(r"tload %w\[0, 0\] valid \[.*\] view : !pto.tile<32x64xbf16>", pto), pto
+    assert re.search(r"tmatmul %\w+, %\w+ b_trans : !pto.tile<\d+x32xf32>", pto), pto
