@@ -25,11 +25,23 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402 - after the OpenMP setting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "models", "llama3"))
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import layer as llama3  # noqa: E402
+
+def _model_module(folder: str, name: str):
+    """models/<folder>/<name>.py, loaded by path (this script is itself named `models`, so the
+    namespace package `models` is out of its reach)."""
+    import importlib.util
+
+    qualified = f"models.{folder}.{name}"
+    spec = importlib.util.spec_from_file_location(qualified, os.path.join(ROOT, "models", folder, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[qualified] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+llama3 = _model_module("llama3", "layer")
 from run import machine_info, time_interleaved  # noqa: E402 - benchmarks/run.py's machine line and timer
 from transformers import DynamicCache, LlamaConfig  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding  # noqa: E402

@@ -14,7 +14,7 @@ import functools
 import torch
 
 import pypto
-import layer as L
+from models.llama3 import layer as L
 
 
 @functools.lru_cache(maxsize=None)

@@ -13,9 +13,11 @@ import torch
 
 import pypto
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import hf  # noqa: E402
-import layer as L  # noqa: E402
+# The model folders import as the namespace package `models` from the repository's root (a bare
+# `import layer` would meet models/llama's module of that name in the same process).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from models.llama3 import hf  # noqa: E402
+from models.llama3 import layer as L  # noqa: E402
 
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding  # noqa: E402
