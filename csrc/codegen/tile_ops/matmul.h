@@ -468,36 +468,30 @@ template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t M0 = M,
           typename S = T>
 inline void tmatmul(T* __restrict dst, const S* __restrict a, const S* __restrict b, int64_t rows = M) {
   static_assert(M % M0 == 0 && K % K0 == 0 && N % N0 == 0, "the L0 cube tile must divide the tile");
-  if constexpr (std::is_same<T, float>::value && std::is_same<S, float>::value) {
-    if (rows < M) {
-      if (rows < 0) rows = 0;
-      if (!ACC) memset(dst + rows * N, 0, sizeof(float) * (M - rows) * N);
-      for (int64_t k0 = 0; k0 < K; k0 += K0)
-        for (int64_t j0 = 0; j0 < N; j0 += N0)
-          for (int64_t i0 = 0; i0 < rows; i0 += M0) {
-            float* d = dst + i0 * N + j0;
-            const float* ab = a + i0 * K + k0;
-            const float* bb = b + k0 * N + j0;
-            const int64_t r = rows - i0 < M0 ? rows - i0 : M0;
-            if (k0 == 0 && !ACC) matmul_tile_rows<false, M0, K0, N0, K, N>(d, ab, bb, r);
-            else matmul_tile_rows<true, M0, K0, N0, K, N>(d, ab, bb, r);
-          }
-      return;
+  constexpr bool kFloat = std::is_same<T, float>::value && std::is_same<S, float>::value;
+  if (!kFloat || rows > M) rows = M;  // other types multiply the whole tile
+  if (rows < 0) rows = 0;
+  if (!ACC && rows < M) memset(dst + rows * N, 0, sizeof(T) * (M - rows) * N);
+  // One block: a whole one, or the one the valid rows end in (r < M0). A is the accumulate flag,
+  // a type so that only the forms a tile uses are instantiated.
+  auto block = [](auto acc, T* d, const S* ab, const S* bb, int64_t r) {
+    constexpr bool A = decltype(acc)::value;
+    if constexpr (kFloat) {
+      if (r < M0) return matmul_tile_rows<A, M0, K0, N0, K, N>(d, ab, bb, r);
     }
-  }
-  if constexpr (M0 == M && K0 == K && N0 == N) {
-    matmul_tile<ACC, T, M, K, N, K, N>(dst, a, b);
-  } else {
-    for (int64_t k0 = 0; k0 < K; k0 += K0)
-      for (int64_t j0 = 0; j0 < N; j0 += N0)
-        for (int64_t i0 = 0; i0 < M; i0 += M0) {
-          T* d = dst + i0 * N + j0;
-          const S* ab = a + i0 * K + k0;
-          const S* bb = b + k0 * N + j0;
-          if (k0 == 0) matmul_tile<ACC, T, M0, K0, N0, K, N>(d, ab, bb);
-          else matmul_tile<true, T, M0, K0, N0, K, N>(d, ab, bb);
-        }
-  }
+    matmul_tile<A, T, M0, K0, N0, K, N>(d, ab, bb);
+  };
+  for (int64_t k0 = 0; k0 < K; k0 += K0)
+    for (int64_t j0 = 0; j0 < N; j0 += N0)
+      for (int64_t i0 = 0; i0 < rows; i0 += M0) {
+        T* d = dst + i0 * N + j0;
+        const S* ab = a + i0 * K + k0;
+        const S* bb = b + k0 * N + j0;
+        const int64_t r = rows - i0 < M0 ? rows - i0 : M0;
+        if constexpr (ACC || K0 == K) block(std::integral_constant<bool, ACC>{}, d, ab, bb, r);
+        else if (k0 > 0) block(std::true_type{}, d, ab, bb, r);
+        else block(std::false_type{}, d, ab, bb, r);
+      }
 }
 
 /// The sum of a vector's lanes.
