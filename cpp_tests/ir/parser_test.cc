@@ -1128,5 +1128,52 @@ TEST(PtoParserTest, AnAccumulatorWithAPlainAccessIsRejected) {
   ExpectSyntaxError(load, "", "atomic_add on a load");
 }
 
+TEST(PtoParserTest, AReadScalarRoundTripsAndIsVerified) {
+  const std::string text =
+      "module @rd entry @main\n"
+      "\n"
+      "incore func @k(%a: !pto.memref<gm,8x4,f32>, %o: !pto.memref<gm,8x4,f32> out, %n: index) buffer_bytes=0 {\n"
+      "  %t0 = alloc_tile : !pto.tile<8x4xf32>\n"
+      "  %t0 = tload %a[0, 0] valid [n, 4] : !pto.tile<8x4xf32>\n"
+      "  tstore %t0, %o[0, 0] valid [n, 4]\n"
+      "  return\n"
+      "}\n"
+      "\n"
+      "orchestration func @main(%x: !pto.memref<gm,16x4,f32>, %c: !pto.memref<gm,2,i32>, %z: !pto.memref<gm,16x4,f32> out) {\n"
+      "  FOR %e:idx, 0:idx, 2:idx, 1:idx\n"
+      "    READ %c_v0 <- %c[e]\n"
+      "    CALL @k(%a -> %x[(e * 8), 0; 8, 4], %o -> %z[(e * 8), 0; 8, 4], %n -> c_v0)\n"
+      "  ENDFOR\n"
+      "  return\n"
+      "}\n";
+  ExpectRoundTrip(text);
+  verify(parse_pto(text));
+  auto parse_fails = [](const std::string& bad, const std::string& message) {
+    try {
+      parse_pto(bad);
+      ADD_FAILURE() << "parsed:\n" << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string s = text;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  parse_fails(replaced("%c[e]", "%c[e, 0]"), "READ gives 2 indices for %c of rank 1");
+  parse_fails(replaced("%c[e]", "%q[e]"), "unknown memref %q");
+  parse_fails(replaced("READ %c_v0", "READ %e"), "the name is already used");
+  // The variable is in scope only after its READ, inside the loop.
+  parse_fails(replaced("  ENDFOR\n", "  ENDFOR\n  CALL @k(%a -> %x[0, 0; 8, 4], %o -> %z[0, 0; 8, 4], %n -> c_v0)\n"),
+              "c_v0");
+  try {
+    verify(parse_pto(replaced("%c[e]", "%z[e, 0]")));
+    ADD_FAILURE() << "a READ of an output verified";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not an input"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace pypto

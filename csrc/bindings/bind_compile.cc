@@ -398,6 +398,7 @@ void bind_compile(py::module_& m) {
       .def_property_readonly("runs_here", [](const CompiledProgram& p) { return missing_on_host(p.target).empty(); })
       .def("output_shapes", &CompiledProgram::output_shapes)
       .def("count_tasks", &CompiledProgram::count_tasks)
+      .def_property_readonly("reads_tensor_data", &CompiledProgram::reads_tensor_data)
       .def_property_readonly("dyn_dims", [](const CompiledProgram& p) { return p.ir.tensor.dyn_dims; })
       .def_property_readonly("written", [](const CompiledProgram& p) { return p.written; },
                              "Per entry tensor (parameters, then outputs): whether some task writes it.")

@@ -313,6 +313,10 @@ void bind_ir(py::module_& m) {
              b.begin_loop(var, to_shape({start})[0], to_shape({stop})[0], to_shape({step})[0], loc(file, line));
            })
       .def("end_loop", &TensorGraphBuilder::end_loop)
+      .def("add_read",
+           [](TensorGraphBuilder& b, int value, const std::vector<Dim>& index, const std::string& file, int line) {
+             return b.add_read(value, to_shape(index), loc(file, line));
+           })
       .def("begin_if", [](TensorGraphBuilder& b, const Expr& c, const std::string& file, int line) {
         b.begin_if(c, loc(file, line));
       })

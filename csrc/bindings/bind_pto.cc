@@ -96,6 +96,13 @@ struct Dumper {
         d["then"] = body(i->then_body);
         d["else"] = body(i->else_body);
         out.append(d);
+      } else if (auto* r = std::get_if<ReadScalar>(&s.node)) {
+        py::dict d;
+        d["kind"] = "read";
+        d["var"] = r->var;
+        d["tensor"] = g.memrefs.at(r->memref).name;
+        d["index"] = texts(r->index);
+        out.append(d);
       } else {
         const Call& c = std::get<Call>(s.node);
         const InCoreFunction& callee = g.functions.at(c.callee);

@@ -70,6 +70,8 @@ class OrchestrationEmitter {
       } else if (auto* i = std::get_if<IfThen>(&s.node)) {
         collect_loop_vars(i->then_body);
         collect_loop_vars(i->else_body);
+      } else if (auto* r = std::get_if<ReadScalar>(&s.node)) {
+        loop_vars_.insert(r->var);  // bound where it is read: nothing using it is hoisted above that
       }
     }
   }
@@ -166,6 +168,10 @@ class OrchestrationEmitter {
       return;
     }
     for (const Stmt& s : g_.orchestration) {
+      if (std::holds_alternative<ReadScalar>(s.node)) {  // later parts use it
+        emit_body(o, {s}, 1);
+        continue;
+      }
       o += fmt::format("  {{\n    auto part = [&]() __attribute__((noinline)) {} -> int32_t {{\n", kControlCode);
       emit_body(o, {s}, 3);
       o += "      return 0;\n    };\n    if (int32_t status = part()) return status;\n  }\n";
@@ -177,8 +183,20 @@ class OrchestrationEmitter {
   void emit_body(std::string& o, const std::vector<Stmt>& body, int indent) {
     emit_control(o, body, indent, [&](const Stmt& s, const std::string& pad) {
       if (auto* c = std::get_if<Call>(&s.node)) emit_call(o, *c, pad);
+      else if (auto* r = std::get_if<ReadScalar>(&s.node)) emit_read(o, *r, pad);
       else throw InternalError("tile instruction in the orchestration");
     }, nullptr, kOrchestrationFail);
+  }
+
+  /// `int64_t var`: the element of an entry tensor at an index checked against its shape.
+  void emit_read(std::string& o, const ReadScalar& r, const std::string& pad) {
+    const MemRef& m = g_.memrefs.at(static_cast<size_t>(r.memref));
+    o += zero_guards(r.index, pad, kOrchestrationFail);
+    o += fmt::format("{}const int64_t {}_at[] = {{{}}};\n", pad, var_name(r.var), cexprs(r.index));
+    o += fmt::format("{}int64_t {} = 0;\n", pad, var_name(r.var));
+    o += fmt::format("{}if (int32_t bad = pto::read_scalar<{}, {}>(&{}, m{}, {}_at, \"READ %{} <- %{}\")) return bad;\n",
+                     pad, dtype_cpp_type(m.dtype), r.index.size(), var_name(r.var), r.memref, var_name(r.var), r.var,
+                     m.name);
   }
 
   void emit_call(std::string& o, const Call& c, const std::string& pad) {

@@ -92,12 +92,21 @@ void CompiledProgram::check_runs_here() const {
       ir.execution.name, target.name, what));
 }
 
+bool CompiledProgram::reads_tensor_data() const {
+  bool found = false;
+  for_each_leaf(ir.execution.orchestration, [&](const Stmt& s) { found = found || std::holds_alternative<ReadScalar>(s.node); });
+  return found;
+}
+
 int64_t CompiledProgram::count_tasks(const std::vector<int64_t>& dyn) const {
   // The generated entry itself, in the runtime's build mode (no kernel runs, no record is kept), on
   // tensors of the shapes these dims give. Their addresses are distinct and never dereferenced:
   // build mode only tracks regions.
   const ExecutionGraph& g = ir.execution;
   if (entry == nullptr) throw InternalError(fmt::format("count_tasks: '{}' has no loaded entry", g.name));
+  if (reads_tensor_data())
+    throw NotSupportedError(fmt::format("count_tasks: '{}' reads scalars from its tensors, so its tasks depend on "
+                                        "their data; counting them from the shapes alone is not supported", g.name));
   check_runs_here();
   if (dyn.size() != g.dyn_dims.size())
     throw InternalError(fmt::format("count_tasks: {} symbolic dims given, {} expected", dyn.size(), g.dyn_dims.size()));

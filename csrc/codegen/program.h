@@ -40,6 +40,8 @@ struct CompiledProgram {
   /// Number of tasks the orchestration submits for given symbolic dims: the generated entry run in
   /// the runtime's build mode (no kernel runs) on placeholder tensors of the shapes they give.
   int64_t count_tasks(const std::vector<int64_t>& dyn) const;
+  /// True when the orchestration reads scalars from its tensors (its task count depends on data).
+  bool reads_tensor_data() const;
   /// Raises NotSupportedError when this CPU cannot run code built for `target`.
   void check_runs_here() const;
   /// The host-features generation at which check_runs_here last passed (0: never): every call

@@ -58,6 +58,7 @@ struct Block {
   Fused fused;
   bool in_else = false;
   int line = 0;
+  std::set<std::string> reads;  ///< variables READ binds in this block (in scope until it closes)
 };
 
 class Parser {
@@ -215,6 +216,7 @@ class Parser {
     memref_names_.clear();
     tile_names_.clear();
     scalar_names_.clear();
+    read_names_.clear();
     top_.clear();
     blocks_.clear();
     if (is_orch_) {
@@ -463,9 +465,11 @@ class Parser {
       if (blocks_.back().in_else) L.fail(at, fmt::format("a second ELSE for the IF at line {}", blocks_.back().line));
       L.expect_end();
       blocks_.back().in_else = true;
+      blocks_.back().reads.clear();  // the THEN branch's READs end with it
       return;
     }
     if (w == "CALL") return call_stmt(L, at);
+    if (w == "READ") return read_stmt(L, at);
     if (w == "tstore" || w == "tscatter") {
       require_incore(L, at, w);
       return w == "tstore" ? tstore(L) : tscatter(L);
@@ -488,9 +492,7 @@ class Parser {
   /// An expression in a function's body names a scalar of the function (a scalar parameter or, in the
   /// orchestration, an alloc_scalar declared before it) or the variable of an enclosing FOR.
   void check_scope(const Line& L, size_t at, const std::string& n) const {
-    if (scalar_names_.count(n)) return;
-    for (const Block& b : blocks_)
-      if (b.is_loop && b.loop.var == n) return;
+    if (scalar_names_.count(n) || read_names_.count(n) || in_blocks(n)) return;
     std::string kind = tile_names_.count(n)     ? "a tile, not a scalar"
                        : memref_names_.count(n) ? "a memref, not a scalar"
                                                 : "not a scalar or loop variable in scope here";
@@ -514,6 +516,8 @@ class Parser {
       } else if (auto* c = std::get_if<IfThen>(&st.node)) {
         collect_loop_vars(c->then_body, out);
         collect_loop_vars(c->else_body, out);
+      } else if (auto* r = std::get_if<ReadScalar>(&st.node)) {
+        out.insert(r->var);
       }
     }
   }
@@ -656,6 +660,41 @@ class Parser {
     if (!L.starts_with("tile=")) L.fail("expected 'tile=' in the parallel note, found " + L.found());
     L.advance(5);
     l.tile = L.whole_integer("the loop's tile");
+  }
+
+  /// `READ %var <- %tensor[index, ...]`: a scalar read from an input tensor (orchestration only).
+  void read_stmt(Line& L, size_t at) {
+    require_orch(L, at, "READ");
+    L.skip_ws();
+    ReadScalar r;
+    r.var = L.sigil_name('%', "the variable READ binds");
+    if (scalar_names_.count(r.var) || read_names_.count(r.var) || memref_names_.count(r.var) || in_blocks(r.var))
+      L.fail(at, fmt::format("READ %{}: the name is already used", r.var));
+    L.expect("<-", "after the READ variable");
+    L.skip_ws();
+    size_t m_at = L.pos();
+    std::string mname = L.sigil_name('%', "the tensor READ reads");
+    auto m = memref_names_.find(mname);
+    if (m == memref_names_.end()) L.fail(m_at, fmt::format("unknown memref %{}", mname));
+    r.memref = m->second;
+    L.expect("[", "to open READ's index");
+    r.index = L.exprs("]");
+    L.expect("]", "to close READ's index");
+    L.expect_end();
+    if (r.index.size() != g_.memrefs[r.memref].shape.size())
+      L.fail(m_at, fmt::format("READ gives {} indices for %{} of rank {}", r.index.size(), mname,
+                               g_.memrefs[r.memref].shape.size()));
+    // In scope for the rest of the body it is in: a FOR/IF block's, or the function's.
+    if (blocks_.empty()) read_names_.insert(r.var);
+    else blocks_.back().reads.insert(r.var);
+    body().push_back(Stmt{std::move(r)});
+  }
+
+  /// True when `n` is the variable of an open FOR or a READ of an open block.
+  bool in_blocks(const std::string& n) const {
+    for (const Block& b : blocks_)
+      if ((b.is_loop && b.loop.var == n) || b.reads.count(n)) return true;
+    return false;
   }
 
   void call_stmt(Line& L, size_t at) {
@@ -1263,6 +1302,7 @@ class Parser {
   std::map<std::string, int> memref_names_;  ///< params, locals (InCore) or params, workspaces, views
   std::map<std::string, int> tile_names_;
   std::set<std::string> scalar_names_;
+  std::set<std::string> read_names_;  ///< variables READ statements bind
   std::vector<Stmt> top_;
   std::vector<Block> blocks_;
 };

@@ -190,6 +190,10 @@ void print_stmts(std::string& out, const std::vector<Stmt>& stmts, const Names& 
         print_stmts(out, c->else_body, n, indent + 1);
       }
       out += pad + "ENDIF\n";
+    } else if (auto* r = std::get_if<ReadScalar>(&s.node)) {
+      std::string idx;
+      for (const Expr& e : r->index) idx += (idx.empty() ? "" : ", ") + e.str();
+      out += fmt::format("{}READ %{} <- %{}[{}]\n", pad, r->var, n.memref(r->memref), idx);
     } else print_call(out, std::get<Call>(s.node), n, pad);
   }
 }
@@ -307,6 +311,15 @@ std::string print(const TensorGraph& g) {
   out += " {\n";
   std::vector<int> open;  // regions printed as open blocks
   auto pad_of = [&] { return std::string(2 + 2 * open.size(), ' '); };
+  auto print_reads = [&](int region) {
+    for (const ScalarRead& r : g.reads) {
+      if (r.region != region) continue;
+      std::string idx;
+      for (const Expr& e : r.index) idx += (idx.empty() ? "" : ", ") + e.str();
+      out += fmt::format("{}%{} = read %{}[{}]\n", pad_of(), r.var, g.value(r.value).name, idx);
+    }
+  };
+  print_reads(-1);
   auto close_one = [&] {
     open.pop_back();
     out += pad_of() + "}\n";
@@ -323,6 +336,7 @@ std::string print(const TensorGraph& g) {
       else
         out += fmt::format("{}{} ({}) {{\n", pad_of(), r.kind == Region::Kind::Then ? "if" : "else of if", r.cond.str());
       open.push_back(path[i]);
+      print_reads(path[i]);
     }
     std::string opad = pad_of();
     const OpInfo& info = op_info(op.kind);

@@ -172,9 +172,17 @@ struct Fused {
 /// The role of instruction `in` (one of `f.body`'s) in its run.
 FuseRole fuse_role(const Fused& f, const Instr& in);
 
-/// A statement: an instruction, a loop, a call, a condition or a fused run.
+/// Orchestration: `var` := the element of `memref` (an entry tensor) at `index`, read when the
+/// statement runs; later statements of the enclosing body may use `var`.
+struct ReadScalar {
+  std::string var;
+  int memref = -1;
+  std::vector<Expr> index;
+};
+
+/// A statement: an instruction, a loop, a call, a condition, a fused run or a scalar read.
 struct Stmt {
-  std::variant<Instr, Loop, Call, IfThen, Fused> node;
+  std::variant<Instr, Loop, Call, IfThen, Fused, ReadScalar> node;
 };
 
 /// True when `body` stores into `memref` and every access of it there is an atomic TSTORE: what
@@ -199,6 +207,7 @@ struct TileGraph {
   std::vector<int> params, outputs;  ///< memref ids
   std::vector<std::string> dyn_dims;
   std::vector<Region> regions;
+  std::vector<ScalarRead> reads;  ///< value ids are memref ids
 };
 
 /// A region parameter of an InCore function.
@@ -247,6 +256,7 @@ struct BlockGraph {
   std::vector<int> params, outputs;
   std::vector<std::string> dyn_dims;
   std::vector<Region> regions;
+  std::vector<ScalarRead> reads;
 };
 
 /// Level 4: the orchestration program.

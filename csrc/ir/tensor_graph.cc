@@ -876,6 +876,36 @@ void TensorGraphBuilder::end_if() {
   open_.pop_back();
 }
 
+std::string TensorGraphBuilder::add_read(int value, const std::vector<Expr>& index, const SourceLoc& loc) {
+  const TensorValue& v = g_.value(value);
+  const std::string where = loc.str().empty() ? "" : " at " + loc.str();
+  if (std::find(g_.params.begin(), g_.params.end(), value) == g_.params.end())
+    throw NotSupportedError(fmt::format(
+        "reading a scalar from tensor '{}'{}: only a parameter of the kernel can be read; a tensor the kernel "
+        "computes is not supported yet", v.name, where));
+  if (!dtype_is_int(v.dtype) || packed_dtype(v.dtype))
+    throw UserError(fmt::format("reading a scalar from '{}'{}: expected an integer tensor, found {}", v.name, where,
+                                dtype_name(v.dtype)));
+  if (index.size() != v.shape.size())
+    throw UserError(fmt::format("reading a scalar from '{}'{}: expected {} indices (its rank), found {}", v.name, where,
+                                v.shape.size(), index.size()));
+  for (size_t d = 0; d < index.size(); ++d) {
+    auto i = index[d].as_const();
+    auto n = v.shape[d].as_const();
+    if (i && (*i < 0 || (n && *i >= *n)))
+      throw UserError(fmt::format("reading a scalar from '{}'{}: index {} is out of range for dim {} of size {}", v.name,
+                                  where, *i, d, v.shape[d].str()));
+  }
+  ScalarRead r;
+  r.var = fmt::format("{}_v{}", v.name, g_.reads.size());
+  r.value = value;
+  r.index = index;
+  r.region = open_.empty() ? -1 : open_.back();
+  r.loc = loc;
+  g_.reads.push_back(r);
+  return r.var;
+}
+
 void TensorGraphBuilder::add_dyn_dim(const std::string& name) {
   if (std::find(g_.dyn_dims.begin(), g_.dyn_dims.end(), name) == g_.dyn_dims.end()) g_.dyn_dims.push_back(name);
 }

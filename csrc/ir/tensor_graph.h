@@ -104,6 +104,18 @@ struct Region {
   int then_region = -1;  ///< Else: its Then region
 };
 
+/// A scalar read from a parameter's memory when the kernel runs (PyPTO's `x[i, j]` on an integer
+/// tensor, GetTensorData): variable `var` holds the element of parameter `value` at `index`. The
+/// orchestration reads it where region `region` starts (each iteration of a loop), so every task
+/// launched in the region, and the bounds of the loops inside it, may use it.
+struct ScalarRead {
+  std::string var;
+  int value = -1;           ///< a parameter's value id (also its memref id at the lower levels)
+  std::vector<Expr> index;  ///< one per dim of the parameter
+  int region = -1;          ///< innermost control region when traced, -1 at top level
+  SourceLoc loc;
+};
+
 /// A traced function.
 struct TensorGraph {
   std::string name;
@@ -113,6 +125,7 @@ struct TensorGraph {
   std::vector<TensorOp> ops; ///< in program (topological) order
   std::vector<std::string> dyn_dims;  ///< names of symbolic dims, in scalar-argument order
   std::vector<Region> regions;        ///< control regions; ops refer to them by id (index)
+  std::vector<ScalarRead> reads;      ///< scalars read from parameters, in trace order
 
   const TensorValue& value(int id) const;
 };
@@ -208,6 +221,10 @@ class TensorGraphBuilder {
   void end_if();
   /// Declares a symbolic dim (its value becomes a scalar argument of the program).
   void add_dyn_dim(const std::string& name);
+  /// Reads the element of parameter `value` at `index` when the kernel runs; returns the name of
+  /// the variable that holds it (usable wherever a symbolic scalar is: offsets, valid shapes,
+  /// loop bounds). The tensor must be an integer parameter the kernel does not write.
+  std::string add_read(int value, const std::vector<Expr>& index, const SourceLoc& loc);
   /// Marks the returned values.
   void set_outputs(const std::vector<int>& ids);
 

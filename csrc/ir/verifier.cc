@@ -387,6 +387,7 @@ struct StmtChecker {
   }
 
   void check(const std::vector<Stmt>& stmts) {
+    std::vector<std::string> bound_here;  // READ variables, in scope until the body ends
     for (const Stmt& s : stmts) {
       if (auto* in = std::get_if<Instr>(&s.node)) {
         check_instr(*in);
@@ -406,10 +407,25 @@ struct StmtChecker {
         check_expr(c->cond, "IF condition");
         check(c->then_body);
         check(c->else_body);
+      } else if (auto* r = std::get_if<ReadScalar>(&s.node)) {
+        if (!allow_call) fail("level.no-read", fmt::format("READ %{} outside the orchestration", r->var));
+        if (r->memref < 0 || r->memref >= static_cast<int>(memrefs.size()))
+          fail("read.memref", fmt::format("READ %{} names memref {}, which does not exist", r->var, r->memref));
+        const MemRef& m = memrefs[static_cast<size_t>(r->memref)];
+        if (m.kind != MemKind::Input)
+          fail("read.input", fmt::format("READ %{} reads %{}, which is not an input of the program", r->var, m.name));
+        if (r->index.size() != m.shape.size())
+          fail("read.rank", fmt::format("READ %{} gives {} indices for %{} of rank {}", r->var, r->index.size(), m.name,
+                                        m.shape.size()));
+        for (const Expr& e : r->index) check_expr(e, "READ index");
+        if (scope.count(r->var)) fail("read.shadow", fmt::format("READ %{} shadows a variable in scope", r->var));
+        scope.insert(r->var);
+        bound_here.push_back(r->var);
       } else {
         check_call(std::get<Call>(s.node));
       }
     }
+    for (const std::string& v : bound_here) scope.erase(v);
   }
 };
 
@@ -547,6 +563,16 @@ void verify(const TensorGraph& g) {
     if (!defined.count(o)) fail("tensor.use-before-def", fmt::format("output value {} is never defined", o));
 }
 
+namespace {
+/// The variables of the reads made at top level or in a region enclosing `region`.
+void add_read_scope(std::set<std::string>& scope, const std::vector<ScalarRead>& reads,
+                    const std::vector<Region>& regions, int region) {
+  const std::vector<int> path = region_path(regions, region);
+  for (const ScalarRead& r : reads)
+    if (r.region < 0 || std::find(path.begin(), path.end(), r.region) != path.end()) scope.insert(r.var);
+}
+}  // namespace
+
 void verify(const TileGraph& g) {
   check_tiles_unique(g.tiles);
   check_ids(g.memrefs, g.params, "params");
@@ -560,6 +586,7 @@ void verify(const TileGraph& g) {
     for (const auto& d : g.dyn_dims) c.scope.insert(d);
     for (int r : region_path(g.regions, n.region))
       if (g.regions[r].kind == Region::Kind::Loop) c.scope.insert(g.regions[r].var);
+    add_read_scope(c.scope, g.reads, g.regions, n.region);
     c.check(n.body);
   }
 }
@@ -628,6 +655,7 @@ void verify(const BlockGraph& g) {
     for (const auto& d : g.dyn_dims) c.scope.insert(d);
     for (int r : region_path(g.regions, l.region))
       if (g.regions[r].kind == Region::Kind::Loop) c.scope.insert(g.regions[r].var);
+    add_read_scope(c.scope, g.reads, g.regions, l.region);
     for (const Loop& gl : l.grid) {
       if (!gl.parallel) fail("block.grid-parallel", fmt::format("grid loop %{} is not parallel", gl.var));
       c.scope.insert(gl.var);

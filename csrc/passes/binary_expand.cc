@@ -85,6 +85,9 @@ void collect_names(const std::vector<Stmt>& body, std::set<std::string>& out) {
       add(i->cond);
       collect_names(i->then_body, out);
       collect_names(i->else_body, out);
+    } else if (auto* r = std::get_if<ReadScalar>(&s.node)) {
+      out.insert(r->var);
+      add_all(r->index);
     } else {
       const Call& c = std::get<Call>(s.node);
       for (const CallArg& a : c.args) {

@@ -21,6 +21,7 @@ void Expander::run() {
   out_.name = g_.name;
   out_.dyn_dims = g_.dyn_dims;
   out_.regions = g_.regions;
+  out_.reads = g_.reads;
   for (const TensorValue& v : g_.values) {
     MemRef m;
     m.id = v.id;

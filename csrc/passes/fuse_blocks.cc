@@ -228,6 +228,7 @@ BlockGraph FuseBlocks(const TileGraph& g, const PassOptions& opts) {
   out.outputs = g.outputs;
   out.dyn_dims = g.dyn_dims;
   out.regions = g.regions;
+  out.reads = g.reads;
 
   // Tensors other tensors view must stay in global memory.
   std::set<int> viewed;

@@ -71,6 +71,9 @@ std::set<std::string> free_vars(const std::vector<Stmt>& body) {
         add(i->cond);
         walk(i->then_body);
         walk(i->else_body);
+      } else if (auto* r = std::get_if<ReadScalar>(&s.node)) {
+        for (const Expr& e : r->index) add(e);
+        bound.insert(r->var);
       } else {
         const Call& c = std::get<Call>(s.node);
         for (const CallArg& a : c.args) {
@@ -110,6 +113,8 @@ void substitute(std::vector<Stmt>& body, const std::map<std::string, Expr>& env)
       i->cond = i->cond.substitute(env);
       substitute(i->then_body, env);
       substitute(i->else_body, env);
+    } else if (auto* r = std::get_if<ReadScalar>(&s.node)) {
+      sub(r->index);
     } else {
       Call& c = std::get<Call>(s.node);
       for (CallArg& a : c.args) {

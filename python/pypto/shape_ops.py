@@ -179,6 +179,8 @@ def getitem(x: Tensor, key, fill=None) -> Tensor:
     region taking ``t``'s shape."""
     if not isinstance(key, tuple):
         key = (key,)
+    if fill is None and _is_element_index(x, key):
+        return _read_scalar(x, key)
     n_ell = builtins.sum(1 for k in key if k is Ellipsis)
     if n_ell > 1:
         raise UserError("an index can only have a single ellipsis ('...')")
@@ -237,6 +239,28 @@ def getitem(x: Tensor, key, fill=None) -> Tensor:
         shape, dmap, steps, valid = [1], [-1], [1], [1]
     has_tail = any(not (v is s or (_is_static(v) and _is_static(s) and v == s)) for v, s in zip(valid, shape))
     return _view(x, shape, offsets, dmap, steps, valid if has_tail else None, op="getitem")
+
+
+def _is_element_index(x: Tensor, key: tuple) -> bool:
+    """PyPTO's single-element access: an int or symbolic index for every dim of a DT_INT32 tensor."""
+    return (x.dtype == DataType.DT_INT32 and len(key) == len(x.shape)
+            and builtins.all(isinstance(k, (numbers.Integral, SymExpr)) and not isinstance(k, bool) for k in key))
+
+
+def _read_scalar(x: Tensor, key: tuple) -> SymExpr:
+    """``x[i, j]`` on a DT_INT32 tensor: a symbolic scalar holding that element when the kernel runs
+    (read from the tensor's memory by the orchestration, as PyPTO's GetTensorData). Negative
+    constant indices count from the end of static dims."""
+    ctx = _ctx("getitem")
+    ix = _tensor("getitem", x, ctx, "the")
+    index = []
+    for d, k in enumerate(key):
+        size = x.shape[d]
+        if _is_static(k) and _is_static(size) and -size <= k < 0:
+            k += size
+        index.append(_dim(k, "pypto.Tensor.__getitem__: index"))
+    file, line = user_location()
+    return SymExpr.var(ctx.builder.add_read(ix, index, file, line))
 
 
 def _fill_slice(start, step, size, n, d):

@@ -54,6 +54,23 @@ template <int N>
   return 0;
 }
 
+/// Orchestration: `*out` := the element of `t` at `index` (rank N), or PYPTO_STATUS_REGION with the
+/// reason in region_error_text() when the index is outside the tensor.
+template <typename T, int N>
+inline int32_t read_scalar(int64_t* out, const pypto_tensor& t, const int64_t* index, const char* where) {
+  int64_t off = 0;
+  for (int d = 0; d < N; ++d) {
+    if (__builtin_expect(index[d] < 0 || index[d] >= t.shape[d], 0)) {
+      snprintf(region_error_text(), 512, "%s: index %lld of dim %d is outside the tensor's extent %lld", where,
+               static_cast<long long>(index[d]), d, static_cast<long long>(t.shape[d]));
+      return PYPTO_STATUS_REGION;
+    }
+    off += index[d] * t.stride[d];
+  }
+  *out = static_cast<int64_t>(static_cast<const T*>(t.data)[off]);
+  return 0;
+}
+
 /// Orchestration: a symbolic divisor (or loop step) `what` is 0 (or not positive) at run time.
 [[gnu::cold, gnu::noinline]] inline int32_t zero_error(const char* what) {
   snprintf(region_error_text(), 512, "%s", what);

@@ -61,7 +61,9 @@ class Compiled(Function):
         ``compile_seconds``, ``cache``, ``cpu_target`` (what the code was built for)."""
         s = self._program.stats()
         s["cache"] = self._cache
-        s["tasks"] = self._program.count_tasks(self._example_dyn) if self._program.runs_here else None
+        # A program that reads scalars from its tensors has a data-dependent task count.
+        countable = self._program.runs_here and not self._program.reads_tensor_data
+        s["tasks"] = self._program.count_tasks(self._example_dyn) if countable else None
         return s
 
     def _check_dims(self, bound: _Bound) -> None:
