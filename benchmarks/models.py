@@ -2,13 +2,15 @@
 under torch.compile, side by side in one run (medians of calls taken in alternation).
 
     python benchmarks/models.py [--rounds 3] [--prefill 512,2048] [--context 2048] [--dtype fp32]
+                                [--blocks llama3,qwen3_moe] [--experts 128]
 
 Rows (tokens per second, higher is better):
 - llama3 prefill S: one LLaMA-3-8B decoder layer on a prompt of S tokens (causal GQA);
-- llama3 decode: one token against a KV cache of `--context` positions.
+- llama3 decode: one token against a KV cache of `--context` positions;
+- qwen3_moe prefill S / decode: Qwen3-30B-A3B's sparse MoE block (`--experts` routed experts,
+  128 by default, top-8) on S tokens / one token.
 
-The blocks of models/qwen3_moe, models/deepseek_v3 and models/qwen3_next are not written yet
-(see their issue); they join this table when they are.
+The blocks of models/deepseek_v3 and models/qwen3_next are not written yet (see their issue).
 
 Like benchmarks/run.py it sets OMP_WAIT_POLICY=PASSIVE unless it is set: torch's spinning OpenMP
 threads otherwise take the cores pypto's tasks run on next. The script checks each pypto result
@@ -42,6 +44,7 @@ def _model_module(folder: str, name: str):
 
 
 llama3 = _model_module("llama3", "layer")
+qwen3_moe = _model_module("qwen3_moe", "block")
 from run import machine_info, time_interleaved  # noqa: E402 - benchmarks/run.py's machine line and timer
 from transformers import DynamicCache, LlamaConfig  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding  # noqa: E402
@@ -121,12 +124,38 @@ def llama3_rows(args, dtype):
     return rows
 
 
+def qwen3_moe_rows(args, dtype):
+    from transformers import Qwen3MoeConfig
+    from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeSparseMoeBlock
+
+    d = qwen3_moe.QWEN3_30B_A3B
+    cfg = Qwen3MoeConfig(hidden_size=d.hidden, moe_intermediate_size=d.expert_ffn, num_experts=args.experts,
+                         num_experts_per_tok=d.top_k, norm_topk_prob=d.norm_topk_prob)
+    torch.manual_seed(0)
+    ref = Qwen3MoeSparseMoeBlock(cfg).eval().requires_grad_(False)
+    for p in ref.parameters():
+        p.normal_(0.0, 0.02)
+    ref = ref.to(dtype)
+    ours = qwen3_moe.MoeBlock.from_hf(ref)
+    compiled = torch.compile(ref)
+    rows = []
+    for s in args.prefill + [1]:
+        x = torch.randn(1, s, d.hidden, dtype=dtype)
+        want = ref(x)[0].float()
+        err = ((ours(x[0]).float() - want).abs().max() / want.abs().max()).item()
+        t = alternate({"pypto": lambda: ours(x[0]), "eager": lambda: ref(x), "compile": lambda: compiled(x)}, args.rounds)
+        rows.append((f"qwen3_moe ({args.experts} experts) {'decode' if s == 1 else f'prefill {s}'}", s, t, err))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--prefill", default="512,2048", help="prompt lengths of the prefill rows")
     parser.add_argument("--context", type=int, default=2048, help="cached positions of the decode row")
     parser.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
+    parser.add_argument("--blocks", default="llama3,qwen3_moe", help="the blocks to measure")
+    parser.add_argument("--experts", type=int, default=128, help="routed experts of the qwen3_moe block")
     args = parser.parse_args()
     args.prefill = [int(s) for s in args.prefill.split(",") if s]
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
@@ -138,7 +167,13 @@ def main() -> None:
           f"cpu target {pypto.get_cpu_target()}")
     print(f"| block | pypto tok/s | eager tok/s | torch.compile tok/s | vs eager | vs compile | max rel. err |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, tokens, t, err in llama3_rows(args, dtype):
+    makers = {"llama3": llama3_rows, "qwen3_moe": qwen3_moe_rows}
+    blocks = [b for b in args.blocks.split(",") if b]
+    for b in blocks:
+        if b not in makers:
+            parser.error(f"--blocks: unknown block {b!r}; expected some of {', '.join(makers)}")
+    rows = [row for b in blocks for row in makers[b](args, dtype)]
+    for name, tokens, t, err in rows:
         print(f"| {name} | {tokens / t['pypto']:.1f} | {tokens / t['eager']:.1f} | {tokens / t['compile']:.1f} | "
               f"{t['eager'] / t['pypto']:.2f}x | {t['compile'] / t['pypto']:.2f}x | {err:.1e} |", flush=True)
 
