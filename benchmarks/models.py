@@ -2,15 +2,23 @@
 under torch.compile, side by side in one run (medians of calls taken in alternation).
 
     python benchmarks/models.py [--rounds 3] [--prefill 512,2048] [--context 2048] [--dtype fp32]
-                                [--blocks llama3,qwen3_moe] [--experts 128]
+                                [--blocks llama3,qwen3_moe,deepseek_v3_moe] [--experts 128]
+                                [--deepseek-experts 32] (blocks: llama3, qwen3_moe, deepseek_v3_moe,
+                                deepseek_v3_mla)
 
 Rows (tokens per second, higher is better):
 - llama3 prefill S: one LLaMA-3-8B decoder layer on a prompt of S tokens (causal GQA);
 - llama3 decode: one token against a KV cache of `--context` positions;
 - qwen3_moe prefill S / decode: Qwen3-30B-A3B's sparse MoE block (`--experts` routed experts,
-  128 by default, top-8) on S tokens / one token.
+  128 by default, top-8) on S tokens / one token;
+- deepseek_v3_moe prefill S / decode: DeepSeek-V3's MoE layer (`--deepseek-experts` routed
+  experts, 32 by default, in 8 groups of which 4 are kept, top-8, and the shared expert); the
+  issue's figure is in bf16 (`--dtype bf16`);
+- deepseek_v3_mla prefill S / decode: DeepSeek-V3's multi-head latent attention (128 heads, the
+  absorbed form) on S tokens / one token against a cache of `--context` positions; the
+  transformers module runs its sdpa attention.
 
-The blocks of models/deepseek_v3 and models/qwen3_next are not written yet (see their issue).
+models/qwen3_next is not written yet (see its issue).
 
 Like benchmarks/run.py it sets OMP_WAIT_POLICY=PASSIVE unless it is set: torch's spinning OpenMP
 threads otherwise take the cores pypto's tasks run on next. The script checks each pypto result
@@ -31,20 +39,24 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def _model_module(folder: str, name: str):
-    """models/<folder>/<name>.py, loaded by path (this script is itself named `models`, so the
-    namespace package `models` is out of its reach)."""
-    import importlib.util
+    """models/<folder>/<name>.py as `models.<folder>.<name>`. This script is itself named
+    `models`, so the repository's namespace package `models` is registered by hand (the model
+    folders import each other through it)."""
+    import importlib
+    import types
 
-    qualified = f"models.{folder}.{name}"
-    spec = importlib.util.spec_from_file_location(qualified, os.path.join(ROOT, "models", folder, f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[qualified] = module
-    spec.loader.exec_module(module)
-    return module
+    pkg = sys.modules.get("models")
+    if pkg is None or not hasattr(pkg, "__path__"):
+        pkg = types.ModuleType("models")
+        pkg.__path__ = [os.path.join(ROOT, "models")]
+        sys.modules["models"] = pkg
+    return importlib.import_module(f"models.{folder}.{name}")
 
 
 llama3 = _model_module("llama3", "layer")
 qwen3_moe = _model_module("qwen3_moe", "block")
+deepseek_moe = _model_module("deepseek_v3", "moe")
+deepseek_mla = _model_module("deepseek_v3", "mla")
 from run import machine_info, time_interleaved  # noqa: E402 - benchmarks/run.py's machine line and timer
 from transformers import DynamicCache, LlamaConfig  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding  # noqa: E402
@@ -55,6 +67,77 @@ import pypto  # noqa: E402
 def alternate(fns: dict, rounds: int) -> dict:
     """Median seconds per call of each function, calls taken in alternation."""
     return {name: statistics.median(v) for name, v in time_interleaved(fns, rounds).items()}
+
+
+def _rel_err(got, want) -> float:
+    return ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
+
+
+def cached_block_rows(label, args, dtype, hidden, ours, ref, hf_call, cache_tensors, fill_ours, cfg):
+    """Prefill rows (one per --prefill length) and a decode row (one token after --context cached
+    positions) of a block with a cache: `ours` has reset/prefill/decode and a `length`;
+    hf_call(module, x, start, cache) runs the transformers module; `cache_tensors` are what a
+    transformers cache of `context` positions holds (passed to cache.update), which
+    `fill_ours(*cache_tensors)` copies into ours."""
+    compiled = torch.compile(ref)
+    rows = []
+    for s in args.prefill:
+        x = torch.randn(1, s, hidden).to(dtype)
+
+        def pypto_prefill():
+            ours.reset()
+            return ours.prefill(x[0])
+
+        err = _rel_err(pypto_prefill(), hf_call(ref, x, 0, None)[0])
+        hf_call(compiled, x, 0, None)
+        t = alternate({"pypto": pypto_prefill, "eager": lambda: hf_call(ref, x, 0, None),
+                       "compile": lambda: hf_call(compiled, x, 0, None)}, args.rounds)
+        rows.append((f"{label} prefill {s}", s, t, err))
+    # Decode against a cache of `context` positions (random contents, the same in both).
+    ctx = args.context
+    x = torch.randn(1, 1, hidden).to(dtype)
+
+    def fresh_cache():
+        cache = DynamicCache(config=cfg)
+        cache.update(*cache_tensors, 0)
+        return cache
+
+    def pypto_decode():
+        ours.length = ctx
+        return ours.decode(x[0])
+
+    fill_ours(*cache_tensors)
+    err = _rel_err(pypto_decode(), hf_call(ref, x, ctx, fresh_cache())[0])
+    caches = {"eager": fresh_cache(), "compile": fresh_cache()}
+
+    def hf_decode(name, module):
+        if caches[name].get_seq_length() > ctx:  # back to `context` positions: every call decodes the same step
+            caches[name].crop(ctx - caches[name].get_seq_length())
+        return hf_call(module, x, ctx, caches[name])
+
+    hf_decode("compile", compiled)
+    t = alternate({"pypto": pypto_decode, "eager": lambda: hf_decode("eager", ref),
+                   "compile": lambda: hf_decode("compile", compiled)}, max(args.rounds, 5))
+    rows.append((f"{label} decode (context {ctx})", 1, t, err))
+    return rows
+
+
+def stateless_block_rows(label, args, dtype, hidden, ours, ref):
+    """Prefill rows and a one-token row of a block without a cache: ours(x [S, H]) against
+    ref(x [1, S, H])."""
+    compiled = torch.compile(ref)
+    rows = []
+    for s in args.prefill + [1]:
+        x = torch.randn(1, s, hidden, dtype=dtype)
+        with torch.no_grad():
+            err = _rel_err(ours(x[0]), ref(x)[0])
+        t = alternate({"pypto": lambda: ours(x[0]), "eager": lambda: ref(x), "compile": lambda: compiled(x)}, args.rounds)
+        rows.append((f"{label} {'decode' if s == 1 else f'prefill {s}'}", s, t, err))
+    return rows
+
+
+def _causal_mask(s, start, dtype):
+    return None if s == 1 else torch.full((s, start + s), float("-inf"), dtype=dtype).triu(start + 1)[None, None]
 
 
 def llama3_rows(args, dtype):
@@ -68,60 +151,18 @@ def llama3_rows(args, dtype):
     pdt = pypto.DT_BF16 if dtype == torch.bfloat16 else pypto.DT_FP32
     ours = llama3.LlamaLayer.from_hf(ref, max_positions=max(args.prefill + [args.context + 1]), dtype=pdt,
                                      inv_freq=rot.inv_freq)
-    compiled = torch.compile(ref)
 
     def hf_call(module, x, start, cache):
-        s = x.shape[1]
-        pos = torch.arange(start, start + s)[None]
-        mask = None if s == 1 else torch.full((s, start + s), float("-inf"), dtype=dtype).triu(start + 1)[None, None]
+        pos = torch.arange(start, start + x.shape[1])[None]
         with torch.no_grad():
-            return module(x, attention_mask=mask, position_ids=pos, position_embeddings=rot(x, pos), cache=cache,
-                          use_cache=cache is not None)
+            return module(x, attention_mask=_causal_mask(x.shape[1], start, dtype), position_ids=pos,
+                          position_embeddings=rot(x, pos), cache=cache, use_cache=cache is not None)
 
-    rows = []
-    for s in args.prefill:
-        x = torch.randn(1, s, dims.hidden).to(dtype)
+    def fill(k, v):
+        ours.k_cache[:, :args.context], ours.v_cache[:, :args.context] = k[0], v[0]
 
-        def pypto_prefill():
-            ours.reset()
-            return ours.prefill(x[0])
-
-        want = hf_call(ref, x, 0, None)
-        err = ((pypto_prefill().float() - want[0].float()).abs().max() / want.float().abs().max()).item()
-        hf_call(compiled, x, 0, None)
-        t = alternate({"pypto": pypto_prefill, "eager": lambda: hf_call(ref, x, 0, None),
-                       "compile": lambda: hf_call(compiled, x, 0, None)}, args.rounds)
-        rows.append((f"llama3 prefill {s}", s, t, err))
-    # Decode against a cache of `context` positions (random keys and values, the same in both).
-    ctx = args.context
-    k = torch.randn(1, dims.kv_heads, ctx, dims.head_dim).to(dtype)
-    v = torch.randn(1, dims.kv_heads, ctx, dims.head_dim).to(dtype)
-    x = torch.randn(1, 1, dims.hidden).to(dtype)
-
-    def fresh_cache():
-        cache = DynamicCache(config=cfg)
-        cache.update(k, v, 0)
-        return cache
-
-    def pypto_decode():
-        ours.length = ctx
-        return ours.decode(x[0])
-
-    ours.k_cache[:, :ctx], ours.v_cache[:, :ctx] = k[0], v[0]
-    want = hf_call(ref, x, ctx, fresh_cache())
-    err = ((pypto_decode().float() - want[0].float()).abs().max() / want.float().abs().max()).item()
-    caches = {"eager": fresh_cache(), "compile": fresh_cache()}
-
-    def hf_decode(name, module):
-        if caches[name].get_seq_length() > ctx:  # back to `context` positions: every call decodes the same step
-            caches[name].crop(ctx - caches[name].get_seq_length())
-        return hf_call(module, x, ctx, caches[name])
-
-    hf_decode("compile", compiled)
-    t = alternate({"pypto": pypto_decode, "eager": lambda: hf_decode("eager", ref),
-                   "compile": lambda: hf_decode("compile", compiled)}, max(args.rounds, 5))
-    rows.append((f"llama3 decode (context {ctx})", 1, t, err))
-    return rows
+    kv = [torch.randn(1, dims.kv_heads, args.context, dims.head_dim).to(dtype) for _ in range(2)]
+    return cached_block_rows("llama3", args, dtype, dims.hidden, ours, ref, hf_call, kv, fill, cfg)
 
 
 def qwen3_moe_rows(args, dtype):
@@ -136,16 +177,53 @@ def qwen3_moe_rows(args, dtype):
     for p in ref.parameters():
         p.normal_(0.0, 0.02)
     ref = ref.to(dtype)
-    ours = qwen3_moe.MoeBlock.from_hf(ref)
-    compiled = torch.compile(ref)
-    rows = []
-    for s in args.prefill + [1]:
-        x = torch.randn(1, s, d.hidden, dtype=dtype)
-        want = ref(x)[0].float()
-        err = ((ours(x[0]).float() - want).abs().max() / want.abs().max()).item()
-        t = alternate({"pypto": lambda: ours(x[0]), "eager": lambda: ref(x), "compile": lambda: compiled(x)}, args.rounds)
-        rows.append((f"qwen3_moe ({args.experts} experts) {'decode' if s == 1 else f'prefill {s}'}", s, t, err))
-    return rows
+    return stateless_block_rows(f"qwen3_moe ({args.experts} experts)", args, dtype, d.hidden,
+                                qwen3_moe.MoeBlock.from_hf(ref), ref)
+
+
+def deepseek_v3_moe_rows(args, dtype):
+    from transformers import DeepseekV3Config
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3MoE
+
+    d = deepseek_moe.DEEPSEEK_V3
+    e = args.deepseek_experts
+    cfg = DeepseekV3Config(hidden_size=d.hidden, moe_intermediate_size=d.expert_ffn, n_routed_experts=e,
+                           n_group=d.n_group, topk_group=d.topk_group, num_experts_per_tok=d.top_k,
+                           n_shared_experts=d.shared_experts)
+    torch.manual_seed(0)
+    ref = DeepseekV3MoE(cfg).eval().requires_grad_(False)
+    for p in ref.parameters():
+        p.normal_(0.0, 0.02)
+    ref = ref.to(dtype)
+    ref.gate.float()   # the router stays fp32, as transformers' own bf16 checkpoints keep it
+    return stateless_block_rows(f"deepseek_v3_moe ({e} experts)", args, dtype, d.hidden,
+                                deepseek_moe.DeepseekMoe.from_hf(ref), ref)
+
+
+def deepseek_v3_mla_rows(args, dtype):
+    from transformers import DeepseekV3Config
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3Attention, DeepseekV3RotaryEmbedding
+
+    cfg = DeepseekV3Config(rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    ref = DeepseekV3Attention(cfg, 0).eval().requires_grad_(False)
+    for p in ref.parameters():
+        p.normal_(0.0, 0.02)
+    ref = ref.to(dtype)
+    rot = DeepseekV3RotaryEmbedding(cfg)
+    ours = deepseek_mla.MlaAttention.from_hf(ref, rot, max_positions=max(args.prefill + [args.context + 1]))
+
+    def hf_call(module, x, start, cache):
+        pos = torch.arange(start, start + x.shape[1])[None]
+        with torch.no_grad():
+            return module(x, rot(x, pos), _causal_mask(x.shape[1], start, dtype), cache)[0]
+
+    def fill(latent, k_rope):
+        ours.latent[:args.context], ours.k_rope[:args.context] = latent[0, 0], k_rope[0, 0]
+
+    cached = [torch.randn(1, 1, args.context, n).to(dtype) for n in (cfg.kv_lora_rank, cfg.qk_rope_head_dim)]
+    return cached_block_rows("deepseek_v3_mla", args, dtype, cfg.hidden_size, ours, ref, hf_call, cached, fill, cfg)
 
 
 def main() -> None:
@@ -154,7 +232,9 @@ def main() -> None:
     parser.add_argument("--prefill", default="512,2048", help="prompt lengths of the prefill rows")
     parser.add_argument("--context", type=int, default=2048, help="cached positions of the decode row")
     parser.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
-    parser.add_argument("--blocks", default="llama3,qwen3_moe", help="the blocks to measure")
+    parser.add_argument("--blocks", default="llama3,qwen3_moe,deepseek_v3_moe,deepseek_v3_mla",
+                        help="the blocks to measure")
+    parser.add_argument("--deepseek-experts", type=int, default=32, help="routed experts of the deepseek_v3_moe block")
     parser.add_argument("--experts", type=int, default=128, help="routed experts of the qwen3_moe block")
     args = parser.parse_args()
     args.prefill = [int(s) for s in args.prefill.split(",") if s]
@@ -167,7 +247,8 @@ def main() -> None:
           f"cpu target {pypto.get_cpu_target()}")
     print(f"| block | pypto tok/s | eager tok/s | torch.compile tok/s | vs eager | vs compile | max rel. err |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    makers = {"llama3": llama3_rows, "qwen3_moe": qwen3_moe_rows}
+    makers = {"llama3": llama3_rows, "qwen3_moe": qwen3_moe_rows, "deepseek_v3_moe": deepseek_v3_moe_rows,
+              "deepseek_v3_mla": deepseek_v3_mla_rows}
     blocks = [b for b in args.blocks.split(",") if b]
     for b in blocks:
         if b not in makers:

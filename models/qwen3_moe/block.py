@@ -49,50 +49,47 @@ def _act(a, dt):
     return a if dt == pypto.DT_FP32 else pypto.cast(a, dt)
 
 
-def make_kernels(dims: MoeDims = QWEN3_30B_A3B, dtype=pypto.DT_FP32, rows: int = 32):
-    """The block's kernels for these dims and dtype (DT_FP32 or DT_BF16): a namespace with `route`
-    and `experts`; `rows` is the experts kernel's block of token rows (R)."""
-    H, I, E, K = dims.hidden, dims.expert_ffn, dims.experts, dims.top_k
+def group_by_expert(w, ids, n, K: int, E: int):
+    """The (token, expert) pairs of a routing grouped by expert, traced into the calling kernel:
+    w [n, K] (fp32) and ids [n, K] the weights and experts of each token's K pairs. Returns
+    counts [E] and starts [E] (int32: each expert's run in expert order), tokens [n*K] (the token of
+    each slot of that order), weights [n*K, 1] (its weight) and slots [n, K] (each pair's slot)."""
+    pairs = n * K
+    ids = pypto.reshape(pypto.cast(ids, pypto.DT_INT32), [pairs])
+    # seen[p, e]: pairs of expert e among pairs 0..p; its last row counts each expert.
+    pypto.set_vec_tile_shapes(64, E)
+    seen = pypto.cumsum(pypto.cast(pypto.one_hot(ids, E), pypto.DT_INT32), 0)
+    counts = pypto.cast(pypto.reshape(pypto.view(seen, [1, E], [pairs - 1, 0]), [E]), pypto.DT_INT32)
+    pypto.set_vec_tile_shapes(E)
+    starts = pypto.cumsum(counts, 0) - counts
+    pypto.set_vec_tile_shapes(64, E)
+    before = pypto.gather(seen, 1, pypto.reshape(ids, [pairs, 1]))          # [P, 1], this one included
+    pypto.set_vec_tile_shapes(256)
+    slots = pypto.cast(pypto.index_select(starts, 0, ids), pypto.DT_INT32) \
+        + pypto.cast(pypto.reshape(before, [pairs]), pypto.DT_INT32) - 1
+    token = pypto.cast(pypto.arange(pairs, dtype=pypto.DT_INT32) // K, pypto.DT_INT32)
+    tokens = pypto.scatter(pypto.zeros([pairs], pypto.DT_INT32), 0, slots, token)
+    weights = pypto.scatter(pypto.zeros([pairs], pypto.DT_FP32), 0, slots, pypto.reshape(w, [pairs]))
+    return (pypto.cast(counts, pypto.DT_INT32), pypto.cast(starts, pypto.DT_INT32), tokens,
+            pypto.reshape(weights, [pairs, 1]), pypto.reshape(slots, [n, K]))
+
+
+def routing_types(E: int, K: int):
+    """The return annotation of a route kernel: what group_by_expert returns."""
+    return tuple[pypto.Tensor((E,), pypto.DT_INT32), pypto.Tensor((E,), pypto.DT_INT32),
+                 pypto.Tensor((pypto.DYNAMIC,), pypto.DT_INT32), pypto.Tensor((pypto.DYNAMIC, 1), pypto.DT_FP32),
+                 pypto.Tensor((T, K), pypto.DT_INT32)]
+
+
+def make_experts_kernel(hidden: int, expert_ffn: int, experts: int, top_k: int, dtype=pypto.DT_FP32,
+                        rows: int = 32, name: str = "moe_experts", with_shared: bool = False):
+    """The experts kernel: the routed experts' SwiGLU FFNs over the runs group_by_expert made, and
+    each token's weighted sum (plus `shared` [T, H], fp32, when `with_shared`)."""
+    H, I, E, K = hidden, expert_ffn, experts, top_k
     dt, R = dtype, rows
 
-    @pypto.frontend.jit
-    def moe_route(x: pypto.Tensor((T, H), dt), gate: pypto.Tensor((E, H), dt)) \
-            -> tuple[pypto.Tensor((E,), pypto.DT_INT32), pypto.Tensor((E,), pypto.DT_INT32),
-                     pypto.Tensor((pypto.DYNAMIC,), pypto.DT_INT32), pypto.Tensor((pypto.DYNAMIC, 1), pypto.DT_FP32),
-                     pypto.Tensor((T, K), pypto.DT_INT32)]:
-        n = x.shape[0]
-        pypto.set_vec_tile_shapes(8, E)
-        pypto.set_cube_tile_shapes([32, 32], [256, 256], [E, E])
-        probs = pypto.softmax(pypto.matmul(x, gate, pypto.DT_FP32, b_trans=True), -1)
-        w, ids = pypto.topk(probs, K, -1)
-        if dims.norm_topk_prob:
-            w = w / pypto.sum(w, -1, True)
-        pairs = n * K
-        ids = pypto.reshape(pypto.cast(ids, pypto.DT_INT32), [pairs])
-        # seen[p, e]: pairs of expert e among pairs 0..p; its last row counts each expert.
-        pypto.set_vec_tile_shapes(64, E)
-        seen = pypto.cumsum(pypto.cast(pypto.one_hot(ids, E), pypto.DT_INT32), 0)
-        counts = pypto.cast(pypto.reshape(pypto.view(seen, [1, E], [pairs - 1, 0]), [E]), pypto.DT_INT32)
-        pypto.set_vec_tile_shapes(E)
-        starts = pypto.cumsum(counts, 0) - counts
-        pypto.set_vec_tile_shapes(64, E)
-        before = pypto.gather(seen, 1, pypto.reshape(ids, [pairs, 1]))          # [P, 1], this one included
-        pypto.set_vec_tile_shapes(256)
-        slots = pypto.cast(pypto.index_select(starts, 0, ids), pypto.DT_INT32) \
-            + pypto.cast(pypto.reshape(before, [pairs]), pypto.DT_INT32) - 1
-        token = pypto.cast(pypto.arange(pairs, dtype=pypto.DT_INT32) // K, pypto.DT_INT32)
-        tokens = pypto.scatter(pypto.zeros([pairs], pypto.DT_INT32), 0, slots, token)
-        weights = pypto.scatter(pypto.zeros([pairs], pypto.DT_FP32), 0, slots, pypto.reshape(w, [pairs]))
-        return (pypto.cast(counts, pypto.DT_INT32), pypto.cast(starts, pypto.DT_INT32), tokens,
-                pypto.reshape(weights, [pairs, 1]), pypto.reshape(slots, [n, K]))
-
-    @pypto.frontend.jit(pass_options={"sram_budget_kb": BUDGET_KB})
-    def moe_experts(x: pypto.Tensor((T, H), dt), counts: pypto.Tensor((E,), pypto.DT_INT32),
-                    starts: pypto.Tensor((E,), pypto.DT_INT32), tokens: pypto.Tensor((P,), pypto.DT_INT32),
-                    weights: pypto.Tensor((P, 1), pypto.DT_FP32), slots: pypto.Tensor((T, K), pypto.DT_INT32),
-                    gate_up: pypto.Tensor((E, 2 * I, H), dt), down: pypto.Tensor((E, H, I), dt)) \
-            -> pypto.Tensor((T, H), dt):
-        n, pairs = x.shape[0], tokens.shape[0]
+    def experts_body(x, counts, starts, tokens, weights, slots, gate_up, down, shared=None):
+        pairs = tokens.shape[0]
         pypto.set_vec_tile_shapes(8, 512)
         xs = pypto.index_select(x, 0, tokens)                    # [P, H], the pairs in expert order
         ys = pypto.zeros([pairs, H], pypto.DT_FP32)
@@ -105,12 +102,12 @@ def make_kernels(dims: MoeDims = QWEN3_30B_A3B, dtype=pypto.DT_FP32, rows: int =
                 if R <= 8:
                     # Few rows: each output is a dot product of a token row and a weight row, read
                     # where it lies (tmatmul b_trans). One task per block.
-                    pypto.set_cube_tile_shapes([R, R], [H, H], [I, I])
+                    pypto.set_cube_tile_shapes([R, R], [256, 256], [I, I])
                     g = pypto.matmul(xb, gate_up[e, :I], pypto.DT_FP32, b_trans=True)     # [rows, I]
                     u = pypto.matmul(xb, gate_up[e, I:], pypto.DT_FP32, b_trans=True)
                     pypto.set_vec_tile_shapes(R, I)
                     a = _act(pypto.silu(g) * u, dt)
-                    pypto.set_cube_tile_shapes([R, R], [I, I], [512, 512])
+                    pypto.set_cube_tile_shapes([R, R], [64, 64], [H, H])
                     y = pypto.matmul(a, down[e], pypto.DT_FP32, b_trans=True)            # [rows, H]
                 else:
                     # More rows: the transposed products W @ x^T keep the weights as the left
@@ -130,11 +127,48 @@ def make_kernels(dims: MoeDims = QWEN3_30B_A3B, dtype=pypto.DT_FP32, rows: int =
         pypto.set_vec_tile_shapes(16, 512)
         picked = pypto.index_select(ys, 0, slots)                 # [T, K, H]
         pypto.set_vec_tile_shapes(2, K, 512)
-        return pypto.cast(pypto.sum(picked, 1), dt)
+        out = pypto.sum(picked, 1)
+        if shared is not None:
+            pypto.set_vec_tile_shapes(8, 512)
+            out = out + shared
+        return pypto.cast(out, dt)
+
+    ann = dict(x=pypto.Tensor((T, H), dt), counts=pypto.Tensor((E,), pypto.DT_INT32),
+               starts=pypto.Tensor((E,), pypto.DT_INT32), tokens=pypto.Tensor((P,), pypto.DT_INT32),
+               weights=pypto.Tensor((P, 1), pypto.DT_FP32), slots=pypto.Tensor((T, K), pypto.DT_INT32),
+               gate_up=pypto.Tensor((E, 2 * I, H), dt), down=pypto.Tensor((E, H, I), dt))
+    if with_shared:
+        def kernel(x, counts, starts, tokens, weights, slots, gate_up, down, shared):
+            return experts_body(x, counts, starts, tokens, weights, slots, gate_up, down, shared)
+        ann["shared"] = pypto.Tensor((T, H), pypto.DT_FP32)
+    else:
+        def kernel(x, counts, starts, tokens, weights, slots, gate_up, down):
+            return experts_body(x, counts, starts, tokens, weights, slots, gate_up, down)
+    ann["return"] = pypto.Tensor((T, H), dt)
+    kernel.__annotations__ = ann
+    kernel.__name__ = kernel.__qualname__ = name
+    return pypto.frontend.jit(kernel, pass_options={"sram_budget_kb": BUDGET_KB})
+
+
+def make_kernels(dims: MoeDims = QWEN3_30B_A3B, dtype=pypto.DT_FP32, rows: int = 32):
+    """The block's kernels for these dims and dtype (DT_FP32 or DT_BF16): a namespace with `route`
+    and `experts`; `rows` is the experts kernel's block of token rows (R)."""
+    H, E, K = dims.hidden, dims.experts, dims.top_k
+    dt = dtype
+
+    @pypto.frontend.jit
+    def moe_route(x: pypto.Tensor((T, H), dt), gate: pypto.Tensor((E, H), dt)) -> routing_types(E, K):
+        pypto.set_vec_tile_shapes(8, E)
+        pypto.set_cube_tile_shapes([32, 32], [256, 256], [E, E])
+        probs = pypto.softmax(pypto.matmul(x, gate, pypto.DT_FP32, b_trans=True), -1)
+        w, ids = pypto.topk(probs, K, -1)
+        if dims.norm_topk_prob:
+            w = w / pypto.sum(w, -1, True)
+        return group_by_expert(w, ids, x.shape[0], K, E)
 
     class Kernels:
         route = moe_route
-        experts = moe_experts
+        experts = make_experts_kernel(H, dims.expert_ffn, E, K, dtype, rows)
 
     return Kernels
 
