@@ -83,13 +83,14 @@ def make_kernels(dims: DeepseekMoeDims = DEEPSEEK_V3, dtype=pypto.DT_FP32, rows:
         # dot-product tiles).
         pypto.set_vec_tile_shapes(8, 512)
         few = rows <= 8
-        pypto.set_cube_tile_shapes(*([[rows, rows], [256, 256], [256, 256]] if few else
+        fit = qwen3_moe._rows_fit
+        pypto.set_cube_tile_shapes(*([[rows, rows], [H, H], [fit(H), fit(H)]] if few else
                                      [[64, 64], [256, 256], [256, 256]]))
         g = pypto.matmul(x, shared_gate, pypto.DT_FP32, b_trans=True)
         u = pypto.matmul(x, shared_up, pypto.DT_FP32, b_trans=True)
         a = qwen3_moe._act(pypto.silu(g) * u, dt)
         if few:
-            pypto.set_cube_tile_shapes([rows, rows], [256, 256], [512, 512])
+            pypto.set_cube_tile_shapes([rows, rows], [IS, IS], [fit(IS), fit(IS)])
         shared = pypto.matmul(a, shared_down, pypto.DT_FP32, b_trans=True)
         return routed + (shared,)
 

@@ -44,6 +44,11 @@ QWEN3_30B_A3B = MoeDims()
 BUDGET_KB = 1024
 
 
+def _rows_fit(k: int) -> int:
+    """Whole weight rows of length k (fp32 bound) that fit three quarters of the budget."""
+    return max(8, (BUDGET_KB * 1024 * 3 // 4) // (k * 4) // 8 * 8)
+
+
 def _act(a, dt):
     """The activations in the weights' dtype (the next product's operand)."""
     return a if dt == pypto.DT_FP32 else pypto.cast(a, dt)
@@ -102,12 +107,12 @@ def make_experts_kernel(hidden: int, expert_ffn: int, experts: int, top_k: int, 
                 if R <= 8:
                     # Few rows: each output is a dot product of a token row and a weight row, read
                     # where it lies (tmatmul b_trans). One task per block.
-                    pypto.set_cube_tile_shapes([R, R], [256, 256], [I, I])
+                    pypto.set_cube_tile_shapes([R, R], [H, H], [_rows_fit(H), _rows_fit(H)])
                     g = pypto.matmul(xb, gate_up[e, :I], pypto.DT_FP32, b_trans=True)     # [rows, I]
                     u = pypto.matmul(xb, gate_up[e, I:], pypto.DT_FP32, b_trans=True)
                     pypto.set_vec_tile_shapes(R, I)
                     a = _act(pypto.silu(g) * u, dt)
-                    pypto.set_cube_tile_shapes([R, R], [64, 64], [H, H])
+                    pypto.set_cube_tile_shapes([R, R], [I, I], [_rows_fit(I), _rows_fit(I)])
                     y = pypto.matmul(a, down[e], pypto.DT_FP32, b_trans=True)            # [rows, H]
                 else:
                     # More rows: the transposed products W @ x^T keep the weights as the left
