@@ -6,7 +6,7 @@
 // is written by loads only, has the source's element type, is never read before a load defines it
 // (no value carried around a loop), and no instruction writes memory between the load and the last
 // read of what it loaded (except that last reader when it is a TSTORE or TSCATTER into another global
-// tensor).
+// tensor), nor, for a load from a local buffer, a tile plan_buffers placed over that buffer's bytes.
 // Every other TLOAD loses the flag.
 #include "passes/plan_view_loads.h"
 
@@ -36,6 +36,24 @@ bool writes_elsewhere(const Instr& w, bool last_reader, int loaded, const std::v
   if (!last_reader || (w.op != Opcode::TSCATTER && w.op != Opcode::TSTORE)) return false;
   const int a = root_of(w.memref, memrefs), b = root_of(loaded, memrefs);
   return a != b && memrefs[a].kind != MemKind::Local && memrefs[b].kind != MemKind::Local;
+}
+
+/// Whether `w` writes a tile that plan_buffers placed over the local buffer `loaded` addresses: the
+/// buffer's bytes are free once its last load ran, so a tile defined while a view of them is still
+/// read would overwrite what the view reads.
+bool overwrites_local(const InCoreFunction& f, const Instr& w, int loaded, const std::vector<MemRef>& memrefs) {
+  const int root = root_of(loaded, memrefs);
+  if (memrefs[root].kind != MemKind::Local || w.dst < 0) return false;
+  auto lo = f.local_offsets.find(root);
+  auto to = f.tile_offsets.find(w.dst);
+  if (lo == f.local_offsets.end() || to == f.tile_offsets.end()) return false;
+  for (const TileDecl& t : f.tiles) {
+    if (t.id != w.dst) continue;
+    const int64_t a0 = lo->second, a1 = a0 + local_bytes(memrefs[root]);
+    const int64_t b0 = to->second, b1 = b0 + tile_bytes(t);
+    return a0 < b1 && b0 < a1;
+  }
+  return false;
 }
 
 void plan(InCoreFunction& f, const std::vector<MemRef>& memrefs) {
@@ -74,7 +92,8 @@ void plan(InCoreFunction& f, const std::vector<MemRef>& memrefs) {
     const size_t end = last_read.count(p) ? last_read.at(p) : p;
     bool stored = false;
     for (size_t q = p + 1; q <= end && !stored; ++q)
-      stored = writes_memory(seq[q]->op) && !writes_elsewhere(*seq[q], q == end, in.memref, memrefs);
+      stored = (writes_memory(seq[q]->op) && !writes_elsewhere(*seq[q], q == end, in.memref, memrefs)) ||
+               overwrites_local(f, *seq[q], in.memref, memrefs);
     in.view = !stored;
     views += in.view;
   }

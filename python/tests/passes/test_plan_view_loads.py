@@ -87,3 +87,19 @@ def test_the_decision_is_the_view_attribute_in_the_pto_text_and_a_note_of_the_pa
         pypto.reset_options()
     assert " view : " not in plain.pto() and "pto::tload_view" not in plain.source()
     torch.testing.assert_close(plain(x), compiled(x), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("rows", [4, 8, 3, 90])
+def test_a_view_of_a_local_buffer_is_not_overwritten_by_a_tile_placed_over_it(rows):
+    # The rsqrt of each row's sum goes through two local buffers; the tile of the final product was
+    # placed over the second one once its last load ran, so a view load of it (instead of a copy)
+    # read values the product was overwriting: wrong results for whole tiles, silently.
+    @pypto.frontend.jit
+    def l2norm(q: pypto.Tensor((pypto.DYNAMIC, 2, 32), pypto.DT_BF16)) -> pypto.Tensor((pypto.DYNAMIC, 2, 32), pypto.DT_FP32):
+        pypto.set_vec_tile_shapes(4, 4, 32)
+        x = pypto.cast(q, pypto.DT_FP32)
+        return x * pypto.rsqrt(pypto.sum(x * x, -1, True) + 1e-6)
+
+    q = torch.randn(rows, 2, 32).bfloat16()
+    x = q.float()
+    torch.testing.assert_close(l2norm(q), x * torch.rsqrt((x * x).sum(-1, keepdim=True) + 1e-6))
