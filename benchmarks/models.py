@@ -4,7 +4,7 @@ under torch.compile, side by side in one run (medians of calls taken in alternat
     python benchmarks/models.py [--rounds 3] [--prefill 512,2048] [--context 2048] [--dtype fp32]
                                 [--blocks llama3,qwen3_moe,deepseek_v3_moe] [--experts 128]
                                 [--deepseek-experts 32] (blocks: llama3, qwen3_moe, deepseek_v3_moe,
-                                deepseek_v3_mla)
+                                deepseek_v3_mla, qwen3_next)
 
 Rows (tokens per second, higher is better):
 - llama3 prefill S: one LLaMA-3-8B decoder layer on a prompt of S tokens (causal GQA);
@@ -18,7 +18,9 @@ Rows (tokens per second, higher is better):
   absorbed form) on S tokens / one token against a cache of `--context` positions; the
   transformers module runs its sdpa attention.
 
-models/qwen3_next is not written yet (see its issue).
+- qwen3_next prefill S / decode: Qwen3-Next-80B-A3B's linear-attention layer (gated delta rule,
+  chunked for prefill, recurrent for decode); decode continues after a prefill of --prefill's
+  first length (transformers with its cache).
 
 Like benchmarks/run.py it sets OMP_WAIT_POLICY=PASSIVE unless it is set: torch's spinning OpenMP
 threads otherwise take the cores pypto's tasks run on next. The script checks each pypto result
@@ -57,6 +59,7 @@ llama3 = _model_module("llama3", "layer")
 qwen3_moe = _model_module("qwen3_moe", "block")
 deepseek_moe = _model_module("deepseek_v3", "moe")
 deepseek_mla = _model_module("deepseek_v3", "mla")
+qwen3_next = _model_module("qwen3_next", "layer")
 from run import machine_info, time_interleaved  # noqa: E402 - benchmarks/run.py's machine line and timer
 from transformers import DynamicCache, LlamaConfig  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding  # noqa: E402
@@ -226,13 +229,61 @@ def deepseek_v3_mla_rows(args, dtype):
     return cached_block_rows("deepseek_v3_mla", args, dtype, cfg.hidden_size, ours, ref, hf_call, cached, fill, cfg)
 
 
+def qwen3_next_rows(args, dtype):
+    from transformers import Qwen3NextConfig
+    from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextGatedDeltaNet
+
+    cfg = Qwen3NextConfig(num_hidden_layers=4)
+    torch.manual_seed(0)
+    ref = Qwen3NextGatedDeltaNet(cfg, 0).eval().requires_grad_(False)
+    for name, p in ref.named_parameters():
+        if name not in ("A_log", "dt_bias"):
+            p.normal_(0.0, 0.05)
+    ref = ref.to(dtype)
+    ours = qwen3_next.GatedDeltaNet.from_hf(ref)
+    compiled = torch.compile(ref)
+    rows = []
+
+    def pypto_prefill(x):
+        ours.reset()
+        return ours.prefill(x[0])
+
+    for s in args.prefill:
+        x = torch.randn(1, s, cfg.hidden_size, dtype=dtype)
+        with torch.no_grad():
+            err = _rel_err(pypto_prefill(x), ref(x)[0])
+        t = alternate({"pypto": lambda: pypto_prefill(x), "eager": lambda: ref(x), "compile": lambda: compiled(x)},
+                      args.rounds)
+        rows.append((f"qwen3_next prefill {s}", s, t, err))
+    # Decode: each side continues its own state after the same prompt.
+    prompt = torch.randn(1, (args.prefill or [64])[0], cfg.hidden_size, dtype=dtype)
+    x = torch.randn(1, 1, cfg.hidden_size, dtype=dtype)
+    caches = {}
+    for name, module in (("eager", ref), ("compile", compiled)):
+        caches[name] = DynamicCache(config=cfg)
+        with torch.no_grad():
+            module(prompt, cache=caches[name])
+    pypto_prefill(prompt)
+    with torch.no_grad():
+        err = _rel_err(ours.decode(x[0]), ref(x, cache=caches["eager"])[0])
+
+    def hf_decode(name, module):
+        with torch.no_grad():
+            return module(x, cache=caches[name])
+
+    t = alternate({"pypto": lambda: ours.decode(x[0]), "eager": lambda: hf_decode("eager", ref),
+                   "compile": lambda: hf_decode("compile", compiled)}, max(args.rounds, 5))
+    rows.append(("qwen3_next decode", 1, t, err))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--prefill", default="512,2048", help="prompt lengths of the prefill rows")
     parser.add_argument("--context", type=int, default=2048, help="cached positions of the decode row")
     parser.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
-    parser.add_argument("--blocks", default="llama3,qwen3_moe,deepseek_v3_moe,deepseek_v3_mla",
+    parser.add_argument("--blocks", default="llama3,qwen3_moe,deepseek_v3_moe,deepseek_v3_mla,qwen3_next",
                         help="the blocks to measure")
     parser.add_argument("--deepseek-experts", type=int, default=32, help="routed experts of the deepseek_v3_moe block")
     parser.add_argument("--experts", type=int, default=128, help="routed experts of the qwen3_moe block")
@@ -248,7 +299,7 @@ def main() -> None:
     print(f"| block | pypto tok/s | eager tok/s | torch.compile tok/s | vs eager | vs compile | max rel. err |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     makers = {"llama3": llama3_rows, "qwen3_moe": qwen3_moe_rows, "deepseek_v3_moe": deepseek_v3_moe_rows,
-              "deepseek_v3_mla": deepseek_v3_mla_rows}
+              "deepseek_v3_mla": deepseek_v3_mla_rows, "qwen3_next": qwen3_next_rows}
     blocks = [b for b in args.blocks.split(",") if b]
     for b in blocks:
         if b not in makers:

@@ -1,0 +1,94 @@
+"""The pypto Qwen3-Next linear-attention layer against transformers' Qwen3NextGatedDeltaNet
+(random weights, no download), prefill then decode with transformers' cache as the reference."""
+
+import pytest
+import torch
+
+import pypto
+from models.qwen3_next import hf, layer
+
+transformers = pytest.importorskip("transformers")
+from transformers import DynamicCache, Qwen3NextConfig  # noqa: E402
+from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextGatedDeltaNet  # noqa: E402
+
+SMALL = dict(hidden_size=256, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=32,
+             linear_value_head_dim=32)
+
+
+def _module(seed=0, **kw):
+    torch.manual_seed(seed)
+    cfg = Qwen3NextConfig(num_hidden_layers=4, **kw)
+    m = Qwen3NextGatedDeltaNet(cfg, 0).eval()
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if name not in ("A_log", "dt_bias"):   # keep transformers' decay initialisation
+                p.normal_(0.0, 0.05)
+    return cfg, m
+
+
+def _rel(a, b):
+    return ((a.float() - b.float()).abs().max() / b.float().abs().max()).item()
+
+
+def _steps(cfg, n, dtype=torch.float32):
+    torch.manual_seed(7)
+    return [torch.randn(1, n, cfg.hidden_size, dtype=dtype)] + \
+        [torch.randn(1, 1, cfg.hidden_size, dtype=dtype) for _ in range(2)]
+
+
+@pytest.mark.parametrize("tokens", [70, 2])
+def test_prefill_then_decode_match_transformers_at_qwen3_next_dims(tokens):
+    cfg, m = _module()
+    assert (cfg.hidden_size, cfg.linear_num_key_heads, cfg.linear_num_value_heads) == (2048, 16, 32)
+    net = layer.GatedDeltaNet.from_hf(m)
+    cache = DynamicCache(config=cfg)
+    with torch.no_grad():
+        for x in _steps(cfg, tokens):
+            want = m(x, cache=cache)
+            got = net.prefill(x[0]) if x.shape[1] > 1 else net.decode(x[0])
+            assert _rel(got, want[0]) < 1e-4
+    torch.testing.assert_close(net.state, cache.layers[0].recurrent_states[0][0], rtol=1e-4, atol=1e-5)
+
+
+def test_bf16_is_within_bf16_tolerance():
+    cfg, m = _module(**SMALL)
+    xs = _steps(cfg, 45)
+    with torch.no_grad():
+        want = [m(x, cache=c) for c in [DynamicCache(config=cfg)] for x in xs]
+        m16 = _module(**SMALL)[1].to(torch.bfloat16)
+        theirs = [m16(x.bfloat16(), cache=c) for c in [DynamicCache(config=cfg)] for x in xs]
+        net = layer.GatedDeltaNet.from_hf(m16)
+        got = [net.prefill(xs[0][0].bfloat16())] + [net.decode(x[0].bfloat16()) for x in xs[1:]]
+    for g, t, w in zip(got, theirs, want):
+        assert g.dtype == torch.bfloat16
+        assert _rel(g, w[0]) < 1.5 * _rel(t, w) + 2e-3
+
+
+def test_the_patch_runs_a_sequence_without_a_cache():
+    cfg, m = _module(**SMALL)
+    x = torch.randn(1, 33, cfg.hidden_size)
+    with torch.no_grad():
+        want = m(x)
+        assert hf.patch(m) == 1
+        try:
+            torch.testing.assert_close(m(x), want, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(m(x), want, rtol=1e-4, atol=1e-5)   # states start from zero each call
+            with pytest.raises(pypto.NotSupportedError, match="continuing from transformers' cache"):
+                m(x, cache=DynamicCache(config=cfg))
+        finally:
+            hf.unpatch(m)
+
+
+def test_errors():
+    cfg, m = _module(**SMALL)
+    net = layer.GatedDeltaNet.from_hf(m)
+    with pytest.raises(ValueError, match="x has 2 tokens, expected 1"):
+        net.decode(torch.randn(2, cfg.hidden_size))
+    w = dict(net.w)
+    del w["A_log"]
+    with pytest.raises(ValueError, match="weight 'A_log' is missing"):
+        layer.GatedDeltaNet(w, net.dims)
+    w = dict(net.w)
+    w["conv"] = w["conv"][:, :3]
+    with pytest.raises(ValueError, match=r"weight 'conv' has shape \(256, 3\), expected \(256, 4\)"):
+        layer.GatedDeltaNet(w, net.dims)
