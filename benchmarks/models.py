@@ -60,6 +60,7 @@ qwen3_moe = _model_module("qwen3_moe", "block")
 deepseek_moe = _model_module("deepseek_v3", "moe")
 deepseek_mla = _model_module("deepseek_v3", "mla")
 qwen3_next = _model_module("qwen3_next", "layer")
+from models.common import rel_err as _rel_err  # noqa: E402 - the package _model_module registered
 from run import machine_info, time_interleaved  # noqa: E402 - benchmarks/run.py's machine line and timer
 from transformers import DynamicCache, LlamaConfig  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding  # noqa: E402
@@ -70,10 +71,6 @@ import pypto  # noqa: E402
 def alternate(fns: dict, rounds: int) -> dict:
     """Median seconds per call of each function, calls taken in alternation."""
     return {name: statistics.median(v) for name, v in time_interleaved(fns, rounds).items()}
-
-
-def _rel_err(got, want) -> float:
-    return ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
 
 
 def cached_block_rows(label, args, dtype, hidden, ours, ref, hf_call, cache_tensors, fill_ours, cfg):

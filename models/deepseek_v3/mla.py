@@ -20,11 +20,13 @@ all of them.
 import dataclasses
 
 import pypto
+from models import common
 
 S = pypto.frontend.dynamic("S")   # new tokens
 T = pypto.frontend.dynamic("T")   # cached positions, the new ones included
 
-BUDGET_KB = 1024
+BUDGET_KB = common.BUDGET_KB
+PREFILL_TILES = ([64, 64], [256, 256], [256, 256])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,15 +46,8 @@ DEEPSEEK_V3 = MlaDims()
 WEIGHTS = ("q_a", "q_a_norm", "q_b", "kv_a", "kv_a_norm", "kv_b", "o_proj")
 
 
-def _linear(x, w, dtype):
-    """x @ w^T (w in nn.Linear's layout); one row: tiles of whole weight rows (read in place)."""
-    if isinstance(x.shape[0], int) and x.shape[0] == 1:
-        k = w.shape[1]
-        n = max(1, (BUDGET_KB * 1024 * 3 // 4) // (k * 4))
-        pypto.set_cube_tile_shapes([1, 1], [k, k], [n, n])
-    else:
-        pypto.set_cube_tile_shapes([64, 64], [256, 256], [256, 256])
-    return pypto.matmul(x, w, dtype, b_trans=True)
+def _proj(x, w, dtype):
+    return common.linear(x, w, dtype, tiles=PREFILL_TILES)
 
 
 def _rope_pairs(x, cos, sin):
@@ -82,8 +77,8 @@ def make_kernel(dims: MlaDims = DEEPSEEK_V3, dtype=pypto.DT_FP32, scale: float |
             o_proj: pypto.Tensor((H, NH * DV), dt)) -> pypto.Tensor((S, H), dt):
         n, t = x.shape[0], latent.shape[0]
         pypto.set_vec_tile_shapes(8, 512)
-        q = pypto.reshape(_linear(pypto.rms_norm(_linear(x, q_a, dt), q_a_norm, eps), q_b, dt), [n, NH, DN + R])
-        c = _linear(x, kv_a, dt)                                               # [S, L + R]
+        q = pypto.reshape(_proj(pypto.rms_norm(_proj(x, q_a, dt), q_a_norm, eps), q_b, dt), [n, NH, DN + R])
+        c = _proj(x, kv_a, dt)                                               # [S, L + R]
         pypto.set_vec_tile_shapes(8, 512)
         new_latent = pypto.rms_norm(pypto.view(c, [n, L], [0, 0]), kv_a_norm, eps)
         # cos and sin of each position's angles [S, R/2] (fp32)
@@ -133,7 +128,7 @@ def make_kernel(dims: MlaDims = DEEPSEEK_V3, dtype=pypto.DT_FP32, scale: float |
         pypto.set_vec_tile_shapes(8, 8, DV)
         o = pypto.reshape(pypto.cast(pypto.permute(o, 1, 0, 2), dt), [n, NH * DV])
         pypto.set_vec_tile_shapes(8, 512)
-        return _linear(o, o_proj, dt)
+        return _proj(o, o_proj, dt)
 
     return mla
 

@@ -83,7 +83,7 @@ def make_kernels(dims: DeepseekMoeDims = DEEPSEEK_V3, dtype=pypto.DT_FP32, rows:
         # dot-product tiles).
         pypto.set_vec_tile_shapes(8, 512)
         few = rows <= 8
-        fit = qwen3_moe._rows_fit
+        fit = qwen3_moe._whole_rows
         pypto.set_cube_tile_shapes(*([[rows, rows], [H, H], [fit(H), fit(H)]] if few else
                                      [[64, 64], [256, 256], [256, 256]]))
         g = pypto.matmul(x, shared_gate, pypto.DT_FP32, b_trans=True)

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import pypto
+from models.common import rel_err
 from models.deepseek_v3 import hf, mla
 
 transformers = pytest.importorskip("transformers")
@@ -30,9 +31,6 @@ def _attention(seed=0, **kw):
             p.normal_(0.0, 0.02)
     return cfg, a
 
-
-def _rel(a, b):
-    return ((a.float() - b.float()).abs().max() / b.float().abs().max()).item()
 
 
 def _reference_steps(cfg, a, xs):
@@ -63,7 +61,7 @@ def test_prefill_and_decode_match_transformers_at_deepseek_v3_dims():
         ours = mla.MlaAttention.from_hf(a, DeepseekV3RotaryEmbedding(cfg), max_positions=32)
         got = [ours.prefill(xs[0][0])] + [ours.decode(x[0]) for x in xs[1:]]
     for g, w in zip(got, want):
-        assert _rel(g, w[0]) < 1e-4
+        assert rel_err(g, w[0]) < 1e-4
     # The caches hold the same latents and rotated keys.
     latent, k_rope = cache.layers[0].keys[0, 0], cache.layers[0].values[0, 0]
     torch.testing.assert_close(ours.latent[:15], latent, rtol=1e-5, atol=1e-5)
@@ -86,7 +84,7 @@ def test_yarn_rope_and_its_scaling_through_the_patch():
         finally:
             hf.unpatch(a)
     for g, w in zip(got, want):
-        assert _rel(g, w) < 1e-4
+        assert rel_err(g, w) < 1e-4
 
 
 def test_bf16_is_within_bf16_tolerance():
@@ -100,7 +98,7 @@ def test_bf16_is_within_bf16_tolerance():
         got = [ours.prefill(xs[0][0].bfloat16())] + [ours.decode(x[0].bfloat16()) for x in xs[1:]]
     for g, t, w in zip(got, theirs, want):
         assert g.dtype == torch.bfloat16
-        assert _rel(g, w[0]) < 1.5 * _rel(t, w) + 1e-3
+        assert rel_err(g, w[0]) < 1.5 * rel_err(t, w) + 1e-3
 
 
 def test_a_patched_small_model_generates_the_same_tokens():

@@ -4,6 +4,7 @@ download): DeepSeek-V3's hidden and expert sizes with 16 routed experts in 4 gro
 import pytest
 import torch
 
+from models.common import rel_err
 from models.deepseek_v3 import hf, moe
 
 transformers = pytest.importorskip("transformers")
@@ -23,9 +24,6 @@ def _module(hidden=7168, ffn=2048, experts=16, groups=4, kept=2, top_k=6, seed=0
     return m
 
 
-def _rel(a, b):
-    return ((a.float() - b.float()).abs().max() / b.float().abs().max()).item()
-
 
 @pytest.fixture(scope="module")
 def real_sizes():
@@ -43,7 +41,7 @@ def test_the_layer_matches_transformers_at_real_sizes(real_sizes, tokens):
             got = m(x)
         finally:
             hf.unpatch(m)
-    assert _rel(got, want) < 1e-4
+    assert rel_err(got, want) < 1e-4
 
 
 def test_group_limited_routing_at_small_sizes():
@@ -80,7 +78,7 @@ def test_bf16_is_within_bf16_tolerance():
         hf.patch(m16)
         ours = m16(x.bfloat16())
     assert ours.dtype == torch.bfloat16
-    assert _rel(ours, want) < 1.5 * _rel(theirs, want) + 1e-3
+    assert rel_err(ours, want) < 1.5 * rel_err(theirs, want) + 1e-3
 
 
 def test_bad_dims_and_weights_are_errors():

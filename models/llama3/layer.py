@@ -26,6 +26,7 @@ import dataclasses
 import math
 
 import pypto
+from models import common
 
 S = pypto.frontend.dynamic("S")   # new tokens of the step
 T = pypto.frontend.dynamic("T")   # cached positions, the new tokens' included
@@ -56,8 +57,8 @@ MLP_WEIGHTS = ("o_proj", "post_norm", "gate_proj", "up_proj", "down_proj")
 # Tile-buffer budget of the kernels (a core's L2 of 1 MiB, not the default 256 KiB): prefill's
 # matmuls take 256-row tiles, so each weight panel is read once per 256 tokens (32-row tiles: half
 # the speed at 512 tokens); decode's weight tiles of whole rows are read where they lie, so a large
-# one costs no copy, and makes fewer, larger tasks.
-BUDGET_KB = 1024
+# one costs no copy, and makes fewer, larger tasks (models/common.py).
+BUDGET_KB = common.BUDGET_KB
 
 
 def _row_tiles():
@@ -92,25 +93,14 @@ def _fp32(x):
     return x if x.dtype == pypto.DT_FP32 else pypto.cast(x, pypto.DT_FP32)
 
 
-def _linear(x, w, dtype):
-    """x @ w^T (w in nn.Linear's [out, in] layout), fp32 accumulation, in the activations' dtype.
-    One row (decode): tiles of whole rows of w (dense in memory, read where they lie, no copy),
-    as many as fit three quarters of the decode kernels' buffer budget."""
-    if isinstance(x.shape[0], int) and x.shape[0] == 1:
-        k = w.shape[1]
-        n = max(1, (BUDGET_KB * 1024 * 3 // 4) // (k * 4))
-        pypto.set_cube_tile_shapes([1, 1], [k, k], [n, n])
-    return pypto.matmul(x, w, dtype, b_trans=True)
-
-
 def _output_and_mlp(x, o, o_proj, post_norm, gate_proj, up_proj, down_proj, eps, dtype):
     """x + o_proj(o), then the MLP block with its residual."""
     _row_tiles()
-    h = x + _linear(o, o_proj, dtype)
+    h = x + common.linear(o, o_proj, dtype)
     n2 = pypto.rms_norm(h, post_norm, eps)
-    gate = _linear(n2, gate_proj, dtype)
-    up = _linear(n2, up_proj, dtype)
-    return h + _linear(pypto.silu(gate) * up, down_proj, dtype)
+    gate = common.linear(n2, gate_proj, dtype)
+    up = common.linear(n2, up_proj, dtype)
+    return h + common.linear(pypto.silu(gate) * up, down_proj, dtype)
 
 
 def make_kernels(dims: LlamaDims = LLAMA3_8B, dtype=pypto.DT_FP32):
@@ -124,9 +114,9 @@ def make_kernels(dims: LlamaDims = LLAMA3_8B, dtype=pypto.DT_FP32):
         n, t = x.shape[0], k_cache.shape[1]
         _row_tiles()
         n1 = pypto.rms_norm(x, input_norm, eps)
-        q = pypto.reshape(_linear(n1, q_proj, dt), [n, NH, D])
-        k = pypto.reshape(_linear(n1, k_proj, dt), [n, KV, D])
-        v = pypto.reshape(_linear(n1, v_proj, dt), [n, KV, D])
+        q = pypto.reshape(common.linear(n1, q_proj, dt), [n, NH, D])
+        k = pypto.reshape(common.linear(n1, k_proj, dt), [n, KV, D])
+        v = pypto.reshape(common.linear(n1, v_proj, dt), [n, KV, D])
         cos, sin = _cos_sin(pos, inv_freq, n)
         q = pypto.cast(_rope(q, cos, sin, half), dt)
         k = pypto.cast(_rope(k, cos, sin, half), dt)

@@ -24,6 +24,7 @@ kernels pypto generated; the Python here binds weights and calls the kernels.
 import dataclasses
 
 import pypto
+from models import common
 
 T = pypto.frontend.dynamic("T")   # tokens
 P = pypto.frontend.dynamic("P")   # (token, expert) pairs, T * K
@@ -41,12 +42,11 @@ class MoeDims:
 QWEN3_30B_A3B = MoeDims()
 
 # The experts kernel's buffer budget (a core's L2 of 1 MiB).
-BUDGET_KB = 1024
+BUDGET_KB = common.BUDGET_KB
 
 
-def _rows_fit(k: int) -> int:
-    """Whole weight rows of length k (fp32 bound) that fit three quarters of the budget."""
-    return max(8, (BUDGET_KB * 1024 * 3 // 4) // (k * 4) // 8 * 8)
+def _whole_rows(k: int) -> int:
+    return common.whole_rows(k, 8)
 
 
 def _act(a, dt):
@@ -107,12 +107,12 @@ def make_experts_kernel(hidden: int, expert_ffn: int, experts: int, top_k: int, 
                 if R <= 8:
                     # Few rows: each output is a dot product of a token row and a weight row, read
                     # where it lies (tmatmul b_trans). One task per block.
-                    pypto.set_cube_tile_shapes([R, R], [H, H], [_rows_fit(H), _rows_fit(H)])
+                    pypto.set_cube_tile_shapes([R, R], [H, H], [_whole_rows(H), _whole_rows(H)])
                     g = pypto.matmul(xb, gate_up[e, :I], pypto.DT_FP32, b_trans=True)     # [rows, I]
                     u = pypto.matmul(xb, gate_up[e, I:], pypto.DT_FP32, b_trans=True)
                     pypto.set_vec_tile_shapes(R, I)
                     a = _act(pypto.silu(g) * u, dt)
-                    pypto.set_cube_tile_shapes([R, R], [I, I], [_rows_fit(I), _rows_fit(I)])
+                    pypto.set_cube_tile_shapes([R, R], [I, I], [_whole_rows(I), _whole_rows(I)])
                     y = pypto.matmul(a, down[e], pypto.DT_FP32, b_trans=True)            # [rows, H]
                 else:
                     # More rows: the transposed products W @ x^T keep the weights as the left

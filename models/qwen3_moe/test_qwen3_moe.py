@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import pypto
+from models.common import rel_err
 from models.qwen3_moe import block, hf
 
 transformers = pytest.importorskip("transformers")
@@ -23,9 +24,6 @@ def _module(experts=16, hidden=2048, ffn=768, top_k=8, seed=0):
     return m
 
 
-def _rel(a, b):
-    return ((a.float() - b.float()).abs().max() / b.float().abs().max()).item()
-
 
 @pytest.fixture(scope="module")
 def real_sizes():
@@ -43,7 +41,7 @@ def test_the_block_matches_transformers_at_real_sizes(real_sizes, tokens):
             got = m(x)
         finally:
             hf.unpatch(m)
-    assert _rel(got, want) < 1e-4
+    assert rel_err(got, want) < 1e-4
 
 
 def test_the_grouping_by_expert(real_sizes):
@@ -76,7 +74,7 @@ def test_bf16_is_within_bf16_tolerance(real_sizes):
         hf.patch(m16)
         ours = m16(x.bfloat16())
     assert ours.dtype == torch.bfloat16
-    assert _rel(ours, want) < 1.5 * _rel(theirs, want) + 1e-3
+    assert rel_err(ours, want) < 1.5 * rel_err(theirs, want) + 1e-3
 
 
 def test_experts_no_token_chose_cost_nothing():
@@ -88,7 +86,7 @@ def test_experts_no_token_chose_cost_nothing():
         want = m(x)
         hf.patch(m)
         got = m(x)
-    assert _rel(got, want) < 1e-4
+    assert rel_err(got, want) < 1e-4
     counts = block.MoeBlock.from_hf(m)._many.route(x[0], m.gate.weight)[0]
     assert counts[4:].sum() == 0
 

@@ -16,10 +16,11 @@ state [v_heads, d_k, d_v] (fp32). `GatedDeltaNet` keeps them; the kernels comput
 import dataclasses
 
 import pypto
+from models import common
 from models.qwen3_next import gated_delta as gd
 
 S = gd.S
-BUDGET_KB = 1024
+BUDGET_KB = common.BUDGET_KB
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,14 +47,8 @@ QWEN3_NEXT_80B = LayerDims()
 WEIGHTS = ("in_proj_qkvz", "in_proj_ba", "conv", "dt_bias", "A_log", "norm", "out_proj")
 
 
-def _linear(x, w, dtype, one_row: bool):
-    if one_row:
-        k = w.shape[1]
-        n = max(8, (BUDGET_KB * 1024 * 3 // 4) // (k * 4) // 8 * 8)
-        pypto.set_cube_tile_shapes([1, 1], [k, k], [n, n])
-    else:
-        pypto.set_cube_tile_shapes([64, 64], [256, 256], [256, 256])
-    return pypto.matmul(x, w, dtype, b_trans=True)
+def _proj(x, w, dtype):
+    return common.linear(x, w, dtype, multiple=8, tiles=([64, 64], [256, 256], [256, 256]))
 
 
 def make_kernels(dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
@@ -65,8 +60,8 @@ def make_kernels(dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
     def layer(x, tail, state, in_proj_qkvz, in_proj_ba, conv, dt_bias, a_log, norm, out_proj, one_row):
         n = x.shape[0]
         pypto.set_vec_tile_shapes(8, 512)
-        qkvz = pypto.reshape(_linear(x, in_proj_qkvz, dt, one_row), [n, KH, 2 * DK + 2 * G * DV])
-        ba = pypto.reshape(_linear(x, in_proj_ba, pypto.DT_FP32, one_row), [n, KH, 2 * G])
+        qkvz = pypto.reshape(_proj(x, in_proj_qkvz, dt), [n, KH, 2 * DK + 2 * G * DV])
+        ba = pypto.reshape(_proj(x, in_proj_ba, pypto.DT_FP32), [n, KH, 2 * G])
         pypto.set_vec_tile_shapes(8, 1024)
         part = lambda off, width: pypto.reshape(pypto.view(qkvz, [n, KH, width], [0, 0, off]), [n, KH * width])
         mixed = pypto.concat([part(0, DK), part(DK, DK), part(2 * DK, G * DV)], -1)   # [n, C]: q | k | v
@@ -107,7 +102,7 @@ def make_kernels(dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
         gated = normed * pypto.reshape(pypto.cast(norm, pypto.DT_FP32), [1, 1, DV]) * \
             pypto.silu(pypto.cast(z, pypto.DT_FP32))
         pypto.set_vec_tile_shapes(8, 512)
-        return _linear(pypto.cast(pypto.reshape(gated, [n, VD]), dt), out_proj, dt, one_row)
+        return _proj(pypto.cast(pypto.reshape(gated, [n, VD]), dt), out_proj, dt)
 
     def kernel(rows, name):
         def fn(x: pypto.Tensor((rows, H), dt), tail: pypto.Tensor((W - 1, C), dt),

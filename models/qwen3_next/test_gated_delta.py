@@ -5,6 +5,7 @@ linear-attention dims (16 key heads, 32 value heads, head dim 128)."""
 import pytest
 import torch
 
+from models.common import rel_err
 from models.qwen3_next import gated_delta as gd
 
 transformers = pytest.importorskip("transformers")
@@ -22,9 +23,6 @@ def _inputs(n, dims, seed, dtype=torch.float32):
     return q, k, v, g, beta
 
 
-def _rel(a, b):
-    return ((a.float() - b.float()).abs().max() / b.float().abs().max()).item()
-
 
 @pytest.fixture(scope="module")
 def real():
@@ -40,16 +38,16 @@ def test_chunked_prefill_then_recurrent_decode_at_qwen3_next_dims(real, n):
                                                     use_qk_l2norm_in_kernel=True)
     state = s0[0].clone()
     got = real.chunked(q[0], k[0], v[0], g[0], beta[0], state)
-    assert _rel(got, want[0]) < 1e-4
-    assert _rel(state, want_state[0]) < 1e-4
+    assert rel_err(got, want[0]) < 1e-4
+    assert rel_err(state, want_state[0]) < 1e-4
     # Two decode steps carry the state on.
     for step in range(2):
         q1, k1, v1, g1, b1 = _inputs(1, dims, seed=100 + step)
         want1, want_state = torch_recurrent_gated_delta_rule(q1, k1, v1, g1, b1, initial_state=want_state,
                                                              output_final_state=True, use_qk_l2norm_in_kernel=True)
         got1 = real.recurrent(q1[0], k1[0], v1[0], g1[0], b1[0], state)
-        assert _rel(got1, want1[0]) < 1e-4
-        assert _rel(state, want_state[0]) < 1e-4
+        assert rel_err(got1, want1[0]) < 1e-4
+        assert rel_err(state, want_state[0]) < 1e-4
 
 
 def test_the_chunked_and_recurrent_forms_agree_token_by_token():
@@ -72,4 +70,4 @@ def test_bf16_inputs():
     theirs, _ = torch_chunk_gated_delta_rule(q, k, v, g, beta, use_qk_l2norm_in_kernel=True)
     got = kernels.chunked(q[0], k[0], v[0], g[0], beta[0], torch.zeros(4, 32, 32))
     assert got.dtype == torch.bfloat16
-    assert _rel(got, want[0]) < 1.5 * _rel(theirs, want) + 1e-3
+    assert rel_err(got, want[0]) < 1.5 * rel_err(theirs, want) + 1e-3

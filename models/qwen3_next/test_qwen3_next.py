@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import pypto
+from models.common import rel_err
 from models.qwen3_next import hf, layer
 
 transformers = pytest.importorskip("transformers")
@@ -26,9 +27,6 @@ def _module(seed=0, **kw):
     return cfg, m
 
 
-def _rel(a, b):
-    return ((a.float() - b.float()).abs().max() / b.float().abs().max()).item()
-
 
 def _steps(cfg, n, dtype=torch.float32):
     torch.manual_seed(7)
@@ -46,7 +44,7 @@ def test_prefill_then_decode_match_transformers_at_qwen3_next_dims(tokens):
         for x in _steps(cfg, tokens):
             want = m(x, cache=cache)
             got = net.prefill(x[0]) if x.shape[1] > 1 else net.decode(x[0])
-            assert _rel(got, want[0]) < 1e-4
+            assert rel_err(got, want[0]) < 1e-4
     torch.testing.assert_close(net.state, cache.layers[0].recurrent_states[0][0], rtol=1e-4, atol=1e-5)
 
 
@@ -61,7 +59,7 @@ def test_bf16_is_within_bf16_tolerance():
         got = [net.prefill(xs[0][0].bfloat16())] + [net.decode(x[0].bfloat16()) for x in xs[1:]]
     for g, t, w in zip(got, theirs, want):
         assert g.dtype == torch.bfloat16
-        assert _rel(g, w[0]) < 1.5 * _rel(t, w) + 2e-3
+        assert rel_err(g, w[0]) < 1.5 * rel_err(t, w) + 2e-3
 
 
 def test_the_patch_runs_a_sequence_without_a_cache():

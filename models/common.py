@@ -1,0 +1,31 @@
+"""What the model folders share: the kernels' buffer budget, the tiling of a product by whole
+weight rows, and the error measure their tests and benchmarks compare with."""
+
+import pypto
+
+# Tile-buffer budget of the model kernels (a core's L2 of 1 MiB, not the default 256 KiB).
+BUDGET_KB = 1024
+
+
+def whole_rows(k: int, multiple: int = 1) -> int:
+    """How many weight rows of length k (fp32 bound) fit three quarters of the budget, rounded
+    down to a multiple of `multiple` (at least one multiple)."""
+    return max(multiple, (BUDGET_KB * 1024 * 3 // 4) // (k * 4) // multiple * multiple)
+
+
+def linear(x, w, dtype, multiple: int = 1, tiles=None):
+    """x @ w^T (w in nn.Linear's [out, in] layout) with an fp32 accumulator, in `dtype`. One row
+    (decode): tiles of whole rows of w (dense in memory, read where they lie, no copy), as many as
+    whole_rows gives; otherwise the cube tiles `tiles` when given (else the ones set)."""
+    if isinstance(x.shape[0], int) and x.shape[0] == 1:
+        k = w.shape[1]
+        n = whole_rows(k, multiple)
+        pypto.set_cube_tile_shapes([1, 1], [k, k], [n, n])
+    elif tiles is not None:
+        pypto.set_cube_tile_shapes(*tiles)
+    return pypto.matmul(x, w, dtype, b_trans=True)
+
+
+def rel_err(got, want) -> float:
+    """max |got - want| / max |want|, in fp32 (torch tensors)."""
+    return ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
