@@ -9,8 +9,11 @@ causal depthwise convolution of width 4).
     out        = out_proj(rms_norm(o) * weight * silu(z))  per value head
 
 Two kernels, `prefill` (S tokens, the chunked rule) and `decode` (one token, the recurrence), read
-and update the layer's two states: the convolution's last 3 inputs [3, conv_dim] and the rule's
-state [v_heads, d_k, d_v] (fp32). `GatedDeltaNet` keeps them; the kernels compute everything.
+and update the layer's two states in transformers' cache layouts: the convolution's last `width`
+inputs per channel [conv_dim, width] (oldest first; the window of the next token is the last
+width - 1 of them and the token itself) and the rule's state [v_heads, d_k, d_v] (fp32).
+`GatedDeltaNet` keeps them, or `hf.patch` hands the kernels the tensors of transformers' cache;
+the kernels compute everything.
 """
 
 import dataclasses
@@ -57,7 +60,7 @@ def make_kernels(dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
     KD, VD, C, G = KH * DK, VH * DV, dims.conv_dim, VH // KH
     dt, rule = dtype, dims.rule
 
-    def layer(x, tail, state, in_proj_qkvz, in_proj_ba, conv, dt_bias, a_log, norm, out_proj, one_row):
+    def layer(x, conv_state, state, in_proj_qkvz, in_proj_ba, conv, dt_bias, a_log, norm, out_proj, one_row):
         n = x.shape[0]
         pypto.set_vec_tile_shapes(8, 512)
         qkvz = pypto.reshape(_proj(x, in_proj_qkvz, dt), [n, KH, 2 * DK + 2 * G * DV])
@@ -66,17 +69,20 @@ def make_kernels(dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
         part = lambda off, width: pypto.reshape(pypto.view(qkvz, [n, KH, width], [0, 0, off]), [n, KH * width])
         mixed = pypto.concat([part(0, DK), part(DK, DK), part(2 * DK, G * DV)], -1)   # [n, C]: q | k | v
         z = pypto.reshape(part(2 * DK + G * DV, G * DV), [n, VH, DV])
-        # The convolution over the last W inputs of each channel (the previous call's last W - 1 first).
+        # The convolution over the last W inputs of each channel (the previous call's last W first:
+        # new token i sees rows i + 1 .. i + W of the padded inputs).
         pypto.set_vec_tile_shapes(8, 512)
-        padded = pypto.cast(pypto.concat([tail, mixed], 0), pypto.DT_FP32)         # [W - 1 + n, C]
+        padded = pypto.cast(pypto.concat([pypto.transpose(conv_state, 0, 1), mixed], 0), pypto.DT_FP32)  # [W + n, C]
         taps = pypto.cast(pypto.transpose(conv, 0, 1), pypto.DT_FP32)                # [W, C]
-        acc = pypto.view(padded, [n, C], [0, 0]) * pypto.view(taps, [1, C], [0, 0])
+        acc = pypto.view(padded, [n, C], [1, 0]) * pypto.view(taps, [1, C], [0, 0])
         for j in range(1, W):
-            acc = acc + pypto.view(padded, [n, C], [j, 0]) * pypto.view(taps, [1, C], [j, 0])
+            acc = acc + pypto.view(padded, [n, C], [1 + j, 0]) * pypto.view(taps, [1, C], [j, 0])
         act = pypto.silu(acc)
         if dt != pypto.DT_FP32:
             act = pypto.cast(pypto.cast(act, dt), pypto.DT_FP32)   # transformers' conv output is in dtype
-        pypto.assemble(pypto.cast(pypto.view(padded, [W - 1, C], [n, 0]), dt), [0, 0], tail)
+        last = pypto.cast(pypto.view(padded, [W, C], [n, 0]), dt)
+        pypto.set_vec_tile_shapes(W, 512)
+        pypto.assemble(pypto.transpose(last, 0, 1), [0, 0], conv_state)
         q = pypto.reshape(pypto.view(act, [n, KD], [0, 0]), [n, KH, DK])
         k = pypto.reshape(pypto.view(act, [n, KD], [0, KD]), [n, KH, DK])
         v = pypto.reshape(pypto.view(act, [n, VD], [0, 2 * KD]), [n, VH, DV])
@@ -105,12 +111,12 @@ def make_kernels(dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
         return _proj(pypto.cast(pypto.reshape(gated, [n, VD]), dt), out_proj, dt)
 
     def kernel(rows, name):
-        def fn(x: pypto.Tensor((rows, H), dt), tail: pypto.Tensor((W - 1, C), dt),
+        def fn(x: pypto.Tensor((rows, H), dt), conv_state: pypto.Tensor((C, W), dt),
                state: pypto.Tensor((VH, DK, DV), pypto.DT_FP32),
                in_proj_qkvz: pypto.Tensor((2 * KD + 2 * VD, H), dt), in_proj_ba: pypto.Tensor((2 * VH, H), dt),
                conv: pypto.Tensor((C, W), dt), dt_bias: pypto.Tensor((VH,), dt), a_log: pypto.Tensor((VH,), dt),
                norm: pypto.Tensor((DV,), dt), out_proj: pypto.Tensor((H, VD), dt)) -> pypto.Tensor((rows, H), dt):
-            return layer(x, tail, state, in_proj_qkvz, in_proj_ba, conv, dt_bias, a_log, norm, out_proj,
+            return layer(x, conv_state, state, in_proj_qkvz, in_proj_ba, conv, dt_bias, a_log, norm, out_proj,
                          one_row=isinstance(rows, int) and rows == 1)
 
         fn.__name__ = fn.__qualname__ = name
@@ -125,7 +131,8 @@ def make_kernels(dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
 
 class GatedDeltaNet:
     """The layer on its weights (dict of WEIGHTS: torch tensors in transformers' layouts, `conv`
-    [conv_dim, width]) with its two states; `prefill(x)` then `decode(x)` steps (batch 1)."""
+    [conv_dim, width]) with its two states (`conv_state` [conv_dim, width] in the weights' dtype,
+    `state` [v_heads, d_k, d_v] fp32); `prefill(x)` then `decode(x)` steps (batch 1)."""
 
     def __init__(self, weights: dict, dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
         import torch
@@ -138,7 +145,7 @@ class GatedDeltaNet:
                              f"expected {(dims.conv_dim, dims.conv_width)}")
         self.dims, self.w = dims, weights
         self.kernels = make_kernels(dims, dtype)
-        self.tail = torch.zeros(dims.conv_width - 1, dims.conv_dim, dtype=weights["conv"].dtype)
+        self.conv_state = torch.zeros(dims.conv_dim, dims.conv_width, dtype=weights["conv"].dtype)
         self.state = torch.zeros(dims.v_heads, dims.k_dim, dims.v_dim)
 
     @classmethod
@@ -156,16 +163,17 @@ class GatedDeltaNet:
         return cls(w, dims, dtype)
 
     def reset(self):
-        self.tail.zero_()
+        self.conv_state.zero_()
         self.state.zero_()
 
-    def _args(self):
+    def weights(self):
+        """The weights in the kernels' argument order."""
         return [self.w[k] for k in WEIGHTS]
 
     def prefill(self, x):
-        return self.kernels.prefill(x, self.tail, self.state, *self._args())
+        return self.kernels.prefill(x, self.conv_state, self.state, *self.weights())
 
     def decode(self, x):
         if x.shape[0] != 1:
             raise ValueError(f"GatedDeltaNet.decode: x has {x.shape[0]} tokens, expected 1")
-        return self.kernels.decode(x, self.tail, self.state, *self._args())
+        return self.kernels.decode(x, self.conv_state, self.state, *self.weights())

@@ -46,6 +46,7 @@ def test_prefill_then_decode_match_transformers_at_qwen3_next_dims(tokens):
             got = net.prefill(x[0]) if x.shape[1] > 1 else net.decode(x[0])
             assert rel_err(got, want[0]) < 1e-4
     torch.testing.assert_close(net.state, cache.layers[0].recurrent_states[0][0], rtol=1e-4, atol=1e-5)
+    assert rel_err(net.conv_state, cache.layers[0].conv_states[0][0]) < 1e-5   # the last 4 projected inputs
 
 
 def test_bf16_is_within_bf16_tolerance():
@@ -71,10 +72,63 @@ def test_the_patch_runs_a_sequence_without_a_cache():
         try:
             torch.testing.assert_close(m(x), want, rtol=1e-4, atol=1e-5)
             torch.testing.assert_close(m(x), want, rtol=1e-4, atol=1e-5)   # states start from zero each call
-            with pytest.raises(pypto.NotSupportedError, match="continuing from transformers' cache"):
-                m(x, cache=DynamicCache(config=cfg))
         finally:
             hf.unpatch(m)
+
+
+@pytest.mark.parametrize("prompt", [33, 2, 1])
+def test_the_patch_continues_from_transformers_cache(prompt):
+    cfg, m = _module(**SMALL)
+    steps = _steps(cfg, prompt) + [torch.randn(1, 5, cfg.hidden_size)]   # a multi-token step after decode
+    theirs, ours = DynamicCache(config=cfg), DynamicCache(config=cfg)
+    with torch.no_grad():
+        want = [m(x, cache=theirs) for x in steps]
+        hf.patch(m)
+        try:
+            got = [m(x, cache=ours) for x in steps]
+        finally:
+            hf.unpatch(m)
+    for g, w in zip(got, want):
+        assert rel_err(g, w) < 1e-4
+    mine, ref = ours.layers[0], theirs.layers[0]
+    assert rel_err(mine.conv_states[0], ref.conv_states[0]) < 1e-5
+    torch.testing.assert_close(mine.recurrent_states[0], ref.recurrent_states[0], rtol=1e-4, atol=1e-5)
+
+
+def test_a_patched_model_generates_the_same_tokens():
+    from transformers import Qwen3NextForCausalLM
+
+    torch.manual_seed(0)
+    cfg = Qwen3NextConfig(vocab_size=512, hidden_size=256, intermediate_size=512, moe_intermediate_size=128,
+                          shared_expert_intermediate_size=128, num_experts=4, num_experts_per_tok=2,
+                          num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                          linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=32,
+                          linear_value_head_dim=32)
+    model = Qwen3NextForCausalLM(cfg).eval()
+    prompt = torch.randint(0, cfg.vocab_size, (1, 11))
+    kw = dict(max_new_tokens=16, do_sample=False, pad_token_id=0)
+    with torch.no_grad():
+        want = model.generate(prompt, **kw)
+        assert hf.patch(model) == 3   # layers 0-2 linear attention, 3 full attention
+        try:
+            got = model.generate(prompt, **kw)
+        finally:
+            hf.unpatch(model)
+    assert torch.equal(got, want)
+
+
+def test_the_patch_rejects_what_it_does_not_support():
+    cfg, m = _module(**SMALL)
+    hf.patch(m)
+    try:
+        with pytest.raises(pypto.NotSupportedError, match="batch 2; only batch 1"):
+            m(torch.randn(2, 3, cfg.hidden_size))
+        cache = DynamicCache(config=cfg)
+        cache.activate_past_recording()
+        with pytest.raises(pypto.NotSupportedError, match="recording past states"):
+            m(torch.randn(1, 3, cfg.hidden_size), cache=cache)
+    finally:
+        hf.unpatch(m)
 
 
 def test_errors():
