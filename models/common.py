@@ -7,16 +7,21 @@ import pypto
 BUDGET_KB = 1024
 
 
+# Cube tiles ((L0, L1) for m, k and n) of a product of many rows by a weight: 256 rows, so each
+# weight tile (transposed as it loads) serves 256 tokens; three 256 KiB fp32 tiles fit the budget.
+PREFILL_TILES = ([256, 256], [256, 256], [256, 256])
+
+
 def whole_rows(k: int, multiple: int = 1) -> int:
     """How many weight rows of length k (fp32 bound) fit three quarters of the budget, rounded
     down to a multiple of `multiple` (at least one multiple)."""
     return max(multiple, (BUDGET_KB * 1024 * 3 // 4) // (k * 4) // multiple * multiple)
 
 
-def linear(x, w, dtype, multiple: int = 1, tiles=None):
+def linear(x, w, dtype, multiple: int = 1, tiles=PREFILL_TILES):
     """x @ w^T (w in nn.Linear's [out, in] layout) with an fp32 accumulator, in `dtype`. One row
     (decode): tiles of whole rows of w (dense in memory, read where they lie, no copy), as many as
-    whole_rows gives; otherwise the cube tiles `tiles` when given (else the ones set)."""
+    whole_rows gives; otherwise the cube tiles `tiles` (None: the ones set)."""
     if isinstance(x.shape[0], int) and x.shape[0] == 1:
         k = w.shape[1]
         n = whole_rows(k, multiple)

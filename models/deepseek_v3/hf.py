@@ -50,8 +50,8 @@ def _attention_forward(m):
         k_rope = torch.zeros(1, 1, s, d.qk_rope_head_dim, dtype=dt)
         if cache is not None:
             latent, k_rope = cache.update(latent, k_rope, m.layer_idx)
-        out = attn.prefill_kernel(hidden_states[0], pos, attn.inv_freq, latent[0, 0], k_rope[0, 0],
-                                  *[attn.w[k] for k in A.WEIGHTS])
+        kernel = attn.decode_kernel if s == 1 else attn.prefill_kernel
+        out = kernel(hidden_states[0], pos, attn.inv_freq, latent[0, 0], k_rope[0, 0], *[attn.w[k] for k in A.WEIGHTS])
         return out[None], None
 
     return forward

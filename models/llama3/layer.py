@@ -63,7 +63,7 @@ BUDGET_KB = common.BUDGET_KB
 
 def _row_tiles():
     pypto.set_vec_tile_shapes(8, 512)
-    pypto.set_cube_tile_shapes([256, 256], [256, 256], [256, 256])
+    pypto.set_cube_tile_shapes(*common.PREFILL_TILES)
 
 
 def _rope(x, cos, sin, half: int):

@@ -51,7 +51,7 @@ WEIGHTS = ("in_proj_qkvz", "in_proj_ba", "conv", "dt_bias", "A_log", "norm", "ou
 
 
 def _proj(x, w, dtype):
-    return common.linear(x, w, dtype, multiple=8, tiles=([64, 64], [256, 256], [256, 256]))
+    return common.linear(x, w, dtype, multiple=8)
 
 
 def make_kernels(dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
@@ -81,8 +81,9 @@ def make_kernels(dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
         if dt != pypto.DT_FP32:
             act = pypto.cast(pypto.cast(act, dt), pypto.DT_FP32)   # transformers' conv output is in dtype
         last = pypto.cast(pypto.view(padded, [W, C], [n, 0]), dt)
-        pypto.set_vec_tile_shapes(W, 512)
+        pypto.set_vec_tile_shapes(512, W)
         pypto.assemble(pypto.transpose(last, 0, 1), [0, 0], conv_state)
+        pypto.set_vec_tile_shapes(8, 512)
         q = pypto.reshape(pypto.view(act, [n, KD], [0, 0]), [n, KH, DK])
         k = pypto.reshape(pypto.view(act, [n, KD], [0, KD]), [n, KH, DK])
         v = pypto.reshape(pypto.view(act, [n, VD], [0, 2 * KD]), [n, VH, DV])
