@@ -49,6 +49,16 @@ def _whole_rows(k: int) -> int:
     return common.whole_rows(k, 8)
 
 
+def _weight_rows(k: int, rows: int, itemsize: int) -> int | None:
+    """How many whole weight rows of length k (a power of two from 8 to 128) fit the budget beside a
+    block's transposed token rows [k, rows] and the [., rows] fp32 product, or None."""
+    free = common.BUDGET_KB * 1024 - k * rows * itemsize
+    m = 128
+    while m >= 8 and m * (k * itemsize + rows * 4) > free:
+        m //= 2
+    return m if m >= 8 else None
+
+
 def _act(a, dt):
     """The activations in the weights' dtype (the next product's operand)."""
     return a if dt == pypto.DT_FP32 else pypto.cast(a, dt)
@@ -93,6 +103,9 @@ def make_experts_kernel(hidden: int, expert_ffn: int, experts: int, top_k: int, 
     H, I, E, K = hidden, expert_ffn, experts, top_k
     dt, R = dtype, rows
 
+    itemsize = 4 if dt == pypto.DT_FP32 else 2
+    gate_rows, down_rows = _weight_rows(H, R, itemsize), _weight_rows(I, R, itemsize)
+
     def experts_body(x, counts, starts, tokens, weights, slots, gate_up, down, shared=None):
         pairs = tokens.shape[0]
         pypto.set_vec_tile_shapes(8, 512)
@@ -116,13 +129,23 @@ def make_experts_kernel(hidden: int, expert_ffn: int, experts: int, top_k: int, 
                     y = pypto.matmul(a, down[e], pypto.DT_FP32, b_trans=True)            # [rows, H]
                 else:
                     # More rows: the transposed products W @ x^T keep the weights as the left
-                    # operand in their own layout; only the block's rows are read transposed.
-                    pypto.set_cube_tile_shapes([256, 256], [256, 256], [R, R])
-                    gt = pypto.matmul(gate_up[e, :I], xb, pypto.DT_FP32, b_trans=True)    # [I, rows]
-                    ut = pypto.matmul(gate_up[e, I:], xb, pypto.DT_FP32, b_trans=True)
+                    # operand in their own layout. Where tiles of whole weight rows fit, they are
+                    # dense (read in place, no copy) and the block's rows are transposed once into
+                    # x^T [H, rows]; else 256 x 256 weight tiles (copies), each product reading
+                    # the block's rows transposed.
+                    if gate_rows is not None and down_rows is not None:
+                        pypto.set_vec_tile_shapes(512, R)
+                        xk, xk_trans = pypto.transpose(xb, 0, 1), False
+                        gate_tiles, down_tiles = ([gate_rows] * 2, [H, H], [R, R]), ([down_rows] * 2, [I, I], [R, R])
+                    else:
+                        xk, xk_trans = xb, True
+                        gate_tiles = down_tiles = ([256, 256], [256, 256], [R, R])
+                    pypto.set_cube_tile_shapes(*gate_tiles)
+                    gt = pypto.matmul(gate_up[e, :I], xk, pypto.DT_FP32, b_trans=xk_trans)   # [I, rows]
+                    ut = pypto.matmul(gate_up[e, I:], xk, pypto.DT_FP32, b_trans=xk_trans)
                     pypto.set_vec_tile_shapes(256, R)
                     at = _act(pypto.silu(gt) * ut, dt)
-                    pypto.set_cube_tile_shapes([256, 256], [256, 256], [R, R])
+                    pypto.set_cube_tile_shapes(*down_tiles)
                     yt = pypto.matmul(down[e], at, pypto.DT_FP32)                         # [H, rows]
                     pypto.set_vec_tile_shapes(256, R)
                     y = pypto.transpose(yt, 0, 1)
