@@ -50,10 +50,10 @@ TEST(TileStoreTest, StreamingStoresMatchPlainStores) {
 
 // A ROWS x C tile of the transpose of a row-major matrix (element (r, c) at src[r + c * ld]), with
 // valid rows and columns, into a tile: the box's elements, zeros outside it.
-template <typename T, int64_t ROWS, int64_t C>
+template <typename T, int64_t ROWS, int64_t C, typename S = float>
 void CheckTransposedLoad(int64_t ld, int64_t valid_rows, int64_t valid_cols) {
-  std::vector<float> src(C * ld);
-  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i % 1013) - 500.0f;
+  std::vector<S> src(C * ld);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = pto::cvt<S>(static_cast<float>(i % 1013) - 500.0f);
   std::vector<T> tile(ROWS * C, static_cast<T>(-7));
   const int64_t stride[] = {1, ld};
   const int64_t valid[] = {valid_rows, valid_cols};
@@ -61,13 +61,16 @@ void CheckTransposedLoad(int64_t ld, int64_t valid_rows, int64_t valid_cols) {
   pto::tload<T, C>(tile.data(), 2, shape, src.data(), stride, valid);
   for (int64_t r = 0; r < ROWS; ++r)
     for (int64_t c = 0; c < C; ++c) {
-      T want = r < valid_rows && c < valid_cols ? static_cast<T>(src[r + c * ld]) : T(0);
+      T want = r < valid_rows && c < valid_cols ? static_cast<T>(pto::cvt<float>(src[r + c * ld])) : T(0);
       ASSERT_EQ(tile[r * C + c], want) << "at (" << r << ", " << c << ") valid " << valid_rows << "x" << valid_cols;
     }
 }
 
 TEST(TileLoadTest, TransposedBoxesLoadInBlocks) {
-  CheckTransposedLoad<float, 64, 48>(80, 64, 48);    // whole blocks
+  CheckTransposedLoad<float, 64, 48>(80, 64, 48);    // whole blocks (transposed in registers)
+  CheckTransposedLoad<float, 64, 64>(2048, 64, 64);  // a weight's rows 8 KiB apart
+  CheckTransposedLoad<float, 48, 32, pto::bf16>(40, 48, 32);  // a bf16 source, widened as it loads
+  CheckTransposedLoad<float, 48, 32, pto::bf16>(40, 45, 30);  // and its tails
   CheckTransposedLoad<float, 37, 21>(40, 37, 21);    // blocks with tails
   CheckTransposedLoad<float, 32, 32>(50, 19, 7);     // valid rows and columns inside the tile
   CheckTransposedLoad<double, 20, 17>(33, 20, 17);   // converted while loading

@@ -399,8 +399,7 @@ inline void treduce(T* __restrict dst, const T* __restrict a, int64_t valid, T i
 }
 
 
-#if defined(__GNUC__) && !defined(__clang__)
-#define PTO_HAS_SHUFFLE 1
+#if defined(PTO_HAS_SHUFFLE)
 /// The lane permutation moving a vector of W lanes up by S lanes, the freed lanes taken from a
 /// second vector (GCC's two-source __builtin_shuffle).
 template <typename T, int64_t W, int64_t S>

@@ -65,6 +65,52 @@ inline void prefetch_ahead(bool gaps, int rank, const int64_t* valid, const int6
 /// writes as many lines of the tile.
 constexpr int64_t kTransposeBlock = 16;
 
+#if defined(PTO_HAS_SHUFFLE)
+/// A square block of floats transposed in registers: kTransposeLanes rows of one vector each, in
+/// log2(lanes) rounds of two-source shuffles (each round swaps the off-diagonal half-blocks of
+/// every pair of rows `half` apart: after the rounds of half = lanes/2, ..., 1, row i holds column
+/// i). Reads the rows at src + q * sc, writes row p of the block at dst + p * C.
+constexpr int64_t kTransposeLanes = PTO_VECTOR_BYTES / 4;
+typedef float vtranspose __attribute__((vector_size(PTO_VECTOR_BYTES)));
+typedef int32_t vtranspose_mask __attribute__((vector_size(PTO_VECTOR_BYTES)));
+
+template <int64_t H, bool Low>
+inline vtranspose_mask transpose_mask() {
+  vtranspose_mask m;
+  for (int64_t l = 0; l < kTransposeLanes; ++l)
+    m[l] = static_cast<int32_t>(Low ? ((l & H) == 0 ? l : kTransposeLanes + l - H)
+                                    : ((l & H) == 0 ? l + H : kTransposeLanes + l));
+  return m;
+}
+
+template <int64_t H>
+inline __attribute__((always_inline)) void transpose_round(vtranspose* v) {
+  if constexpr (H >= 1) {
+    for (int64_t i = 0; i < kTransposeLanes; ++i)
+      if ((i & H) == 0) {
+        const vtranspose a = v[i], b = v[i + H];
+        v[i] = __builtin_shuffle(a, b, transpose_mask<H, true>());
+        v[i + H] = __builtin_shuffle(a, b, transpose_mask<H, false>());
+      }
+    transpose_round<H / 2>(v);
+  }
+}
+
+template <int64_t C, typename S>
+inline void transpose_block(float* __restrict dst, const S* __restrict src, int64_t sc) {
+  vtranspose v[kTransposeLanes];
+  for (int64_t q = 0; q < kTransposeLanes; ++q) {
+    if constexpr (std::is_same<S, float>::value) {
+      memcpy(&v[q], src + q * sc, sizeof v[q]);
+    } else {
+      for (int64_t l = 0; l < kTransposeLanes; ++l) v[q][l] = cvt<float>(src[q * sc + l]);
+    }
+  }
+  transpose_round<kTransposeLanes / 2>(v);
+  for (int64_t p = 0; p < kTransposeLanes; ++p) memcpy(dst + p * C, &v[p], sizeof v[p]);
+}
+#endif
+
 template <typename T, int64_t C, typename S>
 inline void tload_transposed(T* __restrict dst, int64_t rows, const S* __restrict src, int64_t sc, int64_t valid_rows,
                              int64_t vc) {
@@ -74,6 +120,17 @@ inline void tload_transposed(T* __restrict dst, int64_t rows, const S* __restric
     for (int64_t c = c1; c < c1 + kTransposeBlock && c < vc; ++c) prefetch_span<0>(src + c * sc, vr);
     for (int64_t r0 = 0; r0 < vr; r0 += kTransposeBlock) {
       const int64_t r1 = r0 + kTransposeBlock < vr ? r0 + kTransposeBlock : vr;
+#if defined(PTO_HAS_SHUFFLE)
+      // Float tiles, whole blocks: kTransposeBlock / lanes squares transposed in registers.
+      if constexpr (std::is_same<T, float>::value && kTransposeBlock % kTransposeLanes == 0) {
+        if (r1 - r0 == kTransposeBlock && c1 - c0 == kTransposeBlock) {
+          for (int64_t cq = c0; cq < c1; cq += kTransposeLanes)
+            for (int64_t rq = r0; rq < r1; rq += kTransposeLanes)
+              transpose_block<C>(dst + rq * C + cq, src + cq * sc + rq, sc);
+          continue;
+        }
+      }
+#endif
       for (int64_t c = c0; c < c1; ++c) {
         const S* __restrict s = src + c * sc;
         for (int64_t r = r0; r < r1; ++r) dst[r * C + c] = cvt<T>(s[r]);

@@ -54,3 +54,9 @@
 #if PTO_ISA >= PTO_ISA_SSE && (defined(__GNUC__) || defined(__clang__))
 #define PTO_STREAM_STORES 1
 #endif
+
+// GCC's two-source __builtin_shuffle (constant lane permutations of vector-extension vectors): the
+// scans and the transposing load use it; other compilers run their scalar forms.
+#if defined(__GNUC__) && !defined(__clang__)
+#define PTO_HAS_SHUFFLE 1
+#endif
