@@ -49,12 +49,12 @@ def _whole_rows(k: int) -> int:
     return common.whole_rows(k, 8)
 
 
-def _weight_rows(k: int, rows: int, itemsize: int) -> int | None:
-    """How many whole weight rows of length k (a power of two from 8 to 128) fit the budget beside a
-    block's transposed token rows [k, rows] and the [., rows] fp32 product, or None."""
-    free = common.BUDGET_KB * 1024 - k * rows * itemsize
+def _weight_rows(k: int, rows: int) -> int | None:
+    """How many whole fp32 weight rows of length k (a power of two from 8 to 128) fit the budget
+    beside a block's transposed token rows [k, rows] and the [., rows] product, or None."""
+    free = common.BUDGET_KB * 1024 - k * rows * 4
     m = 128
-    while m >= 8 and m * (k * itemsize + rows * 4) > free:
+    while m >= 8 and m * (k * 4 + rows * 4) > free:
         m //= 2
     return m if m >= 8 else None
 
@@ -103,8 +103,10 @@ def make_experts_kernel(hidden: int, expert_ffn: int, experts: int, top_k: int, 
     H, I, E, K = hidden, expert_ffn, experts, top_k
     dt, R = dtype, rows
 
-    itemsize = 4 if dt == pypto.DT_FP32 else 2
-    gate_rows, down_rows = _weight_rows(H, R, itemsize), _weight_rows(I, R, itemsize)
+    # Whole-row weight tiles pay where they are read in place: fp32 weights (a bf16 tile is widened
+    # into a copy as it loads, and so would be the block's rows, whole, for every tile).
+    gate_rows = _weight_rows(H, R) if dt == pypto.DT_FP32 else None
+    down_rows = _weight_rows(I, R) if dt == pypto.DT_FP32 else None
 
     def experts_body(x, counts, starts, tokens, weights, slots, gate_up, down, shared=None):
         pairs = tokens.shape[0]
