@@ -69,8 +69,8 @@ void CheckTransposedLoad(int64_t ld, int64_t valid_rows, int64_t valid_cols) {
 TEST(TileLoadTest, TransposedBoxesLoadInBlocks) {
   CheckTransposedLoad<float, 64, 48>(80, 64, 48);    // whole blocks (transposed in registers)
   CheckTransposedLoad<float, 64, 64>(2048, 64, 64);  // a weight's rows 8 KiB apart
-  CheckTransposedLoad<float, 48, 32, pto::bf16>(40, 48, 32);  // a bf16 source, widened as it loads
-  CheckTransposedLoad<float, 48, 32, pto::bf16>(40, 45, 30);  // and its tails
+  CheckTransposedLoad<float, 48, 32, pto::bf16>(56, 48, 32);  // a bf16 source, widened as it loads
+  CheckTransposedLoad<float, 48, 32, pto::bf16>(56, 45, 30);  // and its tails
   CheckTransposedLoad<float, 37, 21>(40, 37, 21);    // blocks with tails
   CheckTransposedLoad<float, 32, 32>(50, 19, 7);     // valid rows and columns inside the tile
   CheckTransposedLoad<double, 20, 17>(33, 20, 17);   // converted while loading
