@@ -31,6 +31,15 @@ def linear(x, w, dtype, multiple: int = 1, tiles=PREFILL_TILES):
     return pypto.matmul(x, w, dtype, b_trans=True)
 
 
+def causal_mask(n, t):
+    """The additive causal mask [n, t] of n new tokens after t - n cached positions: 0 where new
+    token i (position t - n + i) sees key position j (j <= t - n + i), -inf elsewhere. Traced into
+    the calling kernel, with the vec tiles the caller set."""
+    rows = pypto.reshape(pypto.arange(n, dtype=pypto.DT_INT32), [n, 1])
+    cols = pypto.reshape(pypto.arange(t, dtype=pypto.DT_INT32), [1, t])
+    return pypto.where((cols - rows) > (t - n), float("-inf"), 0.0)
+
+
 def rel_err(got, want) -> float:
     """max |got - want| / max |want|, in fp32 (torch tensors)."""
     return ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()

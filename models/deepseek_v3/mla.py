@@ -89,14 +89,6 @@ def _new_positions(x, pos, inv_freq, latent, k_rope, q_a, q_a_norm, q_b, kv_a, k
     return q_nope, q_rot
 
 
-def _causal_mask(n, t):
-    """0 where new token i (position t - n + i) sees key position j (j <= t - n + i), else -inf: [S, T]."""
-    pypto.set_vec_tile_shapes(8, 512)
-    rows = pypto.reshape(pypto.arange(n, dtype=pypto.DT_INT32), [n, 1])
-    cols = pypto.reshape(pypto.arange(t, dtype=pypto.DT_INT32), [1, t])
-    return pypto.where((cols - rows) > (t - n), float("-inf"), 0.0)
-
-
 def make_kernels(dims: MlaDims = DEEPSEEK_V3, dtype=pypto.DT_FP32, scale: float | None = None,
                  rope_scale: float = 1.0):
     """The `prefill` (S tokens, the expanded form) and `decode` (one token, the absorbed form)
@@ -131,7 +123,8 @@ def make_kernels(dims: MlaDims = DEEPSEEK_V3, dtype=pypto.DT_FP32, scale: float 
         q = pypto.concat([q_nope, q_rot], -1)                                      # [S, NH, DN + R]
         qh, kh = pypto.permute(q, 1, 0, 2), pypto.permute(k, 1, 0, 2)
         vh = fp32(pypto.permute(pypto.view(kv, [t, NH, DV], [0, 0, DN]), 1, 0, 2))  # [NH, T, DV]
-        mask = _causal_mask(n, t)
+        pypto.set_vec_tile_shapes(8, 512)
+        mask = common.causal_mask(n, t)
         pypto.set_vec_tile_shapes(1, 8, 256)
         pypto.set_cube_tile_shapes([64, 64], [DN + R, DN + R], [256, 256])
         scores = pypto.matmul(qh, kh, pypto.DT_FP32, b_trans=True) * scale + mask

@@ -151,9 +151,7 @@ def make_kernels(dims: LlamaDims = LLAMA3_8B, dtype=pypto.DT_FP32):
         vh = pypto.reshape(v_cache, [KV, 1, t, D])
         # The causal mask of S queries after T - S cached positions: -inf where key > T - S + query.
         pypto.set_vec_tile_shapes(8, 256)
-        rows = pypto.reshape(pypto.arange(n, dtype=pypto.DT_INT32), [n, 1])
-        cols = pypto.reshape(pypto.arange(t, dtype=pypto.DT_INT32), [1, t])
-        mask = pypto.where((cols - rows) > (t - n), float("-inf"), 0.0)
+        mask = common.causal_mask(n, t)
         pypto.set_vec_tile_shapes(1, 1, 8, 256)
         pypto.set_cube_tile_shapes([64, 64], [D, D], [256, 256])
         scores = pypto.matmul(qh, kh, pypto.DT_FP32, b_trans=True) * scale + mask
