@@ -266,6 +266,8 @@ BENCHMARK(BM_Run<Chain>)->Name("BM_RunChain")->Apply(TaskRunArgs);
 BENCHMARK(BM_Build<RowPipeline>)->Name("BM_BuildRowPipeline")->Apply(BlockArgs);
 BENCHMARK(BM_Run<RowPipeline>)->Name("BM_RunRowPipeline")->Apply(BlockRunArgs);
 BENCHMARK(BM_Run<FanIn>)->Name("BM_RunFanIn")->Apply(TaskRunArgs);
+// A run of one task on a 2-thread runtime: the runtime's share of a cached call of a small kernel.
+BENCHMARK(BM_Run<Independent>)->Name("BM_RunOneTask")->Args({1, 2})->ArgNames({"n", "threads"})->UseRealTime();
 BENCHMARK(BM_Build<Attention>)->Name("BM_BuildAttention")->Apply(TileArgs);
 BENCHMARK(BM_Run<Attention>)->Name("BM_RunAttention")->Apply(TileRunArgs);
 

@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <list>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -252,54 +254,36 @@ class FastCall {
       for (int64_t d : shape) numel *= d;
       out_bytes_.push_back(numel * out_items_[i]);
       out_dims_.push_back(std::move(shape));
-      py::dict kwargs;
-      kwargs[names().dtype] = out_dtypes_[i];
-      out_kwargs_.push_back(std::move(kwargs));
+      // torch.empty's vectorcall arguments: a free slot, the sizes, the dtype (named by dtype_kwname_).
+      // A 0-d output passes its empty shape tuple as the one size argument.
+      std::vector<PyObject*> argv{nullptr};
+      if (out_dims_.back().empty()) argv.push_back(PyList_GET_ITEM(out_shapes_.ptr(), static_cast<Py_ssize_t>(i)));
+      for (int64_t d : out_dims_.back()) {
+        out_sizes_.push_back(py::int_(d));
+        argv.push_back(out_sizes_.back().ptr());
+      }
+      argv.push_back(out_dtypes_[i].ptr());
+      out_argv_.push_back(std::move(argv));
     }
   }
 
+  // The hot path speaks the C API: a method called with PyObject_CallMethodNoArgs (vectorcall, no
+  // bound method or argument tuple) and torch.empty called with a prebuilt argument vector cost a
+  // fraction of pybind's attr(...)() and */** unpacking, which dominated a small kernel's call.
   py::object operator()(const py::args& args) {
     const py::object no = py::reinterpret_borrow<py::object>(Py_NotImplemented);
     const size_t n = arg_items_.size();
     const Names& k = names();
-    if (args.size() != n || !py::object(config_.attr(k.version)).equal(version_) || !target_in_force()) return no;
-    // golden.pending(), called only once goldens were ever set in the process.
-    if (PyObject_IsTrue(golden_.attr(k.ever_set).ptr()) != 0 && PyObject_IsTrue(golden_.attr(k.pending)().ptr()) != 0)
-      return no;
+    if (args.size() != n || !settings_in_force()) return no;
     std::vector<pypto_tensor> tensors(n + out_items_.size());
-    try {
-      for (size_t i = 0; i < n; ++i) {
-        py::handle a = args[i];
-        if (Py_TYPE(a.ptr()) != reinterpret_cast<PyTypeObject*>(tensor_type_.ptr()) ||
-            !py::object(a.attr(k.dtype)).is(py::object(arg_dtypes_[i])) ||
-            !py::object(a.attr(k.shape)).equal(py::object(arg_shapes_[i])) ||
-            !a.attr(k.is_cpu).cast<bool>() || a.attr(k.is_neg)().cast<bool>())
-          return no;
-        const auto ptr = a.attr(k.data_ptr)().cast<uintptr_t>();
-        const auto strides = a.attr(k.stride)().cast<py::tuple>();
-        const auto offset = a.attr(k.storage_offset)().cast<int64_t>();
-        pypto_tensor& t = tensors[i];
-        const auto shape = py::reinterpret_borrow<py::tuple>(arg_shapes_[i]);
-        if (shape.size() > PYPTO_MAX_DIMS || strides.size() != shape.size()) return no;
-        t.data = reinterpret_cast<void*>(ptr);
-        t.buffer = reinterpret_cast<void*>(ptr - offset * arg_items_[i]);
-        t.ndim = static_cast<int32_t>(shape.size());
-        t.elem_size = arg_items_[i];
-        for (size_t d = 0; d < shape.size(); ++d) {
-          t.shape[d] = shape[d].cast<int64_t>();
-          t.stride[d] = strides[d].cast<int64_t>();
-        }
+    for (size_t i = 0; i < n; ++i)
+      if (!read_argument(args[i].ptr(), i, tensors[i])) {
+        PyErr_Clear();  // e.g. a sparse tensor's data_ptr: the general path says what is wrong
+        return no;
       }
-    } catch (const py::error_already_set&) {
-      return no;  // e.g. a sparse tensor's data_ptr: the general path says what is wrong
-    }
-    py::list outs;
+    py::list outs(out_items_.size());
     for (size_t j = 0; j < out_items_.size(); ++j) {
-      // torch.empty parses sizes given one by one faster than a tuple of them.
-      const py::dict& dtype = out_kwargs_[j];
-      py::object o = out_bytes_[j] >= cached_bytes_ ? cached_empty_(out_shapes_[j], out_dtypes_[j], out_bytes_[j])
-                     : out_dims_[j].empty()       ? empty_(out_shapes_[j], **dtype)
-                                                  : empty_(*out_shapes_[j], **dtype);
+      py::object o = new_output(j);
       const auto ptr = o.attr(k.data_ptr)().cast<uintptr_t>();
       pypto_tensor& t = tensors[n + j];
       t.data = t.buffer = reinterpret_cast<void*>(ptr);
@@ -311,25 +295,97 @@ class FastCall {
         t.stride[d] = stride;
         stride *= out_dims_[j][d];
       }
-      outs.append(std::move(o));
+      PyList_SET_ITEM(outs.ptr(), static_cast<Py_ssize_t>(j), o.release().ptr());
     }
     const runtime::RunStats st =
         with_tensors(*program_, tensors, dyn_, [](runtime::Runtime& rt, const Orchestrate& o) { return rt.run(o); });
-    compiled_.attr(k.cache) = k.memory;
-    compiled_.attr(k.last_tasks) = st.tasks;
+    if (PyObject_SetAttr(compiled_.ptr(), k.cache.ptr(), k.memory.ptr()) != 0) throw py::error_already_set();
+    py::int_ tasks(st.tasks);
+    if (PyObject_SetAttr(compiled_.ptr(), k.last_tasks.ptr(), tasks.ptr()) != 0) throw py::error_already_set();
     if (outs.empty()) return py::none();
     if (outs.size() == 1) return outs[0];
     return py::tuple(outs);
   }
 
  private:
+  /// A new reference to obj.name, or nullptr with the error set.
+  static py::object get(PyObject* obj, const py::str& name) {
+    return py::reinterpret_steal<py::object>(PyObject_GetAttr(obj, name.ptr()));
+  }
+  /// A new reference to obj.name(), or nullptr with the error set.
+  static py::object call0(PyObject* obj, const py::str& name) {
+    return py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(obj, name.ptr()));
+  }
+
+  /// Whether the settings this call was made under hold: config's version, the CPU target, no
+  /// goldens to check (golden.pending(), called only once goldens were ever set in the process).
+  bool settings_in_force() const {
+    const Names& k = names();
+    py::object version = get(config_.ptr(), k.version);
+    if (!version) throw py::error_already_set();
+    const int same = PyObject_RichCompareBool(version.ptr(), version_.ptr(), Py_EQ);
+    if (same < 0) throw py::error_already_set();
+    if (same == 0 || !target_in_force()) return false;
+    py::object ever = get(golden_.ptr(), k.ever_set);
+    if (!ever) throw py::error_already_set();
+    if (PyObject_IsTrue(ever.ptr()) != 0) {
+      py::object pending = call0(golden_.ptr(), k.pending);
+      if (!pending) throw py::error_already_set();
+      if (PyObject_IsTrue(pending.ptr()) != 0) return false;
+    }
+    return true;
+  }
+
+  /// Fills `t` from argument `i` if it is a CPU torch tensor of the dtype and shape this call was
+  /// made for (not a negated view); false otherwise, possibly with a Python error set.
+  bool read_argument(PyObject* a, size_t i, pypto_tensor& t) const {
+    const Names& k = names();
+    if (Py_TYPE(a) != reinterpret_cast<PyTypeObject*>(tensor_type_.ptr())) return false;
+    py::object dtype = get(a, k.dtype);
+    if (!dtype || dtype.ptr() != PyList_GET_ITEM(arg_dtypes_.ptr(), static_cast<Py_ssize_t>(i))) return false;
+    py::object shape = get(a, k.shape);
+    PyObject* want = PyList_GET_ITEM(arg_shapes_.ptr(), static_cast<Py_ssize_t>(i));
+    if (!shape || PyObject_RichCompareBool(shape.ptr(), want, Py_EQ) != 1) return false;
+    py::object is_cpu = get(a, k.is_cpu), is_neg = call0(a, k.is_neg);
+    if (is_cpu.ptr() != Py_True || is_neg.ptr() != Py_False) return false;
+    py::object ptr = call0(a, k.data_ptr), strides = call0(a, k.stride), offset = call0(a, k.storage_offset);
+    if (!ptr || !strides || !offset || !PyTuple_Check(strides.ptr())) return false;
+    const Py_ssize_t ndim = PyTuple_GET_SIZE(want);
+    if (ndim > PYPTO_MAX_DIMS || PyTuple_GET_SIZE(strides.ptr()) != ndim) return false;
+    const uintptr_t data = PyLong_AsUnsignedLongLong(ptr.ptr());
+    const int64_t off = PyLong_AsLongLong(offset.ptr());
+    if (PyErr_Occurred()) return false;
+    t.data = reinterpret_cast<void*>(data);
+    t.buffer = reinterpret_cast<void*>(data - off * arg_items_[i]);
+    t.ndim = static_cast<int32_t>(ndim);
+    t.elem_size = arg_items_[i];
+    for (Py_ssize_t d = 0; d < ndim; ++d) {
+      t.shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(want, d));
+      t.stride[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides.ptr(), d));
+    }
+    return !PyErr_Occurred();
+  }
+
+  /// A new output tensor `j`: torch.empty(*dims, dtype=...) through vectorcall, or a block of the
+  /// output cache for a large one.
+  py::object new_output(size_t j) const {
+    if (out_bytes_[j] >= cached_bytes_) return cached_empty_(out_shapes_[j], out_dtypes_[j], out_bytes_[j]);
+    const std::vector<PyObject*>& argv = out_argv_[j];
+    // PY_VECTORCALL_ARGUMENTS_OFFSET: argv[0] is free for the callee to use.
+    PyObject* o = PyObject_Vectorcall(empty_.ptr(), argv.data() + 1,
+                                      (argv.size() - 2) | PY_VECTORCALL_ARGUMENTS_OFFSET, dtype_kwname_.ptr());
+    if (o == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(o);
+  }
+
   /// Whether the CPU target in force is the program's (config.get_cpu_target's rule: the one set,
   /// else PYPTO_CPU_TARGET, else native); an unknown name in the variable is the general path's to report.
   bool target_in_force() const {
-    const py::object set = config_.attr(names().cpu_target);
-    if (!set.is_none()) return set.cast<std::string>() == target_;
+    py::object set = get(config_.ptr(), names().cpu_target);
+    if (!set) throw py::error_already_set();
+    if (!set.is_none()) return PyUnicode_Check(set.ptr()) && PyUnicode_CompareWithASCIIString(set.ptr(), target_.c_str()) == 0;
     const char* env = std::getenv("PYPTO_CPU_TARGET");
-    return (env && *env ? std::string(env) : std::string("native")) == target_;
+    return std::strcmp(env && *env ? env : "native", target_.c_str()) == 0;
   }
 
   /// The attribute names a call looks up, interned once (a name made from a C string per lookup
@@ -366,7 +422,9 @@ class FastCall {
   std::string target_;
   std::vector<std::vector<int64_t>> out_dims_;
   std::vector<int64_t> out_bytes_;
-  std::vector<py::dict> out_kwargs_;  // {"dtype": the output's torch dtype}
+  std::list<py::object> out_sizes_;            // the Python ints out_argv_ points at (a list: stable addresses)
+  std::vector<std::vector<PyObject*>> out_argv_;  // per output, torch.empty's vectorcall arguments
+  py::tuple dtype_kwname_ = py::make_tuple(py::str("dtype"));
 };
 
 }  // namespace
