@@ -1,6 +1,7 @@
 """DeepSeek-V3's blocks in pypto inside transformers: `patch(module)` swaps the forward of every
 DeepseekV3MoE (the MoE layer) and every DeepseekV3Attention (MLA) in `module` for the pypto
-kernels; `unpatch(module)` restores them.
+kernels, called as torch custom ops (so a patched model runs under torch.compile with no graph
+break); `unpatch(module)` restores them.
 
 A patched attention keeps transformers' cache: `cache.update` appends placeholders for the new
 positions and returns the layer's whole latent and rope-key storage, into whose last rows the
@@ -22,7 +23,7 @@ def _layers(module):
 
 
 def _moe_forward(m):
-    layer = M.DeepseekMoe.from_hf(m)
+    layer = M.DeepseekMoe.from_hf(m, torch_ops=True)
 
     def forward(hidden_states):
         b, s, h = hidden_states.shape
@@ -35,7 +36,7 @@ def _attention_forward(m):
     from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3RotaryEmbedding
 
     rotary = DeepseekV3RotaryEmbedding(m.config)
-    attn = A.MlaAttention.from_hf(m, rotary, max_positions=1)   # its kernel and weights; the cache is transformers'
+    attn = A.MlaAttention.from_hf(m, rotary, max_positions=1, torch_ops=True)   # its kernel and weights; the cache is transformers'
     d = attn.dims
 
     def forward(hidden_states, position_embeddings=None, attention_mask=None, cache=None, position_ids=None,

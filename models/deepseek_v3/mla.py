@@ -185,14 +185,20 @@ class MlaAttention:
     its own cache of `max_positions` positions; `prefill(x)` then `decode(x)` steps (batch 1)."""
 
     def __init__(self, weights: dict, inv_freq, dims: MlaDims = DEEPSEEK_V3, dtype=pypto.DT_FP32,
-                 scale: float | None = None, rope_scale: float = 1.0, max_positions: int = 4096):
+                 scale: float | None = None, rope_scale: float = 1.0, max_positions: int = 4096,
+                 torch_ops: bool = False):
         import torch
 
         for name in WEIGHTS:
             if name not in weights:
                 raise ValueError(f"MlaAttention: weight '{name}' is missing")
         self.dims, self.w, self.inv_freq = dims, weights, inv_freq.float()
-        kernels = make_kernels(dims, dtype, scale, rope_scale)
+        if torch_ops:   # the kernels as torch custom ops, writing into the cache storage they are given
+            kernels = common.torch_ops("deepseek_v3_mla", (dims, dtype, scale, rope_scale),
+                                       lambda: make_kernels(dims, dtype, scale, rope_scale),
+                                       {"prefill": ("latent", "k_rope"), "decode": ("latent", "k_rope")})
+        else:
+            kernels = make_kernels(dims, dtype, scale, rope_scale)
         self.prefill_kernel, self.decode_kernel = kernels.prefill, kernels.decode
         tdt = weights["q_a"].dtype
         self.latent = torch.zeros(max_positions, dims.kv_lora_rank, dtype=tdt)

@@ -16,6 +16,7 @@ experts read their runs from memory, so an expert no token chose costs nothing.
 import dataclasses
 
 import pypto
+from models import common
 from models.qwen3_moe import block as qwen3_moe
 
 T = qwen3_moe.T
@@ -115,7 +116,7 @@ class DeepseekMoe:
 
     FEW_TOKENS = 8
 
-    def __init__(self, weights: dict, dims: DeepseekMoeDims = DEEPSEEK_V3, dtype=pypto.DT_FP32):
+    def __init__(self, weights: dict, dims: DeepseekMoeDims = DEEPSEEK_V3, dtype=pypto.DT_FP32, kernels=None):
         E, H, I, IS = dims.experts, dims.hidden, dims.expert_ffn, dims.expert_ffn * dims.shared_experts
         want = {"gate": (E, H), "bias": (E,), "gate_up": (E, 2 * I, H), "down": (E, H, I),
                 "shared_gate": (IS, H), "shared_up": (IS, H), "shared_down": (H, IS)}
@@ -126,19 +127,24 @@ class DeepseekMoe:
                 raise ValueError(f"DeepseekMoe: weight '{name}' has shape {tuple(weights[name].shape)}, "
                                  f"expected {shape}")
         self.dims, self.dtype, self.w = dims, dtype, weights
-        self._few = make_kernels(dims, dtype, rows=8)
-        self._many = make_kernels(dims, dtype, rows=32)
+        # kernels: (the few-token kernels, the many-token ones), e.g. their torch custom ops.
+        self._few, self._many = kernels or (make_kernels(dims, dtype, rows=8), make_kernels(dims, dtype, rows=32))
 
     @classmethod
-    def from_hf(cls, module, dims: DeepseekMoeDims | None = None):
-        """The layer of a transformers DeepseekV3MoE (its weights used in place, the router's fp32)."""
+    def from_hf(cls, module, dims: DeepseekMoeDims | None = None, torch_ops: bool = False):
+        """The layer of a transformers DeepseekV3MoE (its weights used in place, the router's fp32);
+        with `torch_ops`, its kernels are called as torch custom ops (models.common.torch_ops)."""
         dims = dims or dims_of(module.config)
         e, s = module.experts, module.shared_experts
         dtype = pypto.DT_BF16 if str(e.gate_up_proj.dtype) == "torch.bfloat16" else pypto.DT_FP32
         w = {"gate": module.gate.weight.detach().float(), "bias": module.gate.e_score_correction_bias.detach().float(),
              "gate_up": e.gate_up_proj.detach(), "down": e.down_proj.detach(), "shared_gate": s.gate_proj.weight.detach(),
              "shared_up": s.up_proj.weight.detach(), "shared_down": s.down_proj.weight.detach()}
-        return cls(w, dims, dtype)
+        kernels = None
+        if torch_ops:
+            kernels = tuple(common.torch_ops(f"deepseek_v3_moe_{rows}", (dims, dtype),
+                                             lambda rows=rows: make_kernels(dims, dtype, rows=rows)) for rows in (8, 32))
+        return cls(w, dims, dtype, kernels)
 
     def __call__(self, x):
         if len(x.shape) != 2 or x.shape[1] != self.dims.hidden:

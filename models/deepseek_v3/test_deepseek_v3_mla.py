@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import pypto
-from models.common import rel_err
+from models.common import compile_fullgraph, rel_err
 from models.deepseek_v3 import hf, mla
 
 transformers = pytest.importorskip("transformers")
@@ -101,7 +101,8 @@ def test_bf16_is_within_bf16_tolerance():
         assert rel_err(g, w[0]) < 1.5 * rel_err(t, w) + 1e-3
 
 
-def test_a_patched_small_model_generates_the_same_tokens():
+def _small_model():
+    """A 2-layer DeepSeek-V3 (an MLA in each, one MoE layer of 8 experts) with random weights."""
     torch.manual_seed(0)
     cfg = DeepseekV3Config(vocab_size=300, num_hidden_layers=2, first_k_dense_replace=1, intermediate_size=128,
                            moe_intermediate_size=64, n_routed_experts=8, n_group=4, topk_group=2,
@@ -113,12 +114,29 @@ def test_a_patched_small_model_generates_the_same_tokens():
         for m in model.modules():
             if hasattr(m, "e_score_correction_bias"):
                 m.e_score_correction_bias.normal_(0.0, 0.05)
+    return model
+
+
+def test_a_patched_small_model_generates_the_same_tokens():
+    model = _small_model()
     prompt = torch.tensor([[1, 17, 42, 99, 7, 250]])
     want = model.generate(prompt, max_new_tokens=16, do_sample=False)
     assert hf.patch(model) == 3   # two attentions and one MoE layer
     got = model.generate(prompt, max_new_tokens=16, do_sample=False)
     assert torch.equal(got, want)
     assert len(set(want[0, 6:].tolist())) > 3
+
+
+def test_a_patched_small_model_runs_under_torch_compile_fullgraph():
+    model = _small_model()
+    ids = torch.randint(0, 300, (1, 11))
+    with torch.no_grad():
+        want = model(ids).logits
+        hf.patch(model)
+        compiled, ops = compile_fullgraph(model)
+        torch.testing.assert_close(compiled(ids).logits, want, rtol=1e-4, atol=1e-5)
+    for kernel in ("deepseek_v3_mla_", "deepseek_v3_moe_"):   # the kernels ran as the patch's custom ops
+        assert any(f"pypto.{kernel}" in o for o in ops), ops
 
 
 def test_errors():

@@ -216,7 +216,7 @@ class MoeBlock:
     # Up to this many tokens an expert sees a few rows: the dot-product form (8-row blocks).
     FEW_TOKENS = 8
 
-    def __init__(self, gate, gate_up, down, dims: MoeDims = QWEN3_30B_A3B, dtype=pypto.DT_FP32):
+    def __init__(self, gate, gate_up, down, dims: MoeDims = QWEN3_30B_A3B, dtype=pypto.DT_FP32, kernels=None):
         want = {"gate": (dims.experts, dims.hidden), "gate_up": (dims.experts, 2 * dims.expert_ffn, dims.hidden),
                 "down": (dims.experts, dims.hidden, dims.expert_ffn)}
         for name, t in (("gate", gate), ("gate_up", gate_up), ("down", down)):
@@ -224,17 +224,22 @@ class MoeBlock:
                 raise ValueError(f"MoeBlock: weight '{name}' has shape {tuple(t.shape)}, expected {want[name]}")
         self.dims, self.dtype = dims, dtype
         self.gate, self.gate_up, self.down = gate, gate_up, down
-        self._few = make_kernels(dims, dtype, rows=8)
-        self._many = make_kernels(dims, dtype, rows=32)
+        # kernels: (the few-token kernels, the many-token ones), e.g. their torch custom ops.
+        self._few, self._many = kernels or (make_kernels(dims, dtype, rows=8), make_kernels(dims, dtype, rows=32))
 
     @classmethod
-    def from_hf(cls, module, dtype=None):
-        """The block of a transformers Qwen3MoeSparseMoeBlock (its weights used in place)."""
+    def from_hf(cls, module, dtype=None, torch_ops=False):
+        """The block of a transformers Qwen3MoeSparseMoeBlock (its weights used in place); with
+        `torch_ops`, its kernels are called as torch custom ops (models.common.torch_ops)."""
         e = module.experts
         dims = MoeDims(e.hidden_dim, e.intermediate_dim, e.num_experts, module.gate.top_k, bool(module.gate.norm_topk_prob))
         if dtype is None:
             dtype = pypto.DT_BF16 if str(e.gate_up_proj.dtype) == "torch.bfloat16" else pypto.DT_FP32
-        return cls(module.gate.weight.detach(), e.gate_up_proj.detach(), e.down_proj.detach(), dims, dtype)
+        kernels = None
+        if torch_ops:
+            kernels = tuple(common.torch_ops(f"qwen3_moe_{rows}", (dims, dtype),
+                                             lambda rows=rows: make_kernels(dims, dtype, rows=rows)) for rows in (8, 32))
+        return cls(module.gate.weight.detach(), e.gate_up_proj.detach(), e.down_proj.detach(), dims, dtype, kernels)
 
     def __call__(self, x):
         if len(x.shape) != 2 or x.shape[1] != self.dims.hidden:

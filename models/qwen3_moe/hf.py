@@ -1,6 +1,7 @@
 """The pypto MoE block inside transformers: `patch(module)` swaps the forward of every
 Qwen3MoeSparseMoeBlock in `module` (a block, a layer or a whole Qwen3MoeForCausalLM) for the
-pypto kernels; `unpatch(module)` restores it. The router logits transformers' auxiliary loss
+pypto kernels, called as torch custom ops (so a patched model runs under torch.compile with no
+graph break); `unpatch(module)` restores it. The router logits transformers' auxiliary loss
 reads are not returned (the block's forward returns the hidden states only, as transformers')."""
 
 from models.qwen3_moe import block as B
@@ -19,7 +20,7 @@ def patch(module):
     for m in blocks:
         if "forward" in m.__dict__:
             continue
-        moe = B.MoeBlock.from_hf(m)
+        moe = B.MoeBlock.from_hf(m, torch_ops=True)
 
         def forward(hidden_states, _moe=moe):
             b, s, h = hidden_states.shape

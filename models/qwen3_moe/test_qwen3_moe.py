@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import pypto
-from models.common import rel_err
+from models.common import compile_fullgraph, rel_err
 from models.qwen3_moe import block, hf
 
 transformers = pytest.importorskip("transformers")
@@ -42,6 +42,22 @@ def test_the_block_matches_transformers_at_real_sizes(real_sizes, tokens):
         finally:
             hf.unpatch(m)
     assert rel_err(got, want) < 1e-4
+
+
+def test_the_patched_block_runs_under_torch_compile_fullgraph():
+    m = _module(experts=8, hidden=256, ffn=64, top_k=2)
+    x = torch.randn(1, 13, 256)
+    with torch.no_grad():
+        want = m(x)
+        hf.patch(m)
+        try:
+            compiled, ops = compile_fullgraph(m)
+            got = compiled(x)
+        finally:
+            hf.unpatch(m)
+    assert rel_err(got, want) < 1e-4
+    assert any("pypto.qwen3_moe_" in o and "route" in o for o in ops), ops
+    assert any("pypto.qwen3_moe_" in o and "experts" in o for o in ops), ops
 
 
 def test_the_grouping_by_expert(real_sizes):

@@ -1,5 +1,6 @@
 """The pypto gated-delta layer inside transformers: `patch(module)` swaps the forward of every
-Qwen3NextGatedDeltaNet in `module` for the pypto kernels; `unpatch(module)` restores it.
+Qwen3NextGatedDeltaNet in `module` for the pypto kernels, called as torch custom ops (so a
+patched model runs under torch.compile with no graph break); `unpatch(module)` restores it.
 
 A patched layer called with transformers' cache (as `generate` calls it) reads and updates the
 cache's own state tensors in place: the conv state [1, conv_dim, width] and the recurrent state
@@ -49,7 +50,7 @@ def patch(module):
     for m in layers:
         if "forward" in m.__dict__:
             continue
-        net = L.GatedDeltaNet.from_hf(m)
+        net = L.GatedDeltaNet.from_hf(m, torch_ops=True)
 
         def forward(hidden_states, cache=None, attention_mask=None, _net=net, _idx=m.layer_idx, **kwargs):
             b, s, h = hidden_states.shape

@@ -135,7 +135,7 @@ class GatedDeltaNet:
     [conv_dim, width]) with its two states (`conv_state` [conv_dim, width] in the weights' dtype,
     `state` [v_heads, d_k, d_v] fp32); `prefill(x)` then `decode(x)` steps (batch 1)."""
 
-    def __init__(self, weights: dict, dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
+    def __init__(self, weights: dict, dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32, torch_ops: bool = False):
         import torch
 
         for name in WEIGHTS:
@@ -145,13 +145,19 @@ class GatedDeltaNet:
             raise ValueError(f"GatedDeltaNet: weight 'conv' has shape {tuple(weights['conv'].shape)}, "
                              f"expected {(dims.conv_dim, dims.conv_width)}")
         self.dims, self.w = dims, weights
-        self.kernels = make_kernels(dims, dtype)
+        if torch_ops:   # the kernels as torch custom ops (models.common.torch_ops), updating the states they are given
+            states = ("conv_state", "state")
+            self.kernels = common.torch_ops("qwen3_next", (dims, dtype), lambda: make_kernels(dims, dtype),
+                                            {"prefill": states, "decode": states})
+        else:
+            self.kernels = make_kernels(dims, dtype)
         self.conv_state = torch.zeros(dims.conv_dim, dims.conv_width, dtype=weights["conv"].dtype)
         self.state = torch.zeros(dims.v_heads, dims.k_dim, dims.v_dim)
 
     @classmethod
-    def from_hf(cls, module):
-        """The layer of a transformers Qwen3NextGatedDeltaNet (its weights used in place)."""
+    def from_hf(cls, module, torch_ops: bool = False):
+        """The layer of a transformers Qwen3NextGatedDeltaNet (its weights used in place); with
+        `torch_ops`, its kernels are called as torch custom ops."""
         dims = LayerDims(module.hidden_size, module.num_k_heads, module.num_v_heads, module.head_k_dim,
                          module.head_v_dim, module.conv_kernel_size, module.layer_norm_epsilon)
         if module.conv1d.bias is not None:
@@ -161,7 +167,7 @@ class GatedDeltaNet:
              "norm": module.norm.weight, "out_proj": module.out_proj.weight}
         w = {k: v.detach() for k, v in w.items()}
         dtype = pypto.DT_BF16 if str(w["conv"].dtype) == "torch.bfloat16" else pypto.DT_FP32
-        return cls(w, dims, dtype)
+        return cls(w, dims, dtype, torch_ops)
 
     def reset(self):
         self.conv_state.zero_()

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import pypto
-from models.common import rel_err
+from models.common import compile_fullgraph, rel_err
 from models.qwen3_next import hf, layer
 
 transformers = pytest.importorskip("transformers")
@@ -97,6 +97,25 @@ def test_the_patch_continues_from_transformers_cache(prompt):
     mine, ref = ours.layers[0], theirs.layers[0]
     assert rel_err(mine.conv_states[0], ref.conv_states[0]) < 1e-5
     torch.testing.assert_close(mine.recurrent_states[0], ref.recurrent_states[0], rtol=1e-4, atol=1e-5)
+
+
+def test_the_patched_layer_runs_under_torch_compile_fullgraph():
+    cfg, m = _module(**SMALL)
+    steps = _steps(cfg, 9)
+    theirs = DynamicCache(config=cfg)
+    with torch.no_grad():
+        want = [m(x, cache=theirs) for x in steps]
+        hf.patch(m)
+        try:
+            compiled, ops = compile_fullgraph(m)
+            ours = DynamicCache(config=cfg)
+            got = [compiled(x, cache=ours) for x in steps]   # prefill, then decode steps on the cache
+        finally:
+            hf.unpatch(m)
+    for g, w in zip(got, want):
+        assert rel_err(g, w) < 1e-4
+    assert any("pypto.qwen3_next_" in o and "prefill" in o for o in ops), ops
+    assert any("pypto.qwen3_next_" in o and "decode" in o for o in ops), ops
 
 
 def test_a_patched_model_generates_the_same_tokens():
