@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -89,13 +91,15 @@ TEST(FuseAttentionTest, TilesAsAnOnlineSoftmaxOverKeyBlocks) {
 
 /// Grouped-query attention with an additive mask: q [2, 3, s, d], k and v [2, 1, t, d] (one head per
 /// group of three), softmax(q @ k^T * 0.5 + mask) @ v with a mask of shape `mask_shape`.
-TensorGraph MaskedGroupedGraph(int64_t s, int64_t t, int64_t d, const std::vector<Expr>& mask_shape) {
+/// `make_mask`, when given, builds the mask in the graph instead of taking it as a parameter.
+TensorGraph MaskedGroupedGraph(int64_t s, int64_t t, int64_t d, const std::vector<Expr>& mask_shape,
+                               const std::function<int(TensorGraphBuilder&)>& make_mask = nullptr) {
   TensorGraphBuilder b("masked");
   const std::vector<int64_t> tile = {1, 1, 8, 64};
   int q = b.add_param("q", {Expr(2), Expr(3), Expr(s), Expr(d)}, DataType::FP32);
   int k = b.add_param("k", {Expr(2), Expr(1), Expr(t), Expr(d)}, DataType::FP32);
   int v = b.add_param("v", {Expr(2), Expr(1), Expr(t), Expr(d)}, DataType::FP32);
-  int mask = b.add_param("mask", mask_shape, DataType::FP32);
+  int mask = make_mask ? make_mask(b) : b.add_param("mask", mask_shape, DataType::FP32);
   int kt = b.add_view(k, {Expr(2), Expr(1), Expr(d), Expr(t)}, {Expr(0), Expr(0), Expr(0), Expr(0)}, {0, 1, 3, 2},
                       {1, 1, 1, 1}, {}, TestLoc(2));
   int sc = b.add_matmul(q, kt, DataType::FP32, {32, d, 64}, {32, d, 64}, TestLoc(2));
@@ -123,6 +127,52 @@ TEST(FuseAttentionTest, AMaskAndSharedKeyHeadsJoinTheAttentionOp) {
   // A mask that is not [.., S, T] (here a row of keys for every query) keeps the primitives.
   TensorGraph row = MaskedGroupedGraph(40, 70, 16, {Expr(1), Expr(70)});
   EXPECT_EQ(print(FuseAttention(row, PassOptions{})), print(row));
+}
+
+/// A mask of s queries at the end of t keys written from primitives, as a kernel builds a causal
+/// one: where(compare(arange(t)[1, t] - arange(s)[s, 1], bound), -inf, 0).
+int IndexMask(TensorGraphBuilder& b, int64_t s, int64_t t, TensorOpKind compare, double bound) {
+  const std::vector<int64_t> tile = {64, 64};
+  int rows = b.add_reshape(b.add_arange(Expr(s), 0, 1, DataType::INT32, {64}, TestLoc(1)), {Expr(s), Expr(1)}, TestLoc(1));
+  int cols = b.add_reshape(b.add_arange(Expr(t), 0, 1, DataType::INT32, {64}, TestLoc(1)), {Expr(1), Expr(t)}, TestLoc(1));
+  int diff = b.add_binary(TensorOpKind::Sub, cols, rows, tile, TestLoc(1));
+  int cond = b.add_elementwise(compare, {Operand::tensor(diff), Operand::scalar(bound, false)}, tile, TestLoc(1));
+  int zero = b.add_full({Expr(s), Expr(t)}, Operand::scalar(0.0, true), DataType::FP32, {Expr(s), Expr(t)}, tile,
+                        TestLoc(1));
+  return b.add_elementwise(TensorOpKind::Where,
+                           {Operand::tensor(cond), Operand::scalar(-INFINITY, true), Operand::tensor(zero)}, tile,
+                           TestLoc(1));
+}
+
+TEST(FuseAttentionTest, ACausalMaskFromPrimitivesBoundsEachTasksKeyLoop) {
+  auto causal = [](TensorOpKind compare, double bound) {
+    return FuseAttention(MaskedGroupedGraph(100, 130, 16, {}, [=](TensorGraphBuilder& b) {
+                           return IndexMask(b, 100, 130, compare, bound);
+                         }),
+                         PassOptions{});
+  };
+  TensorGraph g = causal(TensorOpKind::Gt, 30);
+  EXPECT_NO_THROW(verify(g));
+  ASSERT_EQ(g.ops.back().kind, TensorOpKind::Attention);
+  ASSERT_TRUE(g.ops.back().causal.has_value()) << print(g);
+  EXPECT_EQ(g.ops.back().causal->str(), "30");
+  EXPECT_NE(print(g).find("key_block=64, causal=30)"), std::string::npos) << print(g);
+  // j - i >= 31 masks the same keys; j - i > 30.5 too.
+  EXPECT_EQ(causal(TensorOpKind::Ge, 31).ops.back().causal->str(), "30");
+  EXPECT_EQ(causal(TensorOpKind::Gt, 30.5).ops.back().causal->str(), "30");
+  // Masking the keys before the diagonal is no causal mask: every key block is visited.
+  TensorGraph before = causal(TensorOpKind::Lt, 30);
+  ASSERT_EQ(before.ops.back().kind, TensorOpKind::Attention);
+  EXPECT_FALSE(before.ops.back().causal.has_value());
+  // The key loop of a task stops at the bound of its last query row: row offset + 32 rows + 30.
+  TileGraph t = ExpandTiles(g, PassOptions{});
+  EXPECT_NO_THROW(verify(t));
+  const Loop* keys = nullptr;
+  for (const std::vector<Stmt>* body = &t.nests.back().body; !LoopsOf(*body).empty(); body = &keys->body)
+    keys = LoopsOf(*body).front();
+  ASSERT_NE(keys, nullptr);
+  EXPECT_FALSE(keys->parallel);
+  EXPECT_NE(keys->stop.str().find("min(130, max(0, "), std::string::npos) << keys->stop.str();
 }
 
 TEST(FuseAttentionTest, TheVerifierChecksTheMaskShape) {

@@ -360,8 +360,10 @@ std::string print(const TensorGraph& g) {
                                               op.random.counter, op.random.mantissa);
       if (op.random.rounds != 10) attrs += fmt::format(", rounds={}", op.random.rounds);
     }
-    if (info.cls == OpClass::Attention)
+    if (info.cls == OpClass::Attention) {
       attrs += fmt::format(", scale={}, rows={}, key_block={}", scalar_text(op.scale), op.cube_tile[0], op.cube_tile[2]);
+      if (op.causal) attrs += fmt::format(", causal={}", op.causal->str());
+    }
     if (info.cls == OpClass::Conv)
       attrs += fmt::format(", kernel=[{}, {}], dilations=[{}, {}], tile=[cout {}, cin {}, rows {}]", op.conv[0],
                            op.conv[1], op.conv[2], op.conv[3], op.cube_tile[0], op.cube_tile[1], op.cube_tile[2]);

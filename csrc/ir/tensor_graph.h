@@ -78,6 +78,9 @@ struct TensorOp {
                                   ///< Attention: query rows, head dim, key block (the score tile is m x n)
   std::vector<int64_t> cube_tile_l0;
   double scale = 1.0;             ///< Attention: the factor applied to q @ kt
+  /// Attention with a causal mask (fuse_attention): the mask is -inf wherever key j of query row i
+  /// has j - i > causal, so a block of keys past that bound for all of a task's rows is skipped.
+  std::optional<Expr> causal;
   /// Conv: kernel height and width, dilations along them (kh, kw, dh, dw); its cube_tile holds the
   /// output channels, input channels per step and output rows of a tile.
   std::vector<int64_t> conv;

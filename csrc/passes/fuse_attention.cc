@@ -16,7 +16,10 @@
 // while the key and value blocks stream past. The scores never reach memory.
 //
 // The mask (a causal or padding mask of 0 and -inf, say) is read block by block
-// with the keys; its leading dims may be 1 (one mask for every batch index and
+// with the keys. A mask built in the program as a causal one, where(arange(T)[1, T]
+// - arange(S)[S, 1] > c, -inf, x), also gives the op its bound `causal = c`:
+// expand_tiles then stops each task's key loop where every later key block is
+// -inf for all of its rows. The mask's leading dims may be 1 (one mask for every batch index and
 // head), and so may the leading dims of the key and the value (grouped-query
 // attention: one key/value head for a group of query heads).
 //
@@ -28,6 +31,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,6 +46,7 @@ struct Match {
   int q = -1, kt = -1, v = -1;
   int mask = -1;  ///< the additive mask, if the chain has one
   double scale = 1.0;
+  std::optional<Expr> causal;  ///< the mask is -inf where key j - query row i > causal
 };
 
 class Matcher {
@@ -128,7 +133,61 @@ class Matcher {
       if (c == OpClass::Assemble || c == OpClass::Scatter) return std::nullopt;
     }
     m.ops = chain;
+    if (m.mask >= 0) m.causal = causal_bound(m.mask);
     return m;
+  }
+
+  /// c when `mask` is a causal mask written from primitives, where(j - i > c, -inf, x) over
+  /// column indices j (arange, shaped [.., 1, T] or [T]) and row indices i (arange shaped [S, 1]):
+  /// -inf wherever key j of query row i has j - i > c (a `>= c` compare gives c - 1). Else nothing.
+  std::optional<Expr> causal_bound(int mask) const {
+    const TensorOp* where = producer_op(mask);
+    if (!where || where->kind != TensorOpKind::Where || where->operands.size() != 3) return std::nullopt;
+    const Operand& masked = where->operands[1];
+    if (masked.is_tensor() || masked.sym || !(std::isinf(masked.constant) && masked.constant < 0))
+      return std::nullopt;
+    const TensorOp* cmp = producer_op(where->operands[0].value);
+    if (!cmp || (cmp->kind != TensorOpKind::Gt && cmp->kind != TensorOpKind::Ge) || cmp->operands.size() != 2 ||
+        !cmp->operands[0].is_tensor() || cmp->operands[1].is_tensor())
+      return std::nullopt;
+    const Operand& c = cmp->operands[1];
+    Expr bound;
+    if (c.sym) {
+      bound = *c.sym;
+    } else {
+      if (c.is_bool || !std::isfinite(c.constant) || std::fabs(c.constant) > 1e15) return std::nullopt;
+      bound = Expr(static_cast<int64_t>(std::floor(c.constant)));
+    }
+    if (cmp->kind == TensorOpKind::Ge) bound = bound - Expr(1);
+    const TensorOp* sub = producer_op(cmp->operands[0].value);
+    if (!sub || sub->kind != TensorOpKind::Sub || sub->operands.size() != 2 || !sub->operands[0].is_tensor() ||
+        !sub->operands[1].is_tensor())
+      return std::nullopt;
+    if (!index_along(sub->operands[0].value, true) || !index_along(sub->operands[1].value, false)) return std::nullopt;
+    return bound;
+  }
+
+  /// The op producing `value`, if an op does.
+  const TensorOp* producer_op(int value) const {
+    auto it = producer_.find(value);
+    return it == producer_.end() ? nullptr : &g_.ops[it->second];
+  }
+
+  /// `value` is arange(0, n) (step 1), possibly reshaped, laid along its last dim (`columns`: shape
+  /// [n] or [.., 1, n]) or along its second-last dim (rows: shape [.., n, 1]), all other dims 1.
+  bool index_along(int value, bool columns) const {
+    const TensorOp* op = producer_op(value);
+    if (op && op->kind == TensorOpKind::Reshape && op->inputs.size() == 1) op = producer_op(op->inputs[0]);
+    if (!op || op->kind != TensorOpKind::Arange || op->start != 0.0 || op->step != 1.0) return false;
+    const std::vector<Expr>& shape = g_.value(value).shape;
+    const Expr& n = g_.value(op->output).shape.at(0);
+    const size_t r = shape.size(), along = columns ? r - 1 : r - 2;
+    if (r < (columns ? 1u : 2u)) return false;
+    for (size_t d = 0; d < r; ++d) {
+      auto one = shape[d].as_const();
+      if (d == along ? !shape[d].equals(n) : !(one && *one == 1)) return false;
+    }
+    return true;
   }
 
  private:
@@ -310,6 +369,7 @@ TensorGraph FuseAttention(const TensorGraph& g, const PassOptions&) {
     att.cube_tile = mm1.cube_tile;
     att.cube_tile_l0 = mm1.cube_tile_l0;
     att.scale = m->scale;
+    att.causal = m->causal;
     ops.push_back(att);
   }
   if (removed.empty()) return out;

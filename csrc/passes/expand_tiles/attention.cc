@@ -112,7 +112,9 @@ std::vector<Stmt> Expander::attention(const TensorOp& op, int idx) {
   const std::vector<int64_t>& l0 = op.cube_tile_l0;
   pv.l0 = l0.size() == 3 ? l0_blocks({l0[0], l0[2], l0[1]}, br, bc, dv) : std::vector<int64_t>{};
   jb.push_back(instr(pv));
-  Loop jl = block_loop(jvar, 0, T, bc);
+  // A causal mask: the key blocks that start past the last row's bound (column > row + causal for
+  // every row of the task, all -inf) add nothing to the softmax and are not visited.
+  Loop jl = block_loop(jvar, 0, op.causal ? min(T, max(Expr(0), s.offset[r - 2] + Expr(br) + *op.causal)) : T, bc);
   jl.body = std::move(jb);
   body.push_back(Stmt{std::move(jl)});
   int res = emit(Opcode::TROWEXPANDDIV, {acc, l}, new_tile(shape2(br, dv), f32), body);

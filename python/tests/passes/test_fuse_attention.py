@@ -297,3 +297,61 @@ def test_a_mask_of_the_wrong_shape_keeps_the_primitives():
     ref = torch.softmax(q @ k.transpose(-1, -2) + mask, -1) @ v
     torch.testing.assert_close(attention(q, k, v, mask), ref, atol=2e-5, rtol=1e-4)
     assert _passes(pypto.compile(attention, q, k, v, mask))["fuse_attention"] == "unchanged"
+
+
+def _in_kernel_mask(hk, g, d, compare):
+    """Grouped-query attention whose additive mask the kernel builds from arange over dynamic S
+    queries at the end of T keys: -inf where compare(j - i) holds for key j of query row i."""
+
+    @pypto.frontend.jit
+    def attention(q: pypto.Tensor((hk, g, S_DIM, d), pypto.DT_FP32), k: pypto.Tensor((hk, 1, T_DIM, d), pypto.DT_FP32),
+                  v: pypto.Tensor((hk, 1, T_DIM, d), pypto.DT_FP32)):
+        n, t = q.shape[2], k.shape[2]
+        pypto.set_vec_tile_shapes(64, 64)
+        rows = pypto.reshape(pypto.arange(n, dtype=pypto.DT_INT32), [n, 1])
+        cols = pypto.reshape(pypto.arange(t, dtype=pypto.DT_INT32), [1, t])
+        mask = pypto.where(compare(cols - rows, t - n), float("-inf"), 0.0)
+        pypto.set_vec_tile_shapes(1, 1, 8, 64)
+        pypto.set_cube_tile_shapes([32, 32], [64, 64], [64, 64])
+        s = pypto.matmul(q, k, b_trans=True) * (1 / math.sqrt(d))
+        return pypto.matmul(pypto.softmax(s + mask, -1), v)
+
+    return attention
+
+
+@pytest.mark.parametrize("s,t", [(100, 100), (64, 64), (37, 150), (1, 77), (130, 200)])
+def test_a_causal_mask_built_in_the_kernel_skips_the_key_blocks_past_each_row_block(s, t):
+    hk, g, d = 2, 2, 32
+    fn = _in_kernel_mask(hk, g, d, lambda diff, c: diff > c)
+    q, k, v = torch.randn(hk, g, s, d), torch.randn(hk, 1, t, d), torch.randn(hk, 1, t, d)
+    ref = F.scaled_dot_product_attention(q.double(), k.double().expand(hk, g, t, d), v.double().expand(hk, g, t, d),
+                                         attn_mask=_causal(s, t).double())
+    torch.testing.assert_close(fn(q, k, v), ref.float(), atol=2e-5, rtol=1e-4)
+    c = pypto.compile(fn, q, k, v)
+    # The bound T - S is symbolic: one kernel serves every length.
+    assert re.search(r"attention\(.*, causal=\(?T - S\)?\)", c.dump("passes")), c.dump("passes")
+    # The key loop of a task stops at its last row's bound (row block offset + 32 rows + T - S).
+    assert re.search(r"for \(int64_t v_j\d+ = INT64_C\(0\); v_j\d+ < pto::floordiv\(\(pto::imin\(", c.source())
+
+
+def test_a_greater_or_equal_causal_compare_is_recognised_too():
+    hk, g, d, s, t = 1, 2, 16, 70, 90
+    fn = _in_kernel_mask(hk, g, d, lambda diff, c: diff >= c + 1)
+    q, k, v = torch.randn(hk, g, s, d), torch.randn(hk, 1, t, d), torch.randn(hk, 1, t, d)
+    ref = F.scaled_dot_product_attention(q.double(), k.double().expand(hk, g, t, d), v.double().expand(hk, g, t, d),
+                                         attn_mask=_causal(s, t).double())
+    torch.testing.assert_close(fn(q, k, v), ref.float(), atol=2e-5, rtol=1e-4)
+    assert "causal=" in pypto.compile(fn, q, k, v).dump("passes")
+
+
+def test_a_mask_that_is_not_causal_visits_every_key_block():
+    # -inf where j - i < T - S (the keys before the diagonal): no block is skippable by the causal rule.
+    hk, g, d, s, t = 1, 2, 16, 70, 150
+    fn = _in_kernel_mask(hk, g, d, lambda diff, c: diff < c)
+    q, k, v = torch.randn(hk, g, s, d), torch.randn(hk, 1, t, d), torch.randn(hk, 1, t, d)
+    mask = torch.full((s, t), -math.inf).tril(t - s - 1)
+    ref = torch.softmax(q.double() @ k.double().transpose(-1, -2) / math.sqrt(d) + mask.double(), -1) @ v.double()
+    torch.testing.assert_close(fn(q, k, v), ref.float(), atol=2e-5, rtol=1e-4)
+    c = pypto.compile(fn, q, k, v)
+    assert _passes(c)["fuse_attention"] == "changed"
+    assert "causal=" not in c.dump("passes")
