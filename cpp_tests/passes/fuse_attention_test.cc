@@ -131,10 +131,11 @@ TEST(FuseAttentionTest, AMaskAndSharedKeyHeadsJoinTheAttentionOp) {
 
 /// A mask of s queries at the end of t keys written from primitives, as a kernel builds a causal
 /// one: where(compare(arange(t)[1, t] - arange(s)[s, 1], bound), -inf, 0).
-int IndexMask(TensorGraphBuilder& b, int64_t s, int64_t t, TensorOpKind compare, double bound) {
+int IndexMask(TensorGraphBuilder& b, int64_t s, int64_t t, TensorOpKind compare, double bound,
+              DataType index = DataType::INT32) {
   const std::vector<int64_t> tile = {64, 64};
-  int rows = b.add_reshape(b.add_arange(Expr(s), 0, 1, DataType::INT32, {64}, TestLoc(1)), {Expr(s), Expr(1)}, TestLoc(1));
-  int cols = b.add_reshape(b.add_arange(Expr(t), 0, 1, DataType::INT32, {64}, TestLoc(1)), {Expr(1), Expr(t)}, TestLoc(1));
+  int rows = b.add_reshape(b.add_arange(Expr(s), 0, 1, index, {64}, TestLoc(1)), {Expr(s), Expr(1)}, TestLoc(1));
+  int cols = b.add_reshape(b.add_arange(Expr(t), 0, 1, index, {64}, TestLoc(1)), {Expr(1), Expr(t)}, TestLoc(1));
   int diff = b.add_binary(TensorOpKind::Sub, cols, rows, tile, TestLoc(1));
   int cond = b.add_elementwise(compare, {Operand::tensor(diff), Operand::scalar(bound, false)}, tile, TestLoc(1));
   int zero = b.add_full({Expr(s), Expr(t)}, Operand::scalar(0.0, true), DataType::FP32, {Expr(s), Expr(t)}, tile,
@@ -145,9 +146,9 @@ int IndexMask(TensorGraphBuilder& b, int64_t s, int64_t t, TensorOpKind compare,
 }
 
 TEST(FuseAttentionTest, ACausalMaskFromPrimitivesBoundsEachTasksKeyLoop) {
-  auto causal = [](TensorOpKind compare, double bound) {
+  auto causal = [](TensorOpKind compare, double bound, DataType index = DataType::INT32) {
     return FuseAttention(MaskedGroupedGraph(100, 130, 16, {}, [=](TensorGraphBuilder& b) {
-                           return IndexMask(b, 100, 130, compare, bound);
+                           return IndexMask(b, 100, 130, compare, bound, index);
                          }),
                          PassOptions{});
   };
@@ -164,6 +165,15 @@ TEST(FuseAttentionTest, ACausalMaskFromPrimitivesBoundsEachTasksKeyLoop) {
   TensorGraph before = causal(TensorOpKind::Lt, 30);
   ASSERT_EQ(before.ops.back().kind, TensorOpKind::Attention);
   EXPECT_FALSE(before.ops.back().causal.has_value());
+  // Indices whose difference is exact and signed give the bound; narrow or unsigned ones wrap
+  // (uint8 129 - 0 is fine, 0 - 129 is 127), so their mask is kept whole.
+  EXPECT_EQ(causal(TensorOpKind::Gt, 30, DataType::INT64).ops.back().causal->str(), "30");
+  EXPECT_EQ(causal(TensorOpKind::Gt, 30, DataType::FP32).ops.back().causal->str(), "30");
+  for (DataType narrow : {DataType::INT8, DataType::UINT8, DataType::INT16, DataType::UINT32}) {
+    TensorGraph wraps = causal(TensorOpKind::Gt, 30, narrow);
+    ASSERT_EQ(wraps.ops.back().kind, TensorOpKind::Attention) << print(wraps);
+    EXPECT_FALSE(wraps.ops.back().causal.has_value()) << print(wraps);
+  }
   // The key loop of a task stops at the bound of its last query row: row offset + 32 rows + 30.
   TileGraph t = ExpandTiles(g, PassOptions{});
   EXPECT_NO_THROW(verify(t));

@@ -173,12 +173,16 @@ class Matcher {
     return it == producer_.end() ? nullptr : &g_.ops[it->second];
   }
 
-  /// `value` is arange(0, n) (step 1), possibly reshaped, laid along its last dim (`columns`: shape
+  /// `value` is arange(0, n) (step 1) of INT32, INT64 or FP32, possibly reshaped, laid along its last dim (`columns`: shape
   /// [n] or [.., 1, n]) or along its second-last dim (rows: shape [.., n, 1]), all other dims 1.
   bool index_along(int value, bool columns) const {
     const TensorOp* op = producer_op(value);
     if (op && op->kind == TensorOpKind::Reshape && op->inputs.size() == 1) op = producer_op(op->inputs[0]);
     if (!op || op->kind != TensorOpKind::Arange || op->start != 0.0 || op->step != 1.0) return false;
+    // Only dtypes whose subtraction of two indices is exact and signed: a narrow or unsigned
+    // integer index wraps, and its mask is then no causal mask.
+    const DataType dt = g_.value(value).dtype;
+    if (dt != DataType::INT32 && dt != DataType::INT64 && dt != DataType::FP32) return false;
     const std::vector<Expr>& shape = g_.value(value).shape;
     const Expr& n = g_.value(op->output).shape.at(0);
     const size_t r = shape.size(), along = columns ? r - 1 : r - 2;
