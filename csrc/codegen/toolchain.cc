@@ -308,8 +308,10 @@ std::string cache_dir() {
 namespace {
 
 /// Builds the precompiled form of `header` (holding `prelude`) into `gch`; a failure leaves none.
-void build_precompiled_prelude(const std::vector<std::string>& cmd, const std::vector<std::string>& flags,
-                               const std::string& prelude, const std::string& header, const std::string& gch) {
+/// Returns the compiler's exit status (0: built).
+int build_precompiled_prelude(const std::vector<std::string>& cmd, const std::vector<std::string>& flags,
+                              const std::string& prelude, const std::string& header, const std::string& gch,
+                              std::string* log_text = nullptr) {
   write_atomic(header, prelude);
   const std::string tmp = gch + ".tmp." + unique_suffix();
   std::vector<std::string> argv = cmd;
@@ -317,29 +319,71 @@ void build_precompiled_prelude(const std::vector<std::string>& cmd, const std::v
     if (f != "-shared") argv.push_back(f);
   argv.insert(argv.end(), {"-x", "c++-header", header, "-o", tmp});
   const std::string log = tmp + ".log";
-  const int rc = run_process(argv, log, compile_timeout());
+  int rc = run_process(argv, log, compile_timeout());
+  if (log_text) *log_text = read_file(log);
   std::remove(log.c_str());
-  if (rc != 0 || std::rename(tmp.c_str(), gch.c_str()) != 0) std::remove(tmp.c_str());
+  if (rc == 0 && std::rename(tmp.c_str(), gch.c_str()) != 0) rc = -1;
+  if (rc != 0) std::remove(tmp.c_str());
+  return rc;
+}
+
+/// The file name of the precompiled prelude of one prelude, flags, compiler and (for -march=native
+/// code, which is only valid on its CPU) CPU: the same in the kernel cache and in the installed
+/// package.
+std::string prelude_header_name(const std::vector<std::string>& flags, const std::string& compiler,
+                                const std::string& prelude, const Target& target) {
+  std::string key = prelude + "\n--flags--\n";
+  for (const auto& f : flags) key += f + "\x1f";
+  key += "\n--compiler--\n" + compiler + "\n--pypto--\n" PYPTO_VERSION;
+  if (target.name == "native") key += "\n--cpu--\n" + cpu_identity();
+  return "prelude_" + sha256_hex(key).substr(0, 32) + ".h";
+}
+
+/// `dir`/`name` when it holds `prelude` and its precompiled form is there, else "".
+std::string ready_header(const std::string& dir, const std::string& name, const std::string& prelude) {
+  const std::string header = dir + "/" + name;
+  struct stat st;
+  if (::stat((header + ".gch").c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+      read_file(header) == prelude)
+    return header;
+  return "";
+}
+
+/// The `pch/` folder beside the loaded pypto library (the extension module of an installed package),
+/// where the install step leaves the precompiled prelude of the native target; "" when it is missing
+/// or others than its owner may write to it.
+const std::string& installed_pch_dir() {
+  static const std::string dir = [] {
+    Dl_info info{};
+    if (!::dladdr(reinterpret_cast<const void*>(&installed_pch_dir), &info) || !info.dli_fname) return std::string();
+    std::string lib = info.dli_fname;
+    const size_t slash = lib.rfind('/');
+    if (slash == std::string::npos) return std::string();
+    std::string d = lib.substr(0, slash) + "/pch";
+    struct stat st;
+    if (::stat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH))) return std::string();
+    return d;
+  }();
+  return dir;
 }
 
 /// The prelude as a header whose precompiled form (one per prelude, flags and compiler) is built,
-/// or "" when it is not built yet or the cache folder cannot hold it. A missing one is built on a
+/// or "" when it is not built yet or the cache folder cannot hold it. The installed package's
+/// `pch/` folder is looked in first, then the cache's. A missing one is built into the cache on a
 /// background thread (once per process), so the compile that finds it missing compiles its whole
 /// source at once rather than wait: a cold compile costs one compile, not a precompile and then a
 /// compile; the kernels compiled after it include the header.
 std::string precompiled_prelude(const std::vector<std::string>& cmd, const std::vector<std::string>& flags,
-                                const std::string& compiler, const std::string& prelude) {
-  std::string key = prelude + "\n--flags--\n";
-  for (const auto& f : flags) key += f + "\x1f";
-  key += "\n--compiler--\n" + compiler + "\n--pypto--\n" PYPTO_VERSION;
+                                const std::string& compiler, const std::string& prelude, const Target& target) {
+  const std::string name = prelude_header_name(flags, compiler, prelude, target);
+  if (!installed_pch_dir().empty())
+    if (std::string header = ready_header(installed_pch_dir(), name, prelude); !header.empty()) return header;
   const std::string dir = safe_cache_dir() + "/pch";
   make_dirs(dir);
   if (!unsafe_reason(dir).empty()) return "";
-  const std::string header = dir + "/prelude_" + sha256_hex(key).substr(0, 32) + ".h";
+  if (std::string header = ready_header(dir, name, prelude); !header.empty()) return header;
+  const std::string header = dir + "/" + name;
   const std::string gch = header + ".gch";
-  struct stat st;
-  if (::stat(gch.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && read_file(header) == prelude)
-    return header;
   // Never destroyed, and waited for at exit: a build that outlived the process would leave its
   // temporary file in the cache.
   static auto* mu = new std::mutex;
@@ -422,7 +466,7 @@ BuildResult build_library(const std::string& source, const std::string& kernel, 
   const size_t first_line = source.find('\n') + 1;
   bool compiled = false;
   if (!prelude.empty() && first_line > 0 && source.compare(first_line, prelude.size(), prelude) == 0) {
-    if (std::string header = precompiled_prelude(cmd, flags, compiler, prelude); !header.empty()) {
+    if (std::string header = precompiled_prelude(cmd, flags, compiler, prelude, target); !header.empty()) {
       const std::string short_source = base + ".pch." + unique_suffix() + ".cc";
       write_atomic(short_source, source.substr(0, first_line) + "#include \"" + header + "\"\n" +
                                      source.substr(first_line + prelude.size()));
@@ -468,6 +512,23 @@ BuildResult build_library(const std::string& source, const std::string& kernel, 
   }
   r.cache = "compiled";
   return r;
+}
+
+std::string precompile_prelude(const std::string& dir, const Target& target) {
+  const std::vector<std::string> cmd = compiler_command();
+  const std::vector<std::string> flags = compiler_flags(target);
+  const std::string prelude = emit_prelude(target);
+  make_dirs(dir);
+  const std::string header = dir + "/" + prelude_header_name(flags, compiler_identity(cmd), prelude, target);
+  std::string log;
+  const int rc = build_precompiled_prelude(cmd, flags, prelude, header, header + ".gch", &log);
+  if (rc != 0) {
+    std::remove(header.c_str());
+    if (log.size() > 4000) log = log.substr(0, 4000) + "\n...";
+    throw CompileError(fmt::format("precompiling the prelude of target '{}' with '{}' failed (exit {})\n{}", target.name,
+                                   cmd[0], rc, log));
+  }
+  return header;
 }
 
 void* library_symbol(void* handle, const char* name, const std::string& library) {

@@ -31,11 +31,17 @@ std::string cache_dir();
 /// and the pypto version. Entries are written under temporary names and
 /// renamed; a damaged entry is rebuilt. `kernel` names the program in errors.
 /// `source` is self-contained. When it starts (after its first line) with `prelude` and that
-/// prelude is precompiled (once per prelude, flags and compiler, in the cache's `pch/` folder), the
+/// prelude is precompiled (once per prelude, flags and compiler, in the cache's `pch/` folder, or
+/// by precompile_prelude in the `pch/` folder beside the installed extension module), the
 /// compiler is given it as that header; otherwise the whole source, while the precompile runs on a
 /// background thread. The cache key is the same either way.
 BuildResult build_library(const std::string& source, const std::string& kernel, const Target& target,
                           const std::string& prelude = "");
+/// Precompiles the prelude of `target`'s generated code into `dir`, under the name build_library
+/// looks for, now (the package's install step runs this for the native target into the installed
+/// `pch/` folder, so the first kernel compiled after installing needs no full parse); returns the
+/// header's path. Throws CompileError when the compiler fails.
+std::string precompile_prelude(const std::string& dir, const Target& target);
 /// Looks up a symbol of a loaded library; throws CompileError if absent.
 void* library_symbol(void* handle, const char* name, const std::string& library);
 

@@ -265,3 +265,25 @@ def test_the_background_precompile_survives_fork_and_a_removed_cache(tmp_path):
     remove = SCRIPT + "\nimport shutil, os\nshutil.rmtree(os.environ['PYPTO_CACHE_DIR'])\nprint('removed')\n"
     for _ in range(3):
         assert _run(tmp_path, {}, remove) == "removed"
+
+
+def test_the_install_precompiles_the_native_prelude_and_a_cold_cache_uses_it(tmp_path):
+    """The package's install step leaves the native target's precompiled prelude beside the
+    extension module; the first kernel compiled into an empty cache includes it rather than parse
+    the tile library, and builds no precompiled prelude of its own in the cache."""
+    installed = os.path.join(os.path.dirname(pypto._C.__file__), "pch")
+    headers = sorted(f for f in os.listdir(installed) if f.endswith(".h"))
+    assert headers and all(os.path.getsize(os.path.join(installed, h + ".gch")) > 0 for h in headers)
+    for var in ("CXX", "PYPTO_CPU_TARGET"):
+        assert var not in os.environ, f"{var} is set: the installed prelude is for the default compiler and target"
+    wrapper, log = _wrapper(tmp_path)
+    # The wrapper is another compiler identity: it gets a prelude of its own in the cache.
+    (tmp_path / "other").mkdir()
+    assert _run(tmp_path / "other", {"CXX": str(wrapper)}) == "compiled"
+    assert list((tmp_path / "other" / "cache" / "pch").glob("prelude_*.h.gch"))
+    # The default compiler finds the installed one.
+    (tmp_path / "default").mkdir()
+    assert _run(tmp_path / "default", {}) == "compiled"
+    assert not (tmp_path / "default" / "cache" / "pch").exists()
+    source = next((tmp_path / "default" / "cache").rglob("*.cc")).read_text()
+    assert any(open(os.path.join(installed, h)).read() in source for h in headers)
