@@ -70,7 +70,9 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-/// Identity of the compiler without running it: resolved path, size, mtime.
+/// Identity of the compiler without running it: the resolved path of the file it runs, its size and
+/// mtime (c++ and g++ naming the same file are the same compiler: a prelude precompiled under one
+/// name serves the other).
 std::string compiler_identity(const std::vector<std::string>& cmd) {
   std::string path = which(cmd.at(0));
   struct stat st;
@@ -79,8 +81,7 @@ std::string compiler_identity(const std::vector<std::string>& cmd) {
   std::string resolved = ::realpath(path.c_str(), real) ? real : path;
   struct stat rst;
   if (::stat(resolved.c_str(), &rst) != 0) rst = st;
-  return fmt::format("{}|{}|{}|{}", path, resolved, static_cast<long long>(rst.st_size),
-                     static_cast<long long>(rst.st_mtime));
+  return fmt::format("{}|{}|{}", resolved, static_cast<long long>(rst.st_size), static_cast<long long>(rst.st_mtime));
 }
 
 /// The CPU model and feature flags; -march=native code is only valid on them.
