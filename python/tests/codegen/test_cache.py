@@ -261,10 +261,14 @@ FORK_SCRIPT = textwrap.dedent("""
 def test_the_background_precompile_survives_fork_and_a_removed_cache(tmp_path):
     # A child forked while the prelude is being precompiled exits at once; a cache folder removed
     # under the build (the fuzzer does this) costs the precompiled header, never the process.
-    assert _run(tmp_path, {}, FORK_SCRIPT) == "0"
+    # The wrapper is a compiler the installed package has no precompiled prelude for, so the
+    # prelude is precompiled into the cache, in the background.
+    wrapper, _ = _wrapper(tmp_path)
+    assert _run(tmp_path, {"CXX": str(wrapper)}, FORK_SCRIPT) == "0"
+    assert list((tmp_path / "cache" / "pch").glob("prelude_*.h.gch"))
     remove = SCRIPT + "\nimport shutil, os\nshutil.rmtree(os.environ['PYPTO_CACHE_DIR'])\nprint('removed')\n"
     for _ in range(3):
-        assert _run(tmp_path, {}, remove) == "removed"
+        assert _run(tmp_path, {"CXX": str(wrapper)}, remove) == "removed"
 
 
 def test_the_install_precompiles_the_native_prelude_and_a_cold_cache_uses_it(tmp_path):
