@@ -10,6 +10,7 @@
 
 #include "ir/errors.h"
 #include "ir/printer.h"
+#include "ir/verifier.h"
 #include "../test_graphs.h"
 
 namespace pypto {
@@ -261,6 +262,37 @@ TEST(ExpandTilesTest, SymbolicDimsGiveSymbolicBoundsAndTails) {
   EXPECT_EQ(grid[0]->stop.str(), "((M + 31) // 32)");
   EXPECT_EQ(grid[0]->stop.eval([](const std::string&) { return int64_t{65}; }), 3);
   EXPECT_EQ(Strs(InstrsOf(t.nests[0].body)[0]->valid), "min(32, (M - (i0_0 * 32))), 32");
+}
+
+TEST(ExpandTilesTest, TinyBatchedProductsRunABlockOfTheBatchPerGridPoint) {
+  // 32 x 12 products of one row by a 64 x 64 matrix: grid points over 8 consecutive products of
+  // the inner batch dim (the last block holds 4), each a sequential loop over its products.
+  TensorGraphBuilder b("bmm");
+  int a = b.add_param("a", {Expr(32), Expr(12), Expr(1), Expr(64)}, DataType::FP32);
+  int w = b.add_param("w", {Expr(32), Expr(12), Expr(64), Expr(64)}, DataType::FP32);
+  int mm = b.add_matmul(a, w, DataType::FP32, {8, 64, 64}, {8, 64, 64}, TestLoc(1));
+  b.set_outputs({mm});
+  TileGraph t = Expand(b.finish());
+  EXPECT_NO_THROW(verify(t));
+  ASSERT_EQ(t.nests.size(), 1u);
+  EXPECT_EQ(t.nests[0].note, "batch block 8: 8 consecutive products of 1x64x64 per task");
+  std::vector<const Loop*> loops = LoopChain(t.nests[0].body);
+  ASSERT_EQ(loops.size(), 5u) << print(t);
+  for (int d = 0; d < 4; ++d) EXPECT_TRUE(loops[d]->parallel) << d;
+  EXPECT_EQ(loops[1]->tile, 8);
+  EXPECT_EQ(loops[1]->stop.str(), "2");
+  const Loop& products = *loops[4];
+  EXPECT_FALSE(products.parallel);
+  EXPECT_EQ(products.stop.str(), "min(8, (12 - (i0_1 * 8)))");
+  // Each product loads and stores one batch element at the block's offset plus its index.
+  bool stored = false;
+  for (const Instr* in : InstrsOf(products.body))
+    if (in->op == Opcode::TSTORE) {
+      stored = true;
+      EXPECT_EQ(in->offsets[1].str(), "(b0 + (i0_1 * 8))");
+      EXPECT_EQ(in->valid[1].str(), "1");
+    }
+  EXPECT_TRUE(stored) << print(t);
 }
 
 TEST(ExpandTilesTest, UnsupportedProgramsSaySo) {

@@ -33,6 +33,20 @@ TEST(RetileEpiloguesTest, TheEpilogueTakesTheMatmulsOutputTile) {
   }
 }
 
+TEST(RetileEpiloguesTest, TheEpilogueOfTinyBatchedProductsTakesTheBatchBlock) {
+  // 32 x 8 products of one row by a 64 x 64 matrix: 8 of them per task (matmul_output_tile).
+  TensorGraphBuilder b("bmm");
+  int a = b.add_param("a", {Expr(32), Expr(8), Expr(1), Expr(64)}, DataType::FP32);
+  int w = b.add_param("w", {Expr(32), Expr(8), Expr(64), Expr(64)}, DataType::FP32);
+  int mm = b.add_matmul(a, w, DataType::FP32, {8, 64, 64}, {8, 64, 64}, SourceLoc{"m.py", 1});
+  int add = b.add_binary(TensorOpKind::Add, mm, a, {2, 2, 1, 64}, SourceLoc{"m.py", 2});
+  b.set_outputs({add});
+  TensorGraph out = RetileEpilogues(b.finish(), PassOptions{});
+  verify(out);
+  EXPECT_EQ(out.ops[1].tile_shape, (std::vector<int64_t>{1, 8, 1, 64}));
+  EXPECT_EQ(out.ops[1].tile_note, "retiled to [1, 8, 1, 64] (the output tile of @matmul_0) to fuse with it");
+}
+
 TEST(RetileEpiloguesTest, OpsNotOverAMatmulKeepTheirTile) {
   TensorGraphBuilder b("plain");
   int x = b.add_param("x", {Expr(64), Expr(64)}, DataType::FP32);

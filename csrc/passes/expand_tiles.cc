@@ -96,7 +96,7 @@ void Expander::expand(int idx) {
     return;
   }
   if (info.cls == OpClass::Matmul) {
-    n.body = matmul(op, idx);
+    n.body = matmul(op, idx, n.note);
   } else if (info.cls == OpClass::Conv) {
     n.body = conv(op, idx);
     // Fused with the padding copy before it, the grid would be the copy's.

@@ -3,10 +3,11 @@
 // Requires: a verified Tensor Graph whose matmuls carry their cube tile.
 // Guarantees: every elementwise op (unary, binary, where, cast) that reads a matmul's output, or
 // the output of such an op, of the same shape and in the same control region, has the matmul's
-// output tile ([1, ..., m, n]) as its tile shape and says so in its `tile_note`; nothing else
+// output tile (matmul_output_tile: [1, ..., bb, m, n]) as its tile shape and says so in its `tile_note`; nothing else
 // changes. Its loop nest then walks the matmul's tile grid, so the epilogue (bias, activation,
 // gating) fuses with the product instead of reading it back from memory.
 #include "passes/retile_epilogues.h"
+#include "passes/util.h"
 
 #include <fmt/format.h>
 
@@ -37,10 +38,7 @@ TensorGraph RetileEpilogues(const TensorGraph& g, const PassOptions&) {
     const OpInfo& info = op_info(op.kind);
     const TensorValue& result = out.value(op.output);
     if (info.cls == OpClass::Matmul) {
-      std::vector<int64_t> t(result.shape.size(), 1);
-      t[t.size() - 2] = op.cube_tile[0];
-      t[t.size() - 1] = op.cube_tile[2];
-      cube[op.output] = {t, fmt::format("{}_{}", info.name, i)};
+      cube[op.output] = {matmul_output_tile(out, op), fmt::format("{}_{}", info.name, i)};
       continue;
     }
     if (info.cls != OpClass::Unary && info.cls != OpClass::Binary && info.cls != OpClass::Where &&

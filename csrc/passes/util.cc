@@ -258,4 +258,40 @@ std::optional<std::pair<int64_t, int64_t>> linear_range(
   }
 }
 
+std::vector<int64_t> matmul_output_tile(const TensorGraph& g, const TensorOp& op) {
+  const std::vector<Expr>& shape = g.value(op.output).shape;
+  const size_t r = shape.size();
+  std::vector<int64_t> tile(r, 1);
+  auto clamped = [](const Expr& dim, int64_t t) {
+    auto c = dim.as_const();
+    return c && *c < t ? *c : t;
+  };
+  tile[r - 2] = clamped(shape[r - 2], op.cube_tile[0]);
+  tile[r - 1] = clamped(shape[r - 1], op.cube_tile[2]);
+  auto k = g.value(op.inputs[0]).shape.back().as_const();
+  if (r < 3 || !k) return tile;
+  const int64_t macs = tile[r - 2] * tile[r - 1] * *k;
+  if (macs <= 0 || macs >= kBatchBlockMacs) return tile;
+  int64_t bb = kBatchBlockMacs / macs;
+  if (auto n = shape[r - 3].as_const()) bb = std::min(bb, *n);
+  // The number of tasks with a block of b, when every dim is a constant.
+  auto tasks = [&](int64_t b) -> std::optional<int64_t> {
+    int64_t t = 1;
+    for (size_t d = 0; d < r; ++d) {
+      auto n = shape[d].as_const();
+      if (!n) return std::nullopt;
+      const int64_t ext = d == r - 3 ? b : tile[d];
+      t *= (*n + ext - 1) / ext;
+    }
+    return t;
+  };
+  while (bb > 1) {
+    auto t = tasks(bb);
+    if (!t || *t >= kBatchBlockMinTasks) break;
+    bb /= 2;
+  }
+  tile[r - 3] = std::max<int64_t>(bb, 1);
+  return tile;
+}
+
 }  // namespace pypto

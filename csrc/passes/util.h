@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/program.h"
+#include "ir/tensor_graph.h"
 
 namespace pypto {
 
@@ -56,5 +57,15 @@ std::map<std::string, std::pair<int64_t, int64_t>> loop_var_ranges(const std::ve
 /// and mentions no other variable; nullopt otherwise.
 std::optional<std::pair<int64_t, int64_t>> linear_range(const Expr& e,
                                                         const std::map<std::string, std::pair<int64_t, int64_t>>& ranges);
+
+/// The output tile of matmul `op` in `g`: [1, ..., bb, m, n] with m and n its cube tile's (clamped
+/// to static dims) and bb the batch block, the number of consecutive elements of the innermost
+/// batch dim one task multiplies: 1 unless each product (m x K by K x n) is below kBatchBlockMacs
+/// multiply-adds, so that a batch of tiny products is not one task each (their submission and
+/// scheduling would cost more than the products), yet not below kBatchBlockMinTasks tasks when the
+/// grid's size is known. expand_tiles walks this grid; retile_epilogues gives it to the epilogues.
+constexpr int64_t kBatchBlockMacs = 32 * 1024;
+constexpr int64_t kBatchBlockMinTasks = 16;
+std::vector<int64_t> matmul_output_tile(const TensorGraph& g, const TensorOp& op);
 
 }  // namespace pypto

@@ -227,7 +227,8 @@ class Expander {
   /// Matmul: the output's tile grid (batch dims one by one, m and n by the
   /// cube tile) in parallel; the k tiles in a sequential loop, the first
   /// through TMATMUL and the rest through TMATMUL_ACC into one accumulator.
-  std::vector<Stmt> matmul(const TensorOp& op, int idx);
+  /// `note` gets the batch blocking, when the products are blocked (appended to what is there).
+  std::vector<Stmt> matmul(const TensorOp& op, int idx, std::string& note);
 
   /// Attention (made by fuse_attention): per block of query rows (and batch index), in parallel, an
   /// online softmax over blocks of keys, with the running row max m, row sum l and output

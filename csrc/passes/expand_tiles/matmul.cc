@@ -1,5 +1,6 @@
 // Pass "expand_tiles": matmuls: the output tile grid in parallel, the k tiles in sequence.
 #include "passes/expand_tiles/expander.h"
+#include "passes/util.h"
 
 namespace pypto::expand_tiles_impl {
 
@@ -96,17 +97,28 @@ int Expander::transposed_base(int v) const {
   return view.base;
 }
 
-/// Matmul: the output's tile grid (batch dims one by one, m and n by the
-/// cube tile) in parallel; the k tiles in a sequential loop, the first
-/// through TMATMUL and the rest through TMATMUL_ACC into one accumulator.
-std::vector<Stmt> Expander::matmul(const TensorOp& op, int idx) {
+/// Matmul: the output's tile grid (batch dims one by one, or the innermost batch dim in blocks of
+/// matmul_output_tile's batch block of consecutive products, a sequential loop inside; m and n by the cube tile) in
+/// parallel; the k tiles in a sequential loop, the first through TMATMUL and the rest through
+/// TMATMUL_ACC into one accumulator.
+std::vector<Stmt> Expander::matmul(const TensorOp& op, int idx, std::string& note) {
   const TensorValue& outv = g_.value(op.output);
   const TensorValue& av = g_.value(op.inputs[0]);
   size_t r = outv.shape.size();
-  std::vector<int64_t> tile(r, 1);
-  tile[r - 2] = op.cube_tile[0];
-  tile[r - 1] = op.cube_tile[2];
-  Space s = make_space(outv.shape, tile, idx, outv.valid);
+  const std::vector<int64_t> tile = matmul_output_tile(g_, op);
+  const int64_t bb = r >= 3 ? tile[r - 3] : 1;
+  Space grid = make_space(outv.shape, tile, idx, outv.valid);
+  // With a batch block, the body runs for each of its products: offset j in the block, one element.
+  Space s = grid;
+  std::string bvar;
+  if (bb > 1) {
+    bvar = fmt::format("b{}", idx);
+    s.offset[r - 3] = grid.offset[r - 3] + Expr::var(bvar);
+    s.tile[r - 3] = 1;
+    s.valid[r - 3] = Expr(1);
+    note += fmt::format("{}batch block {}: {} consecutive products of {}x{}x{} per task", note.empty() ? "" : "; ", bb,
+                        bb, tile[r - 2], av.shape.back().str(), tile[r - 1]);
+  }
   const Expr& K = av.shape.back();
   const Expr& Kvalid = av.valid.back();
   int64_t kt = clamp(K, op.cube_tile[1]);
@@ -138,9 +150,20 @@ std::vector<Stmt> Expander::matmul(const TensorOp& op, int idx) {
   if (!(kl.stop.as_const() && *kl.stop.as_const() <= 1)) body.push_back(Stmt{std::move(kl)});
   int res = convert(acc, compute_dtype(outv.dtype), body);
   store(res, op.output, s, body);
+  if (bb > 1) {
+    Loop products;
+    products.var = bvar;
+    products.start = Expr(0);
+    products.stop = grid.valid[r - 3];  // the block's valid batch elements
+    products.step = Expr(1);
+    products.dim = -1;
+    products.tile = 1;
+    products.body = std::move(body);
+    body = {Stmt{std::move(products)}};
+  }
   std::vector<int> dims;
   for (size_t d = 0; d < r; ++d) dims.push_back(static_cast<int>(d));
-  return nest(s, dims, std::vector<bool>(dims.size(), true), std::move(body));
+  return nest(grid, dims, std::vector<bool>(dims.size(), true), std::move(body));
 }
 
 }  // namespace pypto::expand_tiles_impl

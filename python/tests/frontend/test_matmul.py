@@ -253,3 +253,40 @@ def test_a_bf16_weight_of_a_few_row_product_is_read_in_bf16(rows):
     pto = pypto.compile(linear, x, w).pto()
     assert re.search(r"tload %w\[0, 0\] valid \[.*\] view : !pto.tile<32x64xbf16>", pto), pto
     assert re.search(r"tmatmul %\w+, %\w+ b_trans : !pto.tile<\d+x32xf32>", pto), pto
+
+
+CHUNKS = pypto.frontend.dynamic("CHUNKS")
+
+
+@pytest.mark.parametrize("chunks", [8, 12, 3])
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-4), (torch.bfloat16, 2e-2)])
+def test_tiny_batched_products_share_tasks_in_blocks_of_the_batch(chunks, dtype, tol):
+    """A batch of one-row products (one query row against each head's and chunk's 64 x 64 matrix)
+    runs 8 consecutive products per task (passes/util matmul_output_tile), over chunk counts that
+    do and do not divide the block and a dynamic count, with an epilogue fused over the same grid."""
+
+    @pypto.jit
+    def f(a: pypto.Tensor((32, CHUNKS, 1, 64), PT[dtype]), b: pypto.Tensor((32, CHUNKS, 64, 64), PT[dtype])):
+        pypto.set_cube_tile_shapes([8, 8], [64, 64], [64, 64])
+        pypto.set_vec_tile_shapes(2, 2, 1, 64)
+        return pypto.matmul(a, b, pypto.DT_FP32) * 2.0 + 1.0
+
+    a, b = torch.randn(32, chunks, 1, 64).to(dtype), torch.randn(32, chunks, 64, 64).to(dtype)
+    ref = (a.double() @ b.double()) * 2.0 + 1.0
+    torch.testing.assert_close(f(a, b).double(), ref, atol=tol * 8, rtol=tol)
+    compiled = pypto.compile(f, a, b)
+    # One task per head and block of 8 chunks (the epilogue shares them), not one per product.
+    assert compiled.stats()["tasks"] == 32 * -(-chunks // 8)
+    passes = compiled.dump("passes")
+    assert "batch block 8: 8 consecutive products of 1x64x64 per task" in passes
+    assert "retiled to [1, 8, 1, 64] (the output tile of @matmul" in passes
+
+
+def test_a_batch_too_small_for_blocks_keeps_one_product_per_task():
+    # 4 products of 4096 multiply-adds: blocks would leave fewer than 16 tasks.
+    a, b = torch.randn(4, 1, 64), torch.randn(4, 64, 64)
+    f = mm_kernel((4, 1, 64), (4, 64, 64), pypto.DT_FP32, cube=([8, 8], [64, 64], [64, 64]))
+    torch.testing.assert_close(f(a, b), a @ b, atol=1e-4, rtol=1e-4)
+    compiled = pypto.compile(f, a, b)
+    assert compiled.stats()["tasks"] == 4
+    assert "batch block" not in compiled.dump("passes")
