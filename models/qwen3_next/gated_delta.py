@@ -95,26 +95,30 @@ def chunked_rule(qv, kv, v, g, beta, state, n, dims: DeltaDims):
     G = pypto.reshape(chunks(pypto.reshape(g, [n, VH, 1]), 1), [VH, nc, L])
     pypto.set_vec_tile_shapes(4, 4, L)
     cum = pypto.cumsum(G, -1)                                                # [VH, C, L]
-    pypto.set_vec_tile_shapes(2, 2, L, L)
+    # The [L, L] masks, each one tile (a 4-D tile shape would cut them into 2 x 2 tiles).
+    pypto.set_vec_tile_shapes(L, L)
     rows = pypto.reshape(pypto.arange(L, dtype=pypto.DT_INT32), [L, 1])
     cols = pypto.reshape(pypto.arange(L, dtype=pypto.DT_INT32), [1, L])
+    above, below = cols > rows, cols < rows
+    eye = pypto.where(cols == rows, 1.0, 0.0)
+    pypto.set_vec_tile_shapes(2, 2, L, L)
     diff = pypto.reshape(cum, [VH, nc, L, 1]) - pypto.reshape(cum, [VH, nc, 1, L])
-    decay = pypto.exp(pypto.where(cols > rows, float("-inf"), diff))      # [VH, C, L, L], 0 above the diagonal
+    decay = pypto.exp(pypto.where(above, float("-inf"), diff))             # [VH, C, L, L], 0 above the diagonal
     pypto.set_vec_tile_shapes(2, 2, L, 64)
     kb, vb = K * B, V * B
     pypto.set_cube_tile_shapes([L, L], [64, 64], [L, L])
     ut = pypto.matmul(kb, K, pypto.DT_FP32, b_trans=True) * decay
     pypto.set_vec_tile_shapes(2, 2, L, L)
     a = pypto.zeros([VH, nc, L, L], pypto.DT_FP32)
-    pypto.assemble(pypto.where(cols < rows, 0.0 - ut, 0.0), [0, 0, 0, 0], a)
+    pypto.assemble(pypto.where(below, 0.0 - ut, 0.0), [0, 0, 0, 0], a)
     # Forward substitution: row i += row i @ A (rows above it done), i = 1 .. L-1.
     for i in pypto.loop(1, L, idx_name="i"):
         row = pypto.view(a, [VH, nc, 1, L], [0, 0, i, 0])
         pypto.set_cube_tile_shapes([8, 8], [L, L], [L, L])
-        pypto.set_vec_tile_shapes(2, 2, 1, L)
+        # One head's rows of 8 chunks per task: the products' batch block (matmul_output_tile).
+        pypto.set_vec_tile_shapes(1, 8, 1, L)
         pypto.assemble(row + pypto.matmul(row, a, pypto.DT_FP32), [0, 0, i, 0], a)
     pypto.set_vec_tile_shapes(2, 2, L, L)
-    eye = pypto.where(cols == rows, 1.0, 0.0)
     t = a + eye
     e = pypto.exp(cum)
     pypto.set_vec_tile_shapes(2, 2, L, 64)
