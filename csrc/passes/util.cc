@@ -258,16 +258,17 @@ std::optional<std::pair<int64_t, int64_t>> linear_range(
   }
 }
 
+int64_t clamp_tile(const Expr& dim, int64_t tile) {
+  auto c = dim.as_const();
+  return (c && *c < tile) ? *c : tile;
+}
+
 std::vector<int64_t> matmul_output_tile(const TensorGraph& g, const TensorOp& op) {
   const std::vector<Expr>& shape = g.value(op.output).shape;
   const size_t r = shape.size();
   std::vector<int64_t> tile(r, 1);
-  auto clamped = [](const Expr& dim, int64_t t) {
-    auto c = dim.as_const();
-    return c && *c < t ? *c : t;
-  };
-  tile[r - 2] = clamped(shape[r - 2], op.cube_tile[0]);
-  tile[r - 1] = clamped(shape[r - 1], op.cube_tile[2]);
+  tile[r - 2] = clamp_tile(shape[r - 2], op.cube_tile[0]);
+  tile[r - 1] = clamp_tile(shape[r - 1], op.cube_tile[2]);
   auto k = g.value(op.inputs[0]).shape.back().as_const();
   if (r < 3 || !k) return tile;
   const int64_t macs = tile[r - 2] * tile[r - 1] * *k;

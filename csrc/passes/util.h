@@ -58,6 +58,8 @@ std::map<std::string, std::pair<int64_t, int64_t>> loop_var_ranges(const std::ve
 std::optional<std::pair<int64_t, int64_t>> linear_range(const Expr& e,
                                                         const std::map<std::string, std::pair<int64_t, int64_t>>& ranges);
 
+/// A tile extent along a dim: `tile`, clamped to a smaller static dim.
+int64_t clamp_tile(const Expr& dim, int64_t tile);
 /// The output tile of matmul `op` in `g`: [1, ..., bb, m, n] with m and n its cube tile's (clamped
 /// to static dims) and bb the batch block, the number of consecutive elements of the innermost
 /// batch dim one task multiplies: 1 unless each product (m x K by K x n) is below kBatchBlockMacs

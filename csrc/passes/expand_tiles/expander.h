@@ -16,6 +16,7 @@
 #include "ir/errors.h"
 #include "ir/program.h"
 #include "ir/tensor_graph.h"
+#include "passes/util.h"
 
 namespace pypto::expand_tiles_impl {
 
@@ -38,10 +39,7 @@ class Expander {
   }
 
   /// Tile extent along a dim: the vec tile size, clamped to a smaller static dim.
-  static int64_t clamp(const Expr& dim, int64_t tile) {
-    auto c = dim.as_const();
-    return (c && *c < tile) ? *c : tile;
-  }
+  static int64_t clamp(const Expr& dim, int64_t tile) { return clamp_tile(dim, tile); }
 
   /// Valid extent of the tile starting at `offset` along a dim of size `dim`.
   static Expr valid(const Expr& dim, int64_t tile, const Expr& offset) {

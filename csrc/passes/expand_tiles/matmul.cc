@@ -1,6 +1,5 @@
 // Pass "expand_tiles": matmuls: the output tile grid in parallel, the k tiles in sequence.
 #include "passes/expand_tiles/expander.h"
-#include "passes/util.h"
 
 namespace pypto::expand_tiles_impl {
 

@@ -280,7 +280,7 @@ def test_the_install_precompiles_the_native_prelude_and_a_cold_cache_uses_it(tmp
     assert headers and all(os.path.getsize(os.path.join(installed, h + ".gch")) > 0 for h in headers)
     for var in ("CXX", "PYPTO_CPU_TARGET"):
         assert var not in os.environ, f"{var} is set: the installed prelude is for the default compiler and target"
-    wrapper, log = _wrapper(tmp_path)
+    wrapper, _ = _wrapper(tmp_path)
     # The wrapper is another compiler identity: it gets a prelude of its own in the cache.
     (tmp_path / "other").mkdir()
     assert _run(tmp_path / "other", {"CXX": str(wrapper)}) == "compiled"
