@@ -127,5 +127,35 @@ TEST(TileGatherScatter, AnIndexOutsideTheAxisIsReportedAndNotWritten) {
   EXPECT_NE(std::string(text).find("index -1 on axis 0"), std::string::npos) << text;
 }
 
+// texpand against its definition, dst[i] = src[the index of i with stretched dims at 0], for every
+// pattern of stretched dims over ranks 0 to 4 (runs of stretched and copied dims, dims of one).
+TEST(TileGatherScatter, ExpandMatchesTheElementwiseDefinitionForEveryStretchPattern) {
+  const int64_t sizes[] = {3, 1, 4, 2};
+  for (int rank = 0; rank <= 4; ++rank) {
+    for (int mask = 0; mask < (1 << rank); ++mask) {
+      int64_t dshape[4] = {}, sshape[4] = {};
+      int64_t total = 1, stotal = 1;
+      for (int d = 0; d < rank; ++d) {
+        dshape[d] = sizes[d] + (d == rank - 1 ? 5 : 0);  // a longer innermost dim
+        sshape[d] = (mask >> d) & 1 ? 1 : dshape[d];
+        total *= dshape[d];
+        stotal *= sshape[d];
+      }
+      std::vector<double> src(static_cast<size_t>(stotal)), dst(static_cast<size_t>(total), -1.0);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<double>(i) + 0.25;
+      pto::texpand(dst.data(), rank, dshape, src.data(), sshape);
+      for (int64_t i = 0; i < total; ++i) {
+        int64_t rem = i, off = 0, inner = 1;
+        for (int d = rank - 1; d >= 0; --d) {
+          if (sshape[d] != 1) off += (rem % dshape[d]) * inner;
+          rem /= dshape[d];
+          inner *= sshape[d];
+        }
+        ASSERT_EQ(dst[static_cast<size_t>(i)], src[static_cast<size_t>(off)]) << "rank " << rank << " mask " << mask << " i " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pypto::codegen

@@ -133,23 +133,51 @@ inline int32_t tscatter(S* __restrict dst, const int64_t* stride, const int64_t*
       });
 }
 
-/// TEXPAND: broadcasts `src` (shape `sshape`, size-1 dims stretch) to `dshape`.
+/// TEXPAND: broadcasts `src` (shape `sshape`, size-1 dims stretch) to `dshape`. The dims are first
+/// merged into as few runs as the layout allows (neighbours that are both stretched, or both
+/// copied and contiguous), then each row of the innermost run is one fill or one copy, its source
+/// found by an odometer: no division per element.
 template <typename T>
 inline void texpand(T* __restrict dst, int rank, const int64_t* dshape, const T* __restrict src, const int64_t* sshape) {
-  int64_t sstride[PYPTO_MAX_DIMS];
-  int64_t n = 1, total = 1;
+  int64_t ext[PYPTO_MAX_DIMS], sst[PYPTO_MAX_DIMS];  // merged dims, innermost first: extent, source stride
+  int m = 0;
+  int64_t n = 1;
   for (int d = rank - 1; d >= 0; --d) {
-    sstride[d] = sshape[d] == 1 ? 0 : n;
+    if (dshape[d] <= 0) return;  // an empty tile
+    const int64_t s = sshape[d] == 1 ? 0 : n;
     n *= sshape[d];
-    total *= dshape[d];
-  }
-  for (int64_t i = 0; i < total; ++i) {
-    int64_t rem = i, off = 0;
-    for (int d = rank - 1; d >= 0; --d) {
-      off += (rem % dshape[d]) * sstride[d];
-      rem /= dshape[d];
+    if (dshape[d] == 1) continue;  // a dim of one moves nothing
+    if (m > 0 && ((s == 0 && sst[m - 1] == 0) || (s != 0 && s == sst[m - 1] * ext[m - 1]))) {
+      ext[m - 1] *= dshape[d];
+      continue;
     }
-    dst[i] = src[off];
+    ext[m] = dshape[d];
+    sst[m] = s;
+    ++m;
+  }
+  if (m == 0) {
+    dst[0] = src[0];
+    return;
+  }
+  const int64_t inner = ext[0];
+  int64_t rows = 1;
+  for (int k = 1; k < m; ++k) rows *= ext[k];
+  int64_t idx[PYPTO_MAX_DIMS] = {};
+  int64_t off = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    T* __restrict drow = dst + r * inner;
+    if (sst[0] == 0) {
+      const T v = src[off];
+      for (int64_t c = 0; c < inner; ++c) drow[c] = v;
+    } else {
+      memcpy(drow, src + off, sizeof(T) * static_cast<size_t>(inner));
+    }
+    for (int k = 1; k < m; ++k) {  // the next row's source
+      off += sst[k];
+      if (++idx[k] < ext[k]) break;
+      off -= sst[k] * ext[k];
+      idx[k] = 0;
+    }
   }
 }
 
