@@ -1,6 +1,7 @@
 // Streaming stores of tile_ops.h (pto::tstore_stream): the memory they leave is exactly what
 // pto::tstore leaves, for aligned and unaligned rows, strided boxes, tails and other types. Loads of
-// transposed boxes (pto::tload's blocked copy) against element-by-element indexing.
+// transposed boxes (pto::tload's blocked copy) against element-by-element indexing. Loads and stores
+// of rank-3 and rank-4 tiles whose valid box ends inside any dim, against the same indexing.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -75,6 +76,48 @@ TEST(TileLoadTest, TransposedBoxesLoadInBlocks) {
   CheckTransposedLoad<float, 32, 32>(50, 19, 7);     // valid rows and columns inside the tile
   CheckTransposedLoad<double, 20, 17>(33, 20, 17);   // converted while loading
   CheckTransposedLoad<float, 8, 8>(8, 0, 8);         // nothing valid: all zero
+}
+
+// Loads a tile of shape `shape` (last dim 5) from a strided box and stores it back into a fresh
+// destination, checking every tile element and every destination element by its index: rows
+// outside the valid box load as zero and are not stored, whichever dim they leave it in.
+void CheckRowWalk(int rank, const int64_t* shape, const int64_t* valid) {
+  constexpr int64_t C = 5;
+  int64_t stride[4] = {}, span = 1;
+  for (int d = rank - 1; d >= 0; --d) {  // gaps between rows and between outer blocks
+    stride[d] = span;
+    span = span * (shape[d] + 2) + 1;
+  }
+  std::vector<float> src(static_cast<size_t>(span)), dst(static_cast<size_t>(span), -1.0f);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) + 0.5f;
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d) total *= shape[d];
+  std::vector<float> tile(static_cast<size_t>(total), -7.0f);
+  pto::tload<float, C>(tile.data(), rank, shape, src.data(), stride, valid);
+  pto::tstore<float, C>(dst.data(), stride, valid, rank, shape, tile.data());
+  std::vector<bool> stored(src.size(), false);
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t rem = i, off = 0;
+    bool inside = true;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t k = rem % shape[d];
+      rem /= shape[d];
+      inside = inside && k < valid[d];
+      off += k * stride[d];
+    }
+    ASSERT_EQ(tile[static_cast<size_t>(i)], inside ? src[static_cast<size_t>(off)] : 0.0f) << "rank " << rank << " element " << i;
+    if (inside) stored[static_cast<size_t>(off)] = true;
+  }
+  for (size_t i = 0; i < dst.size(); ++i) ASSERT_EQ(dst[i], stored[i] ? src[i] : -1.0f) << "rank " << rank << " offset " << i;
+}
+
+TEST(TileLoadTest, RankThreeAndFourTilesLoadAndStoreTheirValidBoxRowByRow) {
+  const int64_t shape3[] = {3, 4, 5};
+  for (const auto& v : std::vector<std::vector<int64_t>>{{3, 4, 5}, {2, 4, 5}, {3, 1, 5}, {3, 4, 2}, {0, 4, 5}, {1, 3, 4}})
+    CheckRowWalk(3, shape3, v.data());
+  const int64_t shape4[] = {2, 3, 2, 5};
+  for (const auto& v : std::vector<std::vector<int64_t>>{{2, 3, 2, 5}, {1, 3, 2, 5}, {2, 2, 1, 5}, {2, 3, 0, 5}, {2, 1, 2, 3}, {-1, 3, 2, 5}})
+    CheckRowWalk(4, shape4, v.data());
 }
 
 }  // namespace

@@ -3,31 +3,45 @@
 
 namespace pto {
 
-/// Row `r` of a tile of shape `tshape` (rows = all dims but the last): its element offset in a
-/// box with strides `stride`, and whether it lies inside the `valid` box. Rank 1 and 2 need no
-/// division.
-inline void row_position(int rank, const int64_t* tshape, const int64_t* valid, const int64_t* stride, int64_t r,
-                         int64_t& off, bool& inside) {
-  if (rank <= 1) {
-    off = 0;
-    inside = true;
-    return;
+/// The rows of a tile of shape `tshape` in order (rows = all dims but the last): each one's element
+/// offset in a box with strides `stride`, and whether it lies inside the `valid` box. Both are
+/// carried from one row to the next: a division per dim and row (of a rank-3 or rank-4 tile, whose
+/// shape the copy loop does not know at compile time) cost more than copying a row of 64 floats.
+class RowWalk {
+ public:
+  RowWalk(int rank, const int64_t* tshape, const int64_t* valid, const int64_t* stride)
+      : outer_(rank - 1), tshape_(tshape), valid_(valid), stride_(stride) {
+    for (int d = 0; d < outer_; ++d) {
+      idx_[d] = 0;
+      outside_ += valid[d] <= 0;
+    }
   }
-  if (rank == 2) {
-    off = r * stride[0];
-    inside = r < valid[0];
-    return;
+  int64_t offset() const { return off_; }
+  bool inside() const { return outside_ == 0; }
+  /// Moves to the next row (the innermost outer dim first, carrying into the ones outside it).
+  void next() {
+    for (int d = outer_ - 1; d >= 0; --d) {
+      const bool was = idx_[d] < valid_[d];
+      off_ += stride_[d];
+      if (++idx_[d] < tshape_[d]) {
+        outside_ += was && idx_[d] >= valid_[d];
+        return;
+      }
+      off_ -= stride_[d] * tshape_[d];
+      idx_[d] = 0;
+      outside_ += static_cast<int>(valid_[d] <= 0) - static_cast<int>(!was);
+    }
   }
-  off = 0;
-  inside = true;
-  int64_t rem = r;
-  for (int d = rank - 2; d >= 0; --d) {
-    const int64_t i = rem % tshape[d];
-    rem /= tshape[d];
-    inside = inside && i < valid[d];
-    off += i * stride[d];
-  }
-}
+
+ private:
+  int outer_;
+  const int64_t* tshape_;
+  const int64_t* valid_;
+  const int64_t* stride_;
+  int64_t idx_[PYPTO_MAX_DIMS > 1 ? PYPTO_MAX_DIMS : 1];
+  int64_t off_ = 0;
+  int outside_ = 0;
+};
 
 /// TLOAD: the box of `rank` dims at `src` (element strides `stride`, `valid`
 /// elements per dim) into a tile of shape `tshape` whose last dim is C; tile
@@ -156,13 +170,12 @@ inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* _
     return;
   }
   const bool gaps = sc == 1 && rank >= 2 && stride[rank - 2] > vc;
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t off = 0;
-    bool inside = true;
-    row_position(rank, tshape, valid, stride, r, off, inside);
+  RowWalk walk(rank, tshape, valid, stride);
+  for (int64_t r = 0; r < rows; ++r, walk.next()) {
+    const int64_t off = walk.offset();
     prefetch_ahead<0>(gaps, rank, valid, stride, r, rows, src, vc);
     T* __restrict drow = dst + r * C;
-    if (!inside) {
+    if (!walk.inside()) {
       for (int64_t c = 0; c < C; ++c) drow[c] = T{};
       continue;
     }
@@ -273,12 +286,11 @@ inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* vali
   const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < C ? valid[rank - 1] : C;
   const int64_t sc = stride[rank - 1];
   const bool gaps = !STREAM && sc == 1 && rank >= 2 && stride[rank - 2] > vc;
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t off = 0;
-    bool inside = true;
-    row_position(rank, tshape, valid, stride, r, off, inside);
+  RowWalk walk(rank, tshape, valid, stride);
+  for (int64_t r = 0; r < rows; ++r, walk.next()) {
     prefetch_ahead<1>(gaps, rank, valid, stride, r, rows, dst, vc);
-    if (!inside) continue;
+    if (!walk.inside()) continue;
+    const int64_t off = walk.offset();
     const T* __restrict srow = src + r * C;
     S* __restrict drow = dst + off;
     if constexpr (ATOMIC) {
