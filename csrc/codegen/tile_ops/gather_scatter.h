@@ -136,7 +136,7 @@ inline int32_t tscatter(S* __restrict dst, const int64_t* stride, const int64_t*
 /// TEXPAND: broadcasts `src` (shape `sshape`, size-1 dims stretch) to `dshape`. The dims are first
 /// merged into as few runs as the layout allows (neighbours that are both stretched, or both
 /// copied and contiguous), then each row of the innermost run is one fill or one copy, its source
-/// found by an odometer: no division per element.
+/// found by RowWalk: no division per element.
 template <typename T>
 inline void texpand(T* __restrict dst, int rank, const int64_t* dshape, const T* __restrict src, const int64_t* sshape) {
   int64_t ext[PYPTO_MAX_DIMS], sst[PYPTO_MAX_DIMS];  // merged dims, innermost first: extent, source stride
@@ -159,24 +159,24 @@ inline void texpand(T* __restrict dst, int rank, const int64_t* dshape, const T*
     dst[0] = src[0];
     return;
   }
-  const int64_t inner = ext[0];
+  // The runs outermost first, as RowWalk takes them; every row is inside (valid = shape).
+  int64_t shape[PYPTO_MAX_DIMS], stride[PYPTO_MAX_DIMS];
   int64_t rows = 1;
-  for (int k = 1; k < m; ++k) rows *= ext[k];
-  int64_t idx[PYPTO_MAX_DIMS] = {};
-  int64_t off = 0;
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int k = 0; k < m; ++k) {
+    shape[k] = ext[m - 1 - k];
+    stride[k] = sst[m - 1 - k];
+    rows *= k < m - 1 ? shape[k] : 1;
+  }
+  const int64_t inner = ext[0];
+  RowWalk walk(m, shape, shape, stride);
+  for (int64_t r = 0; r < rows; ++r, walk.next()) {
     T* __restrict drow = dst + r * inner;
+    const T* __restrict srow = src + walk.offset();
     if (sst[0] == 0) {
-      const T v = src[off];
+      const T v = *srow;
       for (int64_t c = 0; c < inner; ++c) drow[c] = v;
     } else {
-      memcpy(drow, src + off, sizeof(T) * static_cast<size_t>(inner));
-    }
-    for (int k = 1; k < m; ++k) {  // the next row's source
-      off += sst[k];
-      if (++idx[k] < ext[k]) break;
-      off -= sst[k] * ext[k];
-      idx[k] = 0;
+      memcpy(drow, srow, sizeof(T) * static_cast<size_t>(inner));
     }
   }
 }
