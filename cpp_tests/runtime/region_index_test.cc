@@ -385,6 +385,113 @@ TEST(RegionIndexTest, MatchesBruteForceOnRevisitedTiles) {
   for (unsigned seed : {4u, 5u, 6u}) CheckAgainstBruteForce(seed, 3, 0, true);
 }
 
+// Random tasks over one matrix through views of several layouts: row-major and transposed (one
+// canonical layout), its rows cut into chunks of 4 (a second layout), its column halves first (a
+// third), an offset view, and rows that alias each other (byte ranges). Boxes of the primary layout
+// are found by their rows and the others by their bytes; every conflicting pair of tasks must be
+// ordered, and an edge may join tasks only where their accesses' byte hulls conflict (boxes of
+// different layouts compare by byte range).
+void CheckLayoutsAgainstBruteForce(unsigned seed, int tasks_per_round) {
+  constexpr int kRows = 24, kCols = 20;
+  float m[kRows * kCols];
+  struct View {
+    int ndim;
+    int64_t base;
+    int64_t shape[3];
+    int64_t stride[3];
+  };
+  const View views[] = {
+      {2, 0, {kRows, kCols}, {kCols, 1}},          {2, 0, {kCols, kRows}, {1, kCols}},
+      {3, 0, {kRows / 4, 4, kCols}, {4 * kCols, kCols, 1}}, {3, 0, {4, kRows / 4, kCols}, {kCols, 4 * kCols, 1}},
+      {3, 0, {2, kRows, kCols / 2}, {kCols / 2, kCols, 1}}, {2, 7, {kRows, kCols / 2}, {kCols, 1}},
+      {2, 0, {kRows - 1, 2 * kCols}, {kCols, 1}},
+  };
+  constexpr int kViews = sizeof(views) / sizeof(views[0]);
+  std::mt19937 rng(seed);
+  Tasks t;
+  for (int round = 0; round < 6; ++round) {
+    t.Reset();
+    std::vector<std::set<int>> reads, writes, accums, hull_reads, hull_writes, hull_accums;
+    std::vector<Preds> preds_of;
+    for (int i = 0; i < tasks_per_round; ++i) {
+      std::vector<std::pair<pypto_region, Mode>> acc;
+      std::set<int> sets[3], hulls[3];
+      const int n = 1 + static_cast<int>(rng() % 3);
+      for (int k = 0; k < n; ++k) {
+        const View& v = views[rng() % kViews];
+        pypto_region r{};
+        r.buffer = m;
+        r.base = m + v.base;
+        r.ndim = v.ndim;
+        r.elem_size = 4;
+        for (int d = 0; d < v.ndim; ++d) {
+          r.offset[d] = static_cast<int64_t>(rng() % static_cast<unsigned>(v.shape[d]));
+          // Mostly small boxes, so the grids have something to skip.
+          const int64_t room = v.shape[d] - r.offset[d];
+          r.extent[d] = 1 + static_cast<int64_t>(rng() % static_cast<unsigned>(rng() % 4 == 0 ? room : std::min<int64_t>(room, 3)));
+          r.stride[d] = v.stride[d];
+        }
+        const unsigned roll = rng() % 3;
+        const Mode mode = roll == 0 ? kWrite : roll == 1 ? kAccum : kRead;
+        acc.emplace_back(r, mode);
+        int lo = INT32_MAX, hi = -1;
+        int64_t idx[3] = {0, 0, 0};
+        for (bool more = true; more;) {
+          int64_t e = v.base;
+          for (int d = 0; d < v.ndim; ++d) e += (r.offset[d] + idx[d]) * v.stride[d];
+          sets[mode].insert(static_cast<int>(e));
+          lo = std::min(lo, static_cast<int>(e));
+          hi = std::max(hi, static_cast<int>(e));
+          more = false;
+          for (int d = v.ndim - 1; d >= 0 && !more; --d) {
+            if (++idx[d] < r.extent[d]) more = true;
+            else idx[d] = 0;
+          }
+        }
+        for (int e = lo; e <= hi; ++e) hulls[mode].insert(e);
+      }
+      preds_of.push_back(t.AddModes(acc));
+      reads.push_back(sets[kRead]);
+      writes.push_back(sets[kWrite]);
+      accums.push_back(sets[kAccum]);
+      hull_reads.push_back(hulls[kRead]);
+      hull_writes.push_back(hulls[kWrite]);
+      hull_accums.push_back(hulls[kAccum]);
+    }
+    auto shares = [](const std::set<int>& a, const std::set<int>& b) {
+      for (int x : a) {
+        if (b.count(x)) return true;
+      }
+      return false;
+    };
+    auto conflict = [&](const auto& r, const auto& w, const auto& a, size_t i, size_t j) {
+      return shares(w[i], w[j]) || shares(w[i], r[j]) || shares(r[i], w[j]) || shares(w[i], a[j]) ||
+             shares(a[i], w[j]) || shares(r[i], a[j]) || shares(a[i], r[j]);
+    };
+    std::vector<std::set<int64_t>> reach(preds_of.size());
+    for (size_t i = 0; i < preds_of.size(); ++i) {
+      for (int64_t p : preds_of[i]) {
+        ASSERT_LT(p, static_cast<int64_t>(i));
+        EXPECT_TRUE(conflict(hull_reads, hull_writes, hull_accums, i, static_cast<size_t>(p)))
+            << "edge " << p << " -> " << i << " joins tasks whose byte ranges do not conflict";
+        reach[i].insert(p);
+        reach[i].insert(reach[static_cast<size_t>(p)].begin(), reach[static_cast<size_t>(p)].end());
+      }
+      for (size_t j = 0; j < i; ++j) {
+        if (conflict(reads, writes, accums, i, j)) {
+          ASSERT_TRUE(reach[i].count(static_cast<int64_t>(j))) << "missing order " << j << " -> " << i << " (round " << round << ")";
+        }
+      }
+    }
+  }
+}
+
+TEST(RegionIndexTest, ViewsOfSeveralLayoutsMatchBruteForce) {
+  for (unsigned seed : {31u, 32u, 33u}) CheckLayoutsAgainstBruteForce(seed, 150);
+  // Enough tasks that superseded nodes are swept and the grids rebuilt.
+  CheckLayoutsAgainstBruteForce(35u, 500);
+}
+
 // Tiles of one power-of-two extent are kept in a dense grid per layout; past its bound of tiles the
 // grid's boxes move to the layout's hash table, where later accesses still find them.
 TEST(RegionIndexTest, TilesBeyondTheGridBoundAreStillFound) {

@@ -229,24 +229,29 @@ void RegionIndex::query(Canon& c, std::vector<int64_t>& preds) {
     if (c.exact < 0 && same_box(n, c)) c.exact = i;
     conflicts(n, c.write, c.accum, preds);
   };
+  // The candidates: nodes of the primary layout in the rows the access touches, the others in its
+  // bytes, and the wide list. An access through another layout touches the rows its bytes lie in.
+  // A walk of more buckets than there are nodes visits every node instead.
+  const int64_t first_byte = c.lo - b.origin;
+  const int64_t last_byte = c.hi - 1 - b.origin;
+  const int64_t row_bytes = b.row_bytes();
+  int64_t first_row = -1;
+  int64_t last_row = -1;
   if (c.layout == 0 && c.ndim > 0) {
-    for (uint64_t used = b.used_levels; used != 0; used &= used - 1) {
-      const int level = __builtin_ctzll(used);
-      const auto& heads = b.levels[static_cast<size_t>(level)];
-      const int64_t b0 = c.offset[0] >> level;
-      const int64_t b1 = std::min<int64_t>(static_cast<int64_t>(heads.size()) - 1,
-                                           (c.offset[0] + c.extent[0] - 1) >> level);
-      for (int64_t k = b0; k <= b1; ++k) {
-        for (uint32_t i = heads[static_cast<size_t>(k)]; i != kNoNode;) {
-          visit(i);
-          const Node& n = b.nodes[i];
-          i = n.next[(n.offset[0] >> level) == k ? 0 : 1];
-        }
-      }
-    }
-    for (uint32_t i : b.wide) visit(i);
-  } else {
+    first_row = c.offset[0];
+    last_row = c.offset[0] + c.extent[0] - 1;
+  } else if (row_bytes > 0 && first_byte >= 0) {
+    first_row = first_byte / row_bytes;
+    last_row = last_byte / row_bytes;
+  }
+  const int64_t walk = (first_row >= 0 ? b.rows.buckets(first_row, last_row) : 0) +
+                       (first_byte >= 0 ? b.bytes.buckets(first_byte, last_byte) : 0);
+  if (first_row < 0 || first_byte < 0 || walk > static_cast<int64_t>(b.nodes.size())) {
     for (uint32_t i = 0; i < b.nodes.size(); ++i) visit(i);
+  } else {
+    b.rows.scan(first_row, last_row, b.nodes, [&b](uint32_t i) { return b.nodes[i].offset[0]; }, visit);
+    b.bytes.scan(first_byte, last_byte, b.nodes, [&b](uint32_t i) { return b.nodes[i].lo - b.origin; }, visit);
+    for (uint32_t i : b.wide) visit(i);
   }
   c.num_matches = matches_.size() - c.first_match;
 }

@@ -4,8 +4,9 @@
 /// accessed so far, each with its last writer and the readers and accumulators since that write. Boxes are kept in
 /// canonical coordinates (dims by decreasing stride, the view's base offset folded in), so views of
 /// one tensor compare exactly; boxes of the allocation's primary layout are bucketed by their
-/// outermost coordinate, so a row-block access looks at a handful of nodes. Tasks are named by
-/// their submission number.
+/// outermost coordinate and boxes of its other layouts by byte range, so a row-block access, also
+/// one through a reshaped or permuted view, looks at a handful of nodes. Tasks are named by their
+/// submission number.
 #ifndef PYPTO_RUNTIME_REGION_INDEX_H_
 #define PYPTO_RUNTIME_REGION_INDEX_H_
 
@@ -134,6 +135,7 @@ class RegionIndex {
 
  private:
   struct Node;
+  struct KeyGrid;
   struct Layout;
   struct Buffer;
   struct Canon;

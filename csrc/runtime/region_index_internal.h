@@ -270,6 +270,67 @@ struct RegionIndex::Layout {
   int64_t stride[PYPTO_MAX_DIMS];
 };
 
+// Nodes by an interval of keys [first, last] (rows of the allocation's primary layout, or bytes
+// from its start), on a grid per size class: level L holds intervals of length in (2^(L-1), 2^L] in
+// buckets of 2^L keys, so an interval spans at most two buckets. A bucket is an intrusive list: its
+// head here, the links in the nodes (`Node::next`, one grid per node).
+struct RegionIndex::KeyGrid {
+  std::vector<std::vector<uint32_t>> levels;
+  uint64_t used = 0;
+
+  // Puts node `i` (its links `next`) in the buckets of [first, last]; false (nothing done) when
+  // they lie beyond kMaxBuckets or before key 0.
+  bool place(int64_t first, int64_t last, uint32_t i, uint32_t* next) {
+    if (first < 0 || last < first) return false;
+    const int level = level_of(last - first + 1);
+    const int64_t b0 = first >> level;
+    const int64_t b1 = last >> level;
+    if (b1 >= kMaxBuckets) return false;
+    if (levels.size() <= static_cast<size_t>(level)) levels.resize(static_cast<size_t>(level) + 1);
+    auto& heads = levels[static_cast<size_t>(level)];
+    if (static_cast<int64_t>(heads.size()) <= b1) {
+      // Geometric growth: boxes usually arrive in increasing order, one new bucket at a time.
+      heads.resize(std::max(static_cast<size_t>(b1) + 1, std::min(2 * heads.size(), static_cast<size_t>(kMaxBuckets))),
+                   kNoNode);
+    }
+    for (int64_t b = b0; b <= b1; ++b) {
+      next[b - b0] = heads[static_cast<size_t>(b)];
+      heads[static_cast<size_t>(b)] = i;
+    }
+    used |= uint64_t{1} << level;
+    return true;
+  }
+
+  // The number of buckets a scan of [first, last] walks.
+  int64_t buckets(int64_t first, int64_t last) const {
+    int64_t n = 0;
+    for (uint64_t u = used; u != 0; u &= u - 1) {
+      const int level = __builtin_ctzll(u);
+      const int64_t b1 = std::min<int64_t>(static_cast<int64_t>(levels[static_cast<size_t>(level)].size()) - 1,
+                                           last >> level);
+      n += std::max<int64_t>(0, b1 - (first >> level) + 1);
+    }
+    return n;
+  }
+
+  // Calls `visit(i)` for every node in a bucket that [first, last] (first >= 0) touches (a node in
+  // two such buckets twice); `key(i)` is node i's first key.
+  template <typename Key, typename Visit>
+  void scan(int64_t first, int64_t last, const std::vector<Node>& nodes, Key key, Visit visit) const;
+
+  // Empties every bucket; with `keep` > 0, releases the levels of more than `keep` buckets.
+  void empty(size_t keep = 0) {
+    for (auto& heads : levels) {
+      if (keep > 0 && heads.size() > keep) {
+        std::vector<uint32_t>().swap(heads);
+      } else {
+        std::fill(heads.begin(), heads.end(), kNoNode);
+      }
+    }
+    used = 0;
+  }
+};
+
 struct RegionIndex::Buffer {
   // First: what a lookup in a layout's box table reads.
   std::vector<Node> nodes;
@@ -278,11 +339,14 @@ struct RegionIndex::Buffer {
   std::vector<Layout> layouts;
   // Nodes superseded by a covering write, dropped at the next sweep.
   size_t dead = 0;
-  // Nodes of the primary layout by outermost coordinate, on a grid per size class: level L holds
-  // boxes of outermost extent in (2^(L-1), 2^L] in buckets of 2^L coordinates. A bucket is an
-  // intrusive list: its head here, the links in the nodes.
-  std::vector<std::vector<uint32_t>> levels;
-  uint64_t used_levels = 0;
+  // The allocation's address (the key its record was found by).
+  int64_t origin = 0;
+  // Nodes of the primary layout by their outermost coordinates (`rows`), the other nodes by their
+  // byte ranges from `origin` (`bytes`), and those neither grid holds (`wide`). A node of the primary
+  // layout lies within its rows' bytes (canonicalisation keeps each coordinate inside the next
+  // outer stride), so an access through any layout finds its candidates in both grids.
+  KeyGrid rows;
+  KeyGrid bytes;
   std::vector<uint32_t> wide;
   size_t sweep_at = kMinSweep;
   // Nodes created since the last sweep check of the current submission.
@@ -316,29 +380,20 @@ struct RegionIndex::Buffer {
     return static_cast<int32_t>(layouts.size() - 1);
   }
 
-  // Registers node `i` in its grid level (primary layout) or the wide list.
+  // The row length in bytes of the primary layout (its outermost canonical stride), or 0 when
+  // there is none.
+  int64_t row_bytes() const {
+    if (layouts.empty() || layouts[0].ndim == 0) return 0;
+    return layouts[0].stride[0] * layouts[0].elem_size;
+  }
+
+  // Registers node `i` in the grid of its layout, or the wide list.
   void place(uint32_t i) {
     Node& n = nodes[i];
-    if (n.layout == 0 && n.ndim > 0) {
-      const int level = level_of(n.extent[0]);
-      const int64_t b0 = n.offset[0] >> level;
-      const int64_t b1 = (n.offset[0] + n.extent[0] - 1) >> level;
-      if (b1 < kMaxBuckets) {
-        if (levels.size() <= static_cast<size_t>(level)) levels.resize(static_cast<size_t>(level) + 1);
-        auto& heads = levels[static_cast<size_t>(level)];
-        if (static_cast<int64_t>(heads.size()) <= b1) {
-          // Geometric growth: boxes usually arrive in increasing order, one new bucket at a time.
-          heads.resize(std::max(static_cast<size_t>(b1) + 1, std::min(2 * heads.size(), static_cast<size_t>(kMaxBuckets))), kNoNode);
-        }
-        for (int64_t b = b0; b <= b1; ++b) {
-          n.next[b - b0] = heads[static_cast<size_t>(b)];
-          heads[static_cast<size_t>(b)] = i;
-        }
-        used_levels |= uint64_t{1} << level;
-        return;
-      }
-    }
-    wide.push_back(i);
+    const bool placed = n.layout == 0 && n.ndim > 0
+                            ? rows.place(n.offset[0], n.offset[0] + n.extent[0] - 1, i, n.next)
+                            : bytes.place(n.lo - origin, n.hi - 1 - origin, i, n.next);
+    if (!placed) wide.push_back(i);
   }
 
   // Empties the buffer for reuse by another allocation; its node array keeps its capacity only
@@ -360,14 +415,8 @@ struct RegionIndex::Buffer {
     dead = 0;
     // Bucket heads keep their size (emptied), so the next run does not grow them again bucket by
     // bucket; only large ones are released.
-    for (auto& heads : levels) {
-      if (heads.size() > kKeepBuckets) {
-        std::vector<uint32_t>().swap(heads);
-      } else {
-        std::fill(heads.begin(), heads.end(), kNoNode);
-      }
-    }
-    used_levels = 0;
+    rows.empty(kKeepBuckets);
+    bytes.empty(kKeepBuckets);
     wide.clear();
     sweep_at = kMinSweep;
     renumbered();
@@ -396,11 +445,29 @@ struct RegionIndex::Buffer {
   }
 
   void rebuild() {
-    for (auto& heads : levels) std::fill(heads.begin(), heads.end(), kNoNode);
+    rows.empty();
+    bytes.empty();
     wide.clear();
     for (uint32_t i = 0; i < nodes.size(); ++i) place(i);
   }
 };
+
+template <typename Key, typename Visit>
+void RegionIndex::KeyGrid::scan(int64_t first, int64_t last, const std::vector<Node>& nodes, Key key,
+                   Visit visit) const {
+  for (uint64_t u = used; u != 0; u &= u - 1) {
+    const int level = __builtin_ctzll(u);
+    const auto& heads = levels[static_cast<size_t>(level)];
+    const int64_t b1 = std::min<int64_t>(static_cast<int64_t>(heads.size()) - 1, last >> level);
+    for (int64_t k = first >> level; k <= b1; ++k) {
+      for (uint32_t i = heads[static_cast<size_t>(k)]; i != kNoNode;) {
+        visit(i);
+        // The node's first bucket links through next[0], its second through next[1].
+        i = nodes[i].next[(key(i) >> level) == k ? 0 : 1];
+      }
+    }
+  }
+}
 
 // A region of a task in canonical form.
 struct RegionIndex::Canon {

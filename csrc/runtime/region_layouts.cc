@@ -159,6 +159,7 @@ RegionIndex::Buffer* RegionIndex::buffer(void* key) {
     while (buffer_table_[i].key != nullptr) i = (i + 1) & mask;
   }
   buffer_table_[i] = BufferSlot{key, b};
+  b->origin = address(key);
   return b;
 }
 
