@@ -454,7 +454,7 @@ struct RegionIndex::Buffer {
 
 template <typename Key, typename Visit>
 void RegionIndex::KeyGrid::scan(int64_t first, int64_t last, const std::vector<Node>& nodes, Key key,
-                   Visit visit) const {
+                                Visit visit) const {
   for (uint64_t u = used; u != 0; u &= u - 1) {
     const int level = __builtin_ctzll(u);
     const auto& heads = levels[static_cast<size_t>(level)];
