@@ -264,6 +264,44 @@ TEST(ExpandTilesTest, SymbolicDimsGiveSymbolicBoundsAndTails) {
   EXPECT_EQ(Strs(InstrsOf(t.nests[0].body)[0]->valid), "min(32, (M - (i0_0 * 32))), 32");
 }
 
+TEST(ExpandTilesTest, OutputsStoredWholeAreNotZeroFilled) {
+  // exp(x) and its row sums are stored whole, dynamic rows and tails included: their workspaces skip
+  // the runtime's zero fill. A fill with a tail, a tensor assembled into, and an op in a loop (which
+  // may run no iteration) keep it.
+  TensorGraphBuilder b("ws");
+  b.add_dyn_dim("M");
+  int x = b.add_param("x", {Expr::var("M"), Expr(100)}, DataType::FP32);
+  int e = b.add_unary(TensorOpKind::Exp, x, {32, 32}, TestLoc(1));
+  int s = b.add_reduce(TensorOpKind::Sum, e, 1, true, {32, 32}, TestLoc(2));
+  int fill = b.add_full({Expr::var("M"), Expr(100)}, Operand{}, DataType::FP32, {Expr::var("M"), Expr(60)}, {32, 32},
+                        TestLoc(3));
+  int target = b.add_full({Expr::var("M"), Expr(100)}, Operand{}, DataType::FP32, {Expr::var("M"), Expr(100)}, {32, 32},
+                          TestLoc(4));
+  int part = b.add_view(target, {Expr::var("M"), Expr(50)}, {Expr(0), Expr(0)}, {0, 1}, {1, 1},
+                        {Expr::var("M"), Expr(50)}, TestLoc(5));
+  int half = b.add_view(e, {Expr::var("M"), Expr(50)}, {Expr(0), Expr(0)}, {0, 1}, {1, 1}, {Expr::var("M"), Expr(50)},
+                        TestLoc(5));
+  b.add_assemble(half, part, {32, 32}, TestLoc(5));
+  b.begin_loop("i", Expr(0), Expr::var("M"), Expr(1), TestLoc(6));
+  int in_loop = b.add_unary(TensorOpKind::Neg, s, {32, 32}, TestLoc(7));
+  b.end_loop();
+  int out = b.add_binary(TensorOpKind::Add, e, s, {32, 32}, TestLoc(8));
+  int out2 = b.add_binary(TensorOpKind::Add, fill, target, {32, 32}, TestLoc(9));
+  b.set_outputs({out, out2, b.add_binary(TensorOpKind::Add, in_loop, s, {32, 32}, TestLoc(10))});
+  TileGraph t = Expand(b.finish());
+  EXPECT_NO_THROW(verify(t));
+  auto zeroed = [&](int v) {
+    const MemRef& m = t.memrefs.at(static_cast<size_t>(v));
+    EXPECT_EQ(m.kind, MemKind::Workspace) << v;
+    return m.zeroed;
+  };
+  EXPECT_FALSE(zeroed(e));
+  EXPECT_FALSE(zeroed(s));
+  EXPECT_TRUE(zeroed(fill));
+  EXPECT_TRUE(zeroed(target));
+  EXPECT_TRUE(zeroed(in_loop));
+}
+
 TEST(ExpandTilesTest, TinyBatchedProductsRunABlockOfTheBatchPerGridPoint) {
   // 32 x 12 products of one row by a 64 x 64 matrix: grid points over 8 consecutive products of
   // the inner batch dim (the last block holds 4), each a sequential loop over its products.

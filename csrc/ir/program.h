@@ -38,7 +38,8 @@ struct MemRef {
   MemKind kind = MemKind::Workspace;
   std::optional<ViewMap> view;  ///< View memrefs: how they address `view->base`
   /// Workspaces: allocated zero-filled; false (printed `alloc_workspace uninit`) when every element
-  /// is written before it is read (the tensor of a covered fill), so the runtime skips the zeroing.
+  /// is written before it is read (the tensor of a covered fill, or the output of an op whose tile
+  /// nest stores every element: expand_tiles), so the runtime skips the zeroing.
   bool zeroed = true;
 };
 

@@ -80,6 +80,26 @@ void Expander::address_identity_views_by_base() {
     });
 }
 
+bool Expander::stores_every_element(const TensorOp& op) const {
+  switch (op_info(op.kind).cls) {
+    case OpClass::Unary:
+    case OpClass::Binary:
+    case OpClass::Where:
+    case OpClass::Cast:
+    case OpClass::Reduce:
+    case OpClass::Matmul:
+      break;
+    default:
+      return false;
+  }
+  if (op.region >= 0) return false;  // a loop may run no iteration, a branch may not be taken
+  const TensorValue& v = g_.value(op.output);
+  if (v.valid.size() != v.shape.size()) return false;
+  for (size_t d = 0; d < v.shape.size(); ++d)
+    if (!v.valid[d].equals(v.shape[d])) return false;
+  return true;
+}
+
 void Expander::expand(int idx) {
   const TensorOp& op = g_.ops[idx];
   const OpInfo& info = op_info(op.kind);
@@ -94,6 +114,10 @@ void Expander::expand(int idx) {
     MemRef& m = out_.memrefs[static_cast<size_t>(op.output)];
     if (m.kind == MemKind::Workspace) m.zeroed = false;
     return;
+  }
+  if (stores_every_element(op)) {
+    MemRef& m = out_.memrefs[static_cast<size_t>(op.output)];
+    if (m.kind == MemKind::Workspace) m.zeroed = false;
   }
   if (info.cls == OpClass::Matmul) {
     n.body = matmul(op, idx, n.note);

@@ -198,6 +198,11 @@ class Expander {
 
   void expand(int idx);
 
+  /// Whether `op`'s tile nest stores every element of its output: an elementwise op, a product or a
+  /// reduction at the top level (run once, unconditionally) whose output is valid in whole. Such an
+  /// output's memory needs no zero fill.
+  bool stores_every_element(const TensorOp& op) const;
+
   /// The tile of one elementwise op over iteration `s`; returns the result tile.
   int elementwise(const TensorOp& op, const Space& s, DataType result, std::vector<Stmt>& body);
 
