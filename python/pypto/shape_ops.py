@@ -591,11 +591,22 @@ def arange(start, end=None, step=1, dtype: DataType | None = None) -> Tensor:
                                                       tile, file, line))
 
 
+def _same_extent(a, b) -> bool:
+    """Whether two extents the builder returned (ints, or symbolic expressions for dynamic dims)
+    are the same: equal ints, or structurally equal expressions."""
+    if isinstance(a, int) or isinstance(b, int):
+        return isinstance(a, int) and isinstance(b, int) and a == b
+    return a.equals(b)
+
+
 def _mark_covered(src: Tensor, out: Tensor) -> None:
     """After a copy of all of ``src`` into the new ``out``: ``out``'s zero fill is dropped when the
-    copy writes every element (static shapes with no tail)."""
-    if all(_is_static(v) and _is_static(d) and v == d for v, d in zip(src.valid_shape, out.shape)):
-        out._ctx.builder.mark_covered(out._id)
+    copy writes every element (``src`` valid in whole over ``out``'s shape: no tail, dynamic dims
+    included when their extents are the same expression)."""
+    b = out._ctx.builder
+    valid, shape = b.valid_shape(src._id), b.shape(out._id)
+    if len(valid) == len(shape) and all(_same_extent(v, d) for v, d in zip(valid, shape)):
+        b.mark_covered(out._id)
 
 
 def _materialize(src: Tensor, any_tile: bool = False) -> Tensor:
@@ -681,6 +692,14 @@ def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         offsets[dim] = off
         assemble(t, offsets, out)
         off = off + t.shape[dim]
+    # The parts tile the output along dim: when each is valid in whole and spans the output's other
+    # dims, the copies write every element and the output needs no zero fill.
+    b = out._ctx.builder
+    out_shape = b.shape(out._id)
+    if all(all(_same_extent(v, e) for v, e in zip(b.valid_shape(t._id), b.shape(t._id)))
+           and all(_same_extent(e, out_shape[d]) for d, e in enumerate(b.shape(t._id)) if d != dim)
+           for t in tensors):
+        b.mark_covered(out._id)
     return out
 
 

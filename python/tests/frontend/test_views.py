@@ -219,3 +219,76 @@ def test_a_copy_of_every_element_makes_no_zero_fill_first():
     assert ", covered" not in tail.compile(x).dump()
     got = tail(x)
     assert torch.equal(got[:, :40], x[:, :40])
+
+N = pypto.frontend.dynamic("N")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_concat_of_whole_parts_and_copies_of_dynamic_views_make_no_zero_fill(dtype):
+    """concat's parts and a reshaped copy of a permuted view write every element, dynamic dims and
+    tails included: their outputs are not filled first, and the results match torch's."""
+    dt = {torch.float32: pypto.DT_FP32, torch.float16: pypto.DT_FP16}[dtype]
+
+    @pypto.jit
+    def f(x: pypto.Tensor((N, 24), dt), y: pypto.Tensor((N, 10), dt), z: pypto.Tensor((3, 24), dt)):
+        pypto.set_vec_tile_shapes(8, 16)
+        cols = pypto.concat([x, y], 1)                 # [N, 34]
+        rows = pypto.concat([z, x], 0)                 # [3 + N, 24]
+        pypto.set_vec_tile_shapes(4, 8, 8)
+        flat = pypto.reshape(pypto.permute(pypto.reshape(x, [N, 4, 6]), 1, 0, 2), [4 * N, 6])
+        return cols * 1, rows * 1, flat * 1
+
+    for n in (1, 13, 32):
+        x, y, z = (torch.randn(n, 24).to(dtype), torch.randn(n, 10).to(dtype), torch.randn(3, 24).to(dtype))
+        c = f.compile(x, y, z)
+        assert c.dump("tensor").count(", covered)") == 3
+        assert "tfill" not in c.pto()
+        cols, rows, flat = f(x, y, z)
+        assert torch.equal(cols, torch.cat([x, y], 1))
+        assert torch.equal(rows, torch.cat([z, x], 0))
+        assert torch.equal(flat, x.reshape(n, 4, 6).permute(1, 0, 2).reshape(4 * n, 6))
+
+
+def test_concat_with_a_tail_part_keeps_the_zero_fill():
+    @pypto.jit
+    def f(x: pypto.Tensor((N, 24), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 16)
+        head = pypto.view(x, [N, 16], [0, 0], valid_shape=[N, 12])   # columns 12..15 are a tail
+        return pypto.concat([head, x], 1) * 1
+
+    x = torch.randn(13, 24)
+    assert ", covered" not in f.compile(x).dump("tensor")
+    got = f(x)
+    assert torch.equal(got[:, :12], x[:, :12])
+    assert torch.equal(got[:, 12:16], torch.zeros(13, 4))
+    assert torch.equal(got[:, 16:], x)
+
+
+def test_intermediates_stored_whole_skip_the_zero_fill_and_ops_in_loops_keep_it():
+    """exp(x) and a product, stored whole by their tile nests (tails and a dynamic dim included),
+    are allocated uninitialised; a tensor written inside a loop, which may run no iteration, and a
+    fill that is assembled into stay zero-filled."""
+
+    @pypto.jit
+    def f(x: pypto.Tensor((N, 40), pypto.DT_FP32), w: pypto.Tensor((40, 24), pypto.DT_FP32)):
+        pypto.set_vec_tile_shapes(8, 16)
+        e = pypto.exp(x)
+        pypto.set_vec_tile_shapes(16, 32)              # another tile shape: e goes through memory
+        pypto.set_cube_tile_shapes([16, 16], [16, 16], [16, 16])
+        p = pypto.matmul(e * 0.5, w, pypto.DT_FP32)      # [N, 24]
+        acc = pypto.zeros([N, 24], pypto.DT_FP32)
+        for i in pypto.loop(0, 2, idx_name="i"):
+            pypto.assemble(pypto.view(p, [N, 24], [0, 0]) * 2.0, [0, 0], acc)
+        return p + 1.0, acc * 1
+
+    x, w = torch.randn(21, 40) * 0.1, torch.randn(40, 24)
+    pto = f.compile(x, w).pto()
+    workspaces = [line for line in pto.splitlines() if "= alloc_workspace" in line]
+    uninit = [line for line in workspaces if "alloc_workspace uninit" in line]
+    assert len(uninit) >= 2, pto
+    assert len(uninit) < len(workspaces), pto   # the accumulator and the loop's product
+    p, acc = f(x, w)
+    ref = (torch.exp(x) * 0.5) @ w
+    torch.testing.assert_close(p, ref + 1.0, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(acc, ref * 2.0, rtol=1e-5, atol=1e-5)
+
