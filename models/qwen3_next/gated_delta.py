@@ -19,6 +19,7 @@ state [heads_v, d_k, d_v] (fp32) they are given.
 import dataclasses
 
 import pypto
+from models import common
 
 S = pypto.frontend.dynamic("S")   # tokens of the step
 CHUNK = 64
@@ -47,13 +48,13 @@ def _l2norm(x):
 def _per_value_head(x, n, dims: DeltaDims):
     """x [n, k_heads, d] repeated for each value head of its group: [n, v_heads, d]."""
     kh, g, d = dims.k_heads, dims.group, x.shape[-1]
-    pypto.set_vec_tile_shapes(4, 4, g, d)
+    pypto.set_vec_tile_shapes(8, kh, g, d)
     return pypto.reshape(pypto.reshape(x, [n, kh, 1, d]) * pypto.ones([1, 1, g, 1], pypto.DT_FP32), [n, kh * g, d])
 
 
 def qk_per_value_head(q, k, n, dims: DeltaDims):
     """q and k [n, k_heads, d] -> L2-normalised (q also scaled by d^-0.5), fp32, per value head."""
-    pypto.set_vec_tile_shapes(4, 4, dims.k_dim)
+    pypto.set_vec_tile_shapes(16, dims.k_heads, dims.k_dim)
     q = _l2norm(pypto.cast(q, pypto.DT_FP32)) * dims.k_dim ** -0.5
     k = _l2norm(pypto.cast(k, pypto.DT_FP32))
     return _per_value_head(q, n, dims), _per_value_head(k, n, dims)
@@ -86,7 +87,7 @@ def chunked_rule(qv, kv, v, g, beta, state, n, dims: DeltaDims):
     nc = pypto.ceildiv(n, L)
     # Head-major, zero-padded to whole chunks: [VH, C, L, d] (padding has g = beta = 0: no effect).
     def chunks(x, d):
-        pypto.set_vec_tile_shapes(8, 4, d)
+        pypto.set_vec_tile_shapes(min(64, max(1, 2048 // d)), VH, d)   # 64-256 KiB tiles: few tasks
         padded = pypto.zeros([nc * L, VH, d], pypto.DT_FP32)
         pypto.assemble(pypto.cast(x, pypto.DT_FP32), [0, 0, 0], padded)
         return pypto.permute(pypto.reshape(padded, [nc, L, VH, d]), 2, 0, 1, 3)
@@ -115,8 +116,8 @@ def chunked_rule(qv, kv, v, g, beta, state, n, dims: DeltaDims):
     for i in pypto.loop(1, L, idx_name="i"):
         row = pypto.view(a, [VH, nc, 1, L], [0, 0, i, 0])
         pypto.set_cube_tile_shapes([8, 8], [L, L], [L, L])
-        # One head's rows of 8 chunks per task: the products' batch block (matmul_output_tile).
-        pypto.set_vec_tile_shapes(1, 8, 1, L)
+        # Four heads' rows of 8 chunks per task: the products' batch block (matmul_output_tile).
+        pypto.set_vec_tile_shapes(4, 8, 1, L)
         pypto.assemble(row + pypto.matmul(row, a, pypto.DT_FP32), [0, 0, i, 0], a)
     pypto.set_vec_tile_shapes(2, 2, L, L)
     t = a + eye
@@ -132,21 +133,23 @@ def chunked_rule(qv, kv, v, g, beta, state, n, dims: DeltaDims):
     kd = K * pypto.reshape(pypto.exp(last - cum), [VH, nc, L, 1])
     chunk_decay = pypto.reshape(pypto.exp(last), [VH, nc, 1, 1])
     out = pypto.zeros([VH, nc, L, DV], pypto.DT_FP32)
-    # The scan over chunks, carrying the state.
+    # The scan over chunks, carrying the state. Chunk c's operands are read where they lie, as
+    # [VH, 1, L, d] views (no copies), against the state seen as [VH, 1, DK, DV].
     for c in pypto.loop(0, nc, idx_name="c"):
-        st = pypto.reshape(state, [VH, DK, DV])
+        st = pypto.reshape(state, [VH, 1, DK, DV])
         def at(x, d):
-            return pypto.reshape(pypto.view(x, [VH, 1, L, d], [0, c, 0, 0]), [VH, L, d])
+            return pypto.view(x, [VH, 1, L, d], [0, c, 0, 0])
         pypto.set_cube_tile_shapes([L, L], [64, 64], [64, 64])
-        pypto.set_vec_tile_shapes(4, L, 64)
+        pypto.set_vec_tile_shapes(4, 1, L, 64)
         v_new = at(values, DV) - pypto.matmul(at(k_cumdecay, DK), st, pypto.DT_FP32)
         o = pypto.matmul(at(qd, DK), st, pypto.DT_FP32) + pypto.matmul(at(intra, L), v_new, pypto.DT_FP32)
-        pypto.assemble(pypto.reshape(o, [VH, 1, L, DV]), [0, c, 0, 0], out)
-        cd = pypto.reshape(pypto.view(chunk_decay, [VH, 1, 1, 1], [0, c, 0, 0]), [VH, 1, 1])
-        pypto.set_vec_tile_shapes(4, 64, 64)
+        pypto.assemble(o, [0, c, 0, 0], out)
+        cd = pypto.view(chunk_decay, [VH, 1, 1, 1], [0, c, 0, 0])
+        pypto.set_vec_tile_shapes(4, 1, 64, 64)
         new_state = st * cd + pypto.matmul(at(kd, DK), v_new, pypto.DT_FP32, a_trans=True)
-        pypto.assemble(new_state, [0, 0, 0], state)
-    pypto.set_vec_tile_shapes(1, 8, 4, DV)
+        pypto.set_vec_tile_shapes(4, 64, 64)
+        pypto.assemble(pypto.reshape(new_state, [VH, DK, DV]), [0, 0, 0], state)
+    pypto.set_vec_tile_shapes(1, 16, VH, DV)
     tokens = pypto.reshape(pypto.permute(out, 1, 2, 0, 3), [nc * L, VH, DV])
     return pypto.view(tokens, [n, VH, DV], [0, 0, 0])
 
@@ -157,7 +160,7 @@ def make_kernels(dims: DeltaDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
     KH, VH, DK, DV = dims.k_heads, dims.v_heads, dims.k_dim, dims.v_dim
     dt = dtype
 
-    @pypto.frontend.jit
+    @pypto.frontend.jit(pass_options={"sram_budget_kb": common.BUDGET_KB})
     def gated_delta_recurrent(q: pypto.Tensor((1, KH, DK), dt), k: pypto.Tensor((1, KH, DK), dt),
                               v: pypto.Tensor((1, VH, DV), dt), g: pypto.Tensor((1, VH), pypto.DT_FP32),
                               beta: pypto.Tensor((1, VH), pypto.DT_FP32),
@@ -167,7 +170,7 @@ def make_kernels(dims: DeltaDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
         pypto.set_vec_tile_shapes(1, 8, DV)
         return pypto.cast(out, dt) if dt != pypto.DT_FP32 else out * 1
 
-    @pypto.frontend.jit
+    @pypto.frontend.jit(pass_options={"sram_budget_kb": common.BUDGET_KB})
     def gated_delta_chunked(q: pypto.Tensor((S, KH, DK), dt), k: pypto.Tensor((S, KH, DK), dt),
                             v: pypto.Tensor((S, VH, DV), dt), g: pypto.Tensor((S, VH), pypto.DT_FP32),
                             beta: pypto.Tensor((S, VH), pypto.DT_FP32),
@@ -175,7 +178,7 @@ def make_kernels(dims: DeltaDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
         n = q.shape[0]
         qv, kv = qk_per_value_head(q, k, n, dims)
         out = chunked_rule(qv, kv, v, g, beta, state, n, dims)
-        pypto.set_vec_tile_shapes(8, 4, DV)
+        pypto.set_vec_tile_shapes(16, VH, DV)
         return pypto.cast(out, dt) if dt != pypto.DT_FP32 else out * 1
 
     class Kernels:

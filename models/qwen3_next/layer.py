@@ -65,13 +65,18 @@ def make_kernels(dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
         pypto.set_vec_tile_shapes(8, 512)
         qkvz = pypto.reshape(_proj(x, in_proj_qkvz, dt), [n, KH, 2 * DK + 2 * G * DV])
         ba = pypto.reshape(_proj(x, in_proj_ba, pypto.DT_FP32), [n, KH, 2 * G])
-        pypto.set_vec_tile_shapes(8, 1024)
-        part = lambda off, width: pypto.reshape(pypto.view(qkvz, [n, KH, width], [0, 0, off]), [n, KH * width])
-        mixed = pypto.concat([part(0, DK), part(DK, DK), part(2 * DK, G * DV)], -1)   # [n, C]: q | k | v
-        z = pypto.reshape(part(2 * DK + G * DV, G * DV), [n, VH, DV])
+        # Tiles of 64-256 KiB for the copies and the convolution below: one task a tile, and a task
+        # of a few thousand elements costs more to schedule than to run.
+        def part(off, width):
+            pypto.set_vec_tile_shapes(16, KH, 256)
+            return pypto.reshape(pypto.view(qkvz, [n, KH, width], [0, 0, off]), [n, KH * width])
+        parts = [part(0, DK), part(DK, DK), part(2 * DK, G * DV)]
+        z = pypto.reshape(pypto.view(qkvz, [n, KH, G * DV], [0, 0, 2 * DK + G * DV]), [n, VH, DV])
+        pypto.set_vec_tile_shapes(32, 2048)
+        mixed = pypto.concat(parts, -1)                                      # [n, C]: q | k | v
         # The convolution over the last W inputs of each channel (the previous call's last W first:
         # new token i sees rows i + 1 .. i + W of the padded inputs).
-        pypto.set_vec_tile_shapes(8, 512)
+        pypto.set_vec_tile_shapes(32, 512)
         padded = pypto.cast(pypto.concat([pypto.transpose(conv_state, 0, 1), mixed], 0), pypto.DT_FP32)  # [W + n, C]
         taps = pypto.cast(pypto.transpose(conv, 0, 1), pypto.DT_FP32)                # [W, C]
         acc = pypto.view(padded, [n, C], [1, 0]) * pypto.view(taps, [1, C], [0, 0])
@@ -83,15 +88,15 @@ def make_kernels(dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
         last = pypto.cast(pypto.view(padded, [W, C], [n, 0]), dt)
         pypto.set_vec_tile_shapes(512, W)
         pypto.assemble(pypto.transpose(last, 0, 1), [0, 0], conv_state)
-        pypto.set_vec_tile_shapes(8, 512)
+        pypto.set_vec_tile_shapes(32, 1024)
         q = pypto.reshape(pypto.view(act, [n, KD], [0, 0]), [n, KH, DK])
         k = pypto.reshape(pypto.view(act, [n, KD], [0, KD]), [n, KH, DK])
         v = pypto.reshape(pypto.view(act, [n, VD], [0, 2 * KD]), [n, VH, DV])
         # beta and the decay g per value head.
-        pypto.set_vec_tile_shapes(8, 8, 2)
+        pypto.set_vec_tile_shapes(64, KH, 2)
         b = pypto.reshape(pypto.view(ba, [n, KH, G], [0, 0, 0]), [n, VH])
         a = pypto.reshape(pypto.view(ba, [n, KH, G], [0, 0, G]), [n, VH])
-        pypto.set_vec_tile_shapes(8, VH)
+        pypto.set_vec_tile_shapes(64, VH)
         beta = pypto.sigmoid(b)
         u = a + pypto.reshape(pypto.cast(dt_bias, pypto.DT_FP32), [1, VH])
         softplus = pypto.where(u > 20.0, u, pypto.log1p(pypto.exp(u)))
@@ -102,7 +107,7 @@ def make_kernels(dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
         if dt != pypto.DT_FP32:
             o = pypto.cast(pypto.cast(o, dt), pypto.DT_FP32)
         # The gated RMSNorm per value head, then the output projection.
-        pypto.set_vec_tile_shapes(4, VH, DV)
+        pypto.set_vec_tile_shapes(8, VH, DV)
         normed = o * pypto.rsqrt(pypto.sum(o * o, -1, True) * (1.0 / DV) + dims.eps)
         if dt != pypto.DT_FP32:
             normed = pypto.cast(pypto.cast(normed, dt), pypto.DT_FP32)
