@@ -62,14 +62,14 @@ BUDGET_KB = common.BUDGET_KB
 
 
 def _row_tiles():
-    pypto.set_vec_tile_shapes(8, 512)
+    pypto.set_vec_tile_shapes(32, 512)
     pypto.set_cube_tile_shapes(*common.PREFILL_TILES)
 
 
 def _rope(x, cos, sin, half: int):
     """x [S, heads, D] rotated: x * cos + rotate_half(x) * sin, with cos/sin [S, 1, D]."""
     n, h = x.shape[0], x.shape[1]
-    pypto.set_vec_tile_shapes(4, 8, 2 * half)
+    pypto.set_vec_tile_shapes(16, 8, 2 * half)
     x1 = pypto.view(x, [n, h, half], [0, 0, 0])
     x2 = pypto.view(x, [n, h, half], [0, 0, half])
     rotated = pypto.concat([pypto.neg(x2), x1], -1)
@@ -120,7 +120,7 @@ def make_kernels(dims: LlamaDims = LLAMA3_8B, dtype=pypto.DT_FP32):
         cos, sin = _cos_sin(pos, inv_freq, n)
         q = pypto.cast(_rope(q, cos, sin, half), dt)
         k = pypto.cast(_rope(k, cos, sin, half), dt)
-        pypto.set_vec_tile_shapes(1, 8, D)
+        pypto.set_vec_tile_shapes(1, 32, D)
         pypto.assemble(pypto.permute(k, 1, 0, 2), [0, t - n, 0], k_cache)
         pypto.assemble(pypto.permute(v, 1, 0, 2), [0, t - n, 0], v_cache)
         return q
@@ -156,7 +156,7 @@ def make_kernels(dims: LlamaDims = LLAMA3_8B, dtype=pypto.DT_FP32):
         pypto.set_cube_tile_shapes([64, 64], [D, D], [256, 256])
         scores = pypto.matmul(qh, kh, pypto.DT_FP32, b_trans=True) * scale + mask
         o = pypto.matmul(pypto.softmax(scores, -1), _fp32(vh), pypto.DT_FP32)   # [KV, G, S, D]
-        pypto.set_vec_tile_shapes(8, 1, 1, D)
+        pypto.set_vec_tile_shapes(8, KV, G, D)
         o = pypto.reshape(pypto.cast(pypto.permute(o, 2, 0, 1, 3), dt), [n, NH * D])
         return _output_and_mlp(x, o, o_proj, post_norm, gate_proj, up_proj, down_proj, eps, dt)
 
