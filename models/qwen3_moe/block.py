@@ -110,7 +110,7 @@ def make_experts_kernel(hidden: int, expert_ffn: int, experts: int, top_k: int, 
 
     def experts_body(x, counts, starts, tokens, weights, slots, gate_up, down, shared=None):
         pairs = tokens.shape[0]
-        pypto.set_vec_tile_shapes(8, 512)
+        pypto.set_vec_tile_shapes(32, 1024)   # 128 KiB tiles: few tasks for the copies and the fill
         xs = pypto.index_select(x, 0, tokens)                    # [P, H], the pairs in expert order
         ys = pypto.zeros([pairs, H], pypto.DT_FP32)
         for e in pypto.loop(E, idx_name="e"):
