@@ -154,9 +154,8 @@ def make_experts_kernel(hidden: int, expert_ffn: int, experts: int, top_k: int, 
                 pypto.set_vec_tile_shapes(R, 512)
                 wb = pypto.view(weights, [valid, 1], [r0, 0])
                 pypto.assemble(y * wb, [r0, 0], ys)
-        pypto.set_vec_tile_shapes(16, 512)
+        pypto.set_vec_tile_shapes(4, K, 1024)
         picked = pypto.index_select(ys, 0, slots)                 # [T, K, H]
-        pypto.set_vec_tile_shapes(2, K, 512)
         out = pypto.sum(picked, 1)
         if shared is not None:
             pypto.set_vec_tile_shapes(8, 512)

@@ -59,11 +59,19 @@ def index_select(input, dim, index) -> Tensor:  # noqa: A002 - PyPTO's name
     _tensor(op, input, ctx, "the")
     d = _dim_of(op, input, dim)
     _index(op, index, ranks=(1, 2))
-    flat = reshape(index, [index.shape[0] * index.shape[1]]) if len(index.shape) == 2 else index
-    out = select_along(op, input, d, flat)
-    if len(index.shape) == 2:  # the dim becomes the index's two dims
-        out = reshape(out, list(input.shape[:d]) + list(index.shape) + list(input.shape[d + 1:]))
-    return out
+    if len(index.shape) == 1:
+        return select_along(op, input, d, index)
+    # A 2-D index: one gather along its flattened entries, then the dim becomes the index's two
+    # dims. A vec tile of the result's rank tiles the flat gather with its two index dims merged
+    # (4 x 8 rows of 1024 become 32 x 1024, not 4 x 8).
+    saved = ctx.vec_tile
+    if saved is not None and len(saved) == len(input.shape) + 1:
+        ctx.vec_tile = tuple(saved[:d]) + (saved[d] * saved[d + 1],) + tuple(saved[d + 2:])
+    try:
+        out = select_along(op, input, d, reshape(index, [index.shape[0] * index.shape[1]]))
+    finally:
+        ctx.vec_tile = saved
+    return reshape(out, list(input.shape[:d]) + list(index.shape) + list(input.shape[d + 1:]))
 
 
 def select_along(op: str, input: Tensor, d: int, index: Tensor) -> Tensor:  # noqa: A002

@@ -55,6 +55,28 @@ def test_index_select_with_a_2d_index_replaces_the_dim_by_two():
     assert torch.equal(got, x[:, idx])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_a_vec_tile_of_the_results_rank_tiles_a_2d_index_select_by_merged_index_dims(dim, dtype):
+    """With a 2-D index the result has one more dim than the input: a vec tile of the result's rank
+    tiles the gather with the index's two tile entries merged (2 x 4 rows of 32 become 8 x 32), not
+    cut to its first entries (2 x 4: one task per 4 columns)."""
+    x = _data((20, 70) if dim == 0 else (7, 20), dtype)
+    idx = torch.randint(0, x.shape[dim], (6, 5), generator=torch.Generator().manual_seed(1), dtype=torch.int32)
+    dt = DTYPES[dtype]
+    tile = (2, 4, 32) if dim == 0 else (4, 2, 4)
+
+    @pypto.jit
+    def f(x: pypto.Tensor(tuple(x.shape), dt), i: pypto.Tensor((6, 5), pypto.DT_INT32)):
+        pypto.set_vec_tile_shapes(*tile)
+        return pypto.index_select(x, dim, i) * 1
+
+    gather = [line for line in f.compile(x, idx).dump("tensor").splitlines() if "= gather(" in line]
+    assert len(gather) == 1 and ("tile [8, 32]" if dim == 0 else "tile [4, 8]") in gather[0], gather
+    want = x[idx] if dim == 0 else x[:, idx]
+    assert torch.equal(f(x, idx), want)
+
+
 def test_index_select_fuses_with_its_neighbours():
     x, idx = torch.randn(16, 32), torch.tensor([3, 3, 0, 15, 7])
 
