@@ -41,13 +41,6 @@ void check_integer_operand(const OpInfo& info, const SourceLoc& loc, DataType t)
                     fmt::format("expects integer or DT_BOOL operands, found {}", dtype_name(t)));
 }
 
-/// True when `v` has a tail: a valid shape smaller than its shape in some dim.
-bool has_tail(const TensorValue& v) {
-  for (size_t d = 0; d < v.shape.size(); ++d)
-    if (!v.valid[d].equals(v.shape[d])) return true;
-  return false;
-}
-
 /// promote_types, its error prefixed with the op and the user's line.
 DataType promote_at(const char* op, const SourceLoc& loc, DataType a, DataType b) {
   try {
@@ -57,6 +50,12 @@ DataType promote_at(const char* op, const SourceLoc& loc, DataType a, DataType b
   }
 }
 }  // namespace
+
+bool has_tail(const TensorValue& v) {
+  for (size_t d = 0; d < v.shape.size(); ++d)
+    if (!v.valid[d].equals(v.shape[d])) return true;
+  return false;
+}
 
 std::string shape_str(const std::vector<Expr>& shape) {
   std::string s = "[";

@@ -43,6 +43,9 @@ struct TensorValue {
   std::optional<ViewMap> view;   ///< set when the value aliases another tensor's memory
 };
 
+/// True when `v` has a tail: a valid extent smaller than its shape in some dim.
+bool has_tail(const TensorValue& v);
+
 /// An operand of an elementwise op: a tensor value or a constant.
 struct Operand {
   int value = -1;            ///< tensor value id, or -1 for a constant

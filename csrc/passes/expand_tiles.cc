@@ -92,12 +92,8 @@ bool Expander::stores_every_element(const TensorOp& op) const {
     default:
       return false;
   }
-  if (op.region >= 0) return false;  // a loop may run no iteration, a branch may not be taken
-  const TensorValue& v = g_.value(op.output);
-  if (v.valid.size() != v.shape.size()) return false;
-  for (size_t d = 0; d < v.shape.size(); ++d)
-    if (!v.valid[d].equals(v.shape[d])) return false;
-  return true;
+  // A loop may run no iteration, a branch may not be taken.
+  return op.region < 0 && !has_tail(g_.value(op.output));
 }
 
 void Expander::expand(int idx) {
@@ -110,15 +106,13 @@ void Expander::expand(int idx) {
   n.region = op.region;
   n.note = op.tile_note;
   if (info.cls == OpClass::View) return;  // views move no data
-  if (op.covered) {  // copies write every element next: no fill, and no zeroing of the memory
-    MemRef& m = out_.memrefs[static_cast<size_t>(op.output)];
-    if (m.kind == MemKind::Workspace) m.zeroed = false;
-    return;
-  }
-  if (stores_every_element(op)) {
+  // A covered fill (copies write every element next: no fill nest) or an output its nest stores
+  // whole: no zeroing of the memory.
+  if (op.covered || stores_every_element(op)) {
     MemRef& m = out_.memrefs[static_cast<size_t>(op.output)];
     if (m.kind == MemKind::Workspace) m.zeroed = false;
   }
+  if (op.covered) return;
   if (info.cls == OpClass::Matmul) {
     n.body = matmul(op, idx, n.note);
   } else if (info.cls == OpClass::Conv) {

@@ -591,12 +591,20 @@ def arange(start, end=None, step=1, dtype: DataType | None = None) -> Tensor:
                                                       tile, file, line))
 
 
-def _same_extent(a, b) -> bool:
-    """Whether two extents the builder returned (ints, or symbolic expressions for dynamic dims)
-    are the same: equal ints, or structurally equal expressions."""
-    if isinstance(a, int) or isinstance(b, int):
-        return isinstance(a, int) and isinstance(b, int) and a == b
-    return a.equals(b)
+def _same_extents(a, b, skip: int | None = None) -> bool:
+    """Whether two lists of extents the builder returned (ints, or symbolic expressions for dynamic
+    dims) are the same, dim ``skip`` aside: equal ints, or structurally equal expressions."""
+    if len(a) != len(b):
+        return False
+    for d, (x, y) in enumerate(zip(a, b)):
+        if d == skip:
+            continue
+        if isinstance(x, int) or isinstance(y, int):
+            if not (isinstance(x, int) and isinstance(y, int) and x == y):
+                return False
+        elif not x.equals(y):
+            return False
+    return True
 
 
 def _mark_covered(src: Tensor, out: Tensor) -> None:
@@ -604,8 +612,7 @@ def _mark_covered(src: Tensor, out: Tensor) -> None:
     copy writes every element (``src`` valid in whole over ``out``'s shape: no tail, dynamic dims
     included when their extents are the same expression)."""
     b = out._ctx.builder
-    valid, shape = b.valid_shape(src._id), b.shape(out._id)
-    if len(valid) == len(shape) and all(_same_extent(v, d) for v, d in zip(valid, shape)):
+    if _same_extents(b.valid_shape(src._id), b.shape(out._id)):
         b.mark_covered(out._id)
 
 
@@ -695,9 +702,7 @@ def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     # The parts tile the output along dim: when each is valid in whole and spans the output's other
     # dims, the copies write every element and the output needs no zero fill.
     b = out._ctx.builder
-    out_shape = b.shape(out._id)
-    if all(all(_same_extent(v, e) for v, e in zip(b.valid_shape(t._id), b.shape(t._id)))
-           and all(_same_extent(e, out_shape[d]) for d, e in enumerate(b.shape(t._id)) if d != dim)
+    if all(_same_extents(b.valid_shape(t._id), b.shape(t._id)) and _same_extents(b.shape(t._id), b.shape(out._id), dim)
            for t in tensors):
         b.mark_covered(out._id)
     return out
