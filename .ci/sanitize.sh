@@ -25,14 +25,17 @@ if [ "$installed" -ne "$(echo $pkgs | wc -w)" ]; then
 fi
 "$PY" -c "import numpy, pybind11, pytest, torch" 2>/dev/null || pip install torch==2.13.0 pytest pybind11
 
-# -O1 (the level the sanitizers' documentation recommends) with line tables
-# only (-g1: file and line in reports). At RelWithDebInfo's -O2 -g the
+# -O0 with line tables only (-g1: file and line in reports). The sanitizers
+# find the same errors at -O0 as at -O1 (their documentation recommends -O1
+# for speed, not for coverage), and GCC builds the instrumented code about
+# twice as fast at -O0: the build is most of this step's time, the instrumented
+# tests are thinned (cpp_tests/sanitized.h). At RelWithDebInfo's -O2 -g the
 # instrumented [[gnu::flatten]] task_submit_desc makes csrc/runtime/runtime.cc
-# alone take GCC about nine CPU minutes, and the build twice as long.
+# alone take GCC about nine CPU minutes.
 echo "== sanitized build (build-san)"
 start=$SECONDS
 cmake -S . -B "$BUILD" -DPYPTO_SANITIZE=address,undefined -DPYPTO_BUILD_TESTS=ON -DPYPTO_BUILD_BENCHMARKS=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -g1 -DNDEBUG" \
   -Dpybind11_DIR="$("$PY" -m pybind11 --cmakedir)" -DPython_EXECUTABLE="$PY"
 cmake --build "$BUILD" -j2
 echo "== build: $((SECONDS - start)) s"
@@ -101,7 +104,9 @@ EOF
 # softmax end to end, the pto builder and .pto round trip, the runtime, the
 # frontend's errors, the disk cache (a second process loading a kernel).
 # Left out: the variants of the same paths that cost most under the sanitizers (each test that
-# starts another sanitized python costs 10-30 s; the whole step must leave .ci/run inside its
+# starts another sanitized python costs 10-30 s; the .pto round trips of the matmul and convolution
+# kernels 45-100 s each, their products being covered by test_matmul_and_accumulate_over_k and the
+# implicit-gemm convolution below; the whole step must leave .ci/run inside its
 # 45-minute budget on a 2-core machine). Also left out: the test of the installed precompiled
 # prelude (this sanitized extension is not installed, so it has no pch/ folder beside it).
 # -v names each test before it runs: a sanitizer report ends the process there,
@@ -134,6 +139,10 @@ sanpy -m pytest -v -p no:cacheprovider --capture=sys --durations=15 \
   --deselect $T/pto/test_builder.py::test_binary_expansion_runs_blocks_and_a_residual \
   --deselect "$T/pto/test_roundtrip.py::test_cli_parse_writes_builder_code_that_rebuilds_the_module[views]" \
   --deselect "$T/pto/test_roundtrip.py::test_cli_parse_writes_builder_code_that_rebuilds_the_module[branch]" \
+  --deselect "$T/pto/test_roundtrip.py::test_jit_pto_parses_back_compiles_and_matches[conv]" \
+  --deselect "$T/pto/test_roundtrip.py::test_jit_pto_parses_back_compiles_and_matches[strided_conv]" \
+  --deselect "$T/pto/test_roundtrip.py::test_jit_pto_parses_back_compiles_and_matches[matmul]" \
+  --deselect "$T/pto/test_roundtrip.py::test_cli_parse_writes_builder_code_that_rebuilds_the_module[strided_conv]" \
   || status=1
 
 # The kernels the run built are sanitized (each needs libasan).

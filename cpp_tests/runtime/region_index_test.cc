@@ -12,6 +12,7 @@
 
 #include "runtime/runtime.h"
 #include "test_regions.h"
+#include "../sanitized.h"
 
 namespace pypto::runtime {
 namespace {
@@ -289,7 +290,7 @@ void CheckAgainstBruteForce(unsigned seed, int max_accesses, int pool, bool tile
     std::set<int> rd, wr, ac;
   };
   std::vector<Draw> draws;
-  for (int round = 0; round < 21; ++round) {
+  for (int round = 0; round < 3 * test::Thinned(7); ++round) {
     std::vector<Box> boxes;
     if (tiles) {
       for (int r = 0; r < kRows; r += 4) {
@@ -487,7 +488,7 @@ void CheckLayoutsAgainstBruteForce(unsigned seed, int tasks_per_round) {
 }
 
 TEST(RegionIndexTest, ViewsOfSeveralLayoutsMatchBruteForce) {
-  for (unsigned seed : {31u, 32u, 33u}) CheckLayoutsAgainstBruteForce(seed, 150);
+  for (unsigned seed : {31u, 32u, 33u}) CheckLayoutsAgainstBruteForce(seed, test::Thinned(150));
   // Enough tasks that superseded nodes are swept and the grids rebuilt.
   CheckLayoutsAgainstBruteForce(35u, 500);
 }
