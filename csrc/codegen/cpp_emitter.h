@@ -28,6 +28,8 @@ inline constexpr const char* kErrorSymbol = "pypto_error_message";
 inline constexpr const char* kKernelErrorSymbol = "pypto_take_kernel_error";
 /// Name of the ABI-version symbol every generated library exports.
 inline constexpr const char* kAbiSymbol = "pypto_abi_version";
+/// The function a library built with out-of-line tile copies binds them with (pypto_abi.h).
+inline constexpr const char* kBindCopiesSymbol = "pypto_bind_tile_copies";
 /// Text of csrc/runtime/pypto_abi.h and csrc/codegen/tile_ops.h (embedded at build time).
 extern const char* const kAbiHeaderText;
 extern const char* const kTileOpsHeaderText;

@@ -27,6 +27,7 @@
 #include "codegen/cpp_emitter.h"
 #include "runtime/pypto_abi.h"
 #include "codegen/sha256.h"
+#include "codegen/tile_copies.h"
 #include "ir/errors.h"
 
 extern char** environ;
@@ -238,14 +239,20 @@ std::string library_record(const std::string& bytes) {
   return fmt::format("pypto-library {} {}\n", bytes.size(), sha256_hex(bytes));
 }
 
-/// dlopens `path`; nullptr (and the library closed again) when it does not load or reports
-/// another ABI version, so that a rebuilt library at the same path is loaded anew.
-void* load_library(const std::string& path) {
+/// dlopens `path` and binds its out-of-line copies to `copies`; nullptr (and the library closed
+/// again) when it does not load, reports another ABI version or cannot take `copies`, so that a
+/// rebuilt library at the same path is loaded anew.
+void* load_library(const std::string& path, const pypto_tile_copies* copies) {
   void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return nullptr;
   using AbiFn = int32_t (*)();
   auto abi = reinterpret_cast<AbiFn>(::dlsym(h, kAbiSymbol));
-  if (!abi || abi() != PYPTO_ABI_VERSION) {
+  bool ok = abi && abi() == PYPTO_ABI_VERSION;
+  // A library built to call the out-of-line copies gets its target's table before any kernel runs.
+  using BindFn = int32_t (*)(const pypto_tile_copies*);
+  if (auto bind = reinterpret_cast<BindFn>(::dlsym(h, kBindCopiesSymbol)); ok && bind)
+    ok = copies != nullptr && bind(copies) == 0;
+  if (!ok) {
     ::dlclose(h);
     return nullptr;
   }
@@ -255,7 +262,7 @@ void* load_library(const std::string& path) {
 /// Loads the cache entry at `library` if it is whole: its record exists and its bytes have the
 /// size and SHA-256 the record gives (a truncated or replaced file is not loaded). nullptr
 /// otherwise.
-void* try_load(const std::string& library, const std::string& record_path) {
+void* try_load(const std::string& library, const std::string& record_path, const pypto_tile_copies* copies) {
   struct stat st;
   if (::stat(library.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
   std::string record = read_file(record_path);
@@ -263,7 +270,7 @@ void* try_load(const std::string& library, const std::string& record_path) {
   if (record != library_record(read_file(library))) return nullptr;
   // The cache directory is private to this user (safe_cache_dir), so nobody else can swap the
   // file between the check and the load.
-  return load_library(library);
+  return load_library(library, copies);
 }
 
 }  // namespace
@@ -296,6 +303,12 @@ std::vector<std::string> compiler_flags(const Target& target) {
   for (const auto& f : split_spaces(PYPTO_SANITIZE_FLAGS)) flags.push_back(f);
   flags.push_back("-fno-omit-frame-pointer");
 #endif
+  return flags;
+}
+
+std::vector<std::string> jit_flags(const Target& target) {
+  std::vector<std::string> flags = compiler_flags(target);
+  if (tile_copies_for(target) != nullptr) flags.push_back("-DPTO_OUT_OF_LINE_COPIES");
   return flags;
 }
 
@@ -422,7 +435,8 @@ std::string precompiled_prelude(const std::vector<std::string>& cmd, const std::
 BuildResult build_library(const std::string& source, const std::string& kernel, const Target& target,
                           const std::string& prelude) {
   std::vector<std::string> cmd = compiler_command();
-  std::vector<std::string> flags = compiler_flags(target);
+  const pypto_tile_copies* copies = tile_copies_for(target);
+  std::vector<std::string> flags = jit_flags(target);
   std::string key_text = source;
   key_text += "\n--command--\n";
   for (const auto& a : cmd) key_text += a + "\x1f";
@@ -443,7 +457,7 @@ BuildResult build_library(const std::string& source, const std::string& kernel, 
   r.source_path = base + ".cc";
   const std::string record_path = base + ".sum";
 
-  if ((r.handle = try_load(r.library, record_path))) {
+  if ((r.handle = try_load(r.library, record_path, copies))) {
     r.cache = "disk";
     return r;
   }
@@ -506,7 +520,7 @@ BuildResult build_library(const std::string& source, const std::string& kernel, 
     throw CompileError(fmt::format("cannot move the built kernel '{}' into the cache at '{}': {}", kernel, r.library,
                                    std::strerror(errno)));
   }
-  r.handle = load_library(r.library);
+  r.handle = load_library(r.library, copies);
   if (!r.handle) {
     const char* err = ::dlerror();
     throw CompileError(fmt::format("cannot load the built kernel '{}' from '{}': {}", kernel, r.library, err ? err : "ABI mismatch"));
@@ -517,7 +531,7 @@ BuildResult build_library(const std::string& source, const std::string& kernel, 
 
 std::string precompile_prelude(const std::string& dir, const Target& target) {
   const std::vector<std::string> cmd = compiler_command();
-  const std::vector<std::string> flags = compiler_flags(target);
+  const std::vector<std::string> flags = jit_flags(target);
   const std::string prelude = emit_prelude(target);
   make_dirs(dir);
   const std::string header = dir + "/" + prelude_header_name(flags, compiler_identity(cmd), prelude, target);

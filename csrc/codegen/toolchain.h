@@ -21,8 +21,13 @@ struct BuildResult {
 /// The compiler argument vector: `$CXX` (split on spaces) or the first of
 /// c++, g++, clang++ on PATH; throws CompileError if none is found.
 std::vector<std::string> compiler_command();
-/// Flags pypto compiles generated code with (before -o and the source).
+/// Flags that compile generated code for `target` (before -o and the source): the source alone
+/// then builds a library that needs nothing of pypto's but its runtime API.
 std::vector<std::string> compiler_flags(const Target& target);
+/// The flags pypto itself compiles generated code with: compiler_flags, and
+/// -DPTO_OUT_OF_LINE_COPIES where this build holds the target's out-of-line tile copies
+/// (tile_copies.h), which the loader then binds.
+std::vector<std::string> jit_flags(const Target& target);
 /// Cache directory: `$PYPTO_CACHE_DIR`, else ~/.cache/pypto.
 std::string cache_dir();
 /// Builds `source` into a shared library, or loads it from the disk cache.

@@ -114,6 +114,29 @@ typedef struct pypto_runtime_api {
   void* (*alloc_workspace_uninit)(void* rt, int64_t bytes);
 } pypto_runtime_api;
 
+/// The generic tile copies (TLOAD and TSTORE of elements of one type, as bits), compiled once per
+/// target into the runtime: a kernel library built to call them (the toolchain defines
+/// PTO_OUT_OF_LINE_COPIES) exports `pypto_bind_tile_copies(const pypto_tile_copies*)`, which the
+/// loader calls with its target's table before any kernel runs. `load` and `store` are indexed by
+/// the element size class (0, 1, 2, 3 for 1, 2, 4, 8 bytes); `store_stream` stores floats with
+/// streaming stores where the target has them. `load_half` loads fp16 ([0]) or bf16 ([1]) elements
+/// into a float tile, `store_half` stores a float tile as fp16 ([0]) or bf16 ([1]), rounding to
+/// nearest even.
+#define PYPTO_TILE_COPIES_VERSION 1
+typedef struct pypto_tile_copies {
+  int32_t version;
+  void (*load[4])(void* dst, int64_t cols, int32_t rank, const int64_t* tshape, const void* src, const int64_t* stride,
+                  const int64_t* valid);
+  void (*store[4])(void* dst, const int64_t* stride, const int64_t* valid, int32_t rank, const int64_t* tshape,
+                   const void* src, int64_t cols);
+  void (*store_stream)(void* dst, const int64_t* stride, const int64_t* valid, int32_t rank, const int64_t* tshape,
+                       const void* src, int64_t cols);
+  void (*load_half[2])(void* dst, int64_t cols, int32_t rank, const int64_t* tshape, const void* src,
+                       const int64_t* stride, const int64_t* valid);
+  void (*store_half[2])(void* dst, const int64_t* stride, const int64_t* valid, int32_t rank, const int64_t* tshape,
+                        const void* src, int64_t cols);
+} pypto_tile_copies;
+
 /// Signature of the orchestration entry point of a generated library:
 /// tensors are the parameters then the outputs of the traced function,
 /// scalars the values of its symbolic dims. Returns 0 on success.

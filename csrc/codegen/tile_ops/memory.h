@@ -110,24 +110,31 @@ inline __attribute__((always_inline)) void transpose_round(vtranspose* v) {
   }
 }
 
-template <int64_t C, typename S>
-inline void transpose_block(float* __restrict dst, const S* __restrict src, int64_t sc) {
+/// Whether a transposed copy from S to T may go through float vectors: float tiles, and copies of
+/// 4-byte elements of one type (the shuffles only move bits).
+template <typename T, typename S>
+constexpr bool kTransposeInRegisters = std::is_same<T, float>::value || (std::is_same<T, S>::value && sizeof(T) == 4);
+
+/// Transposes one square block into the tile `dst` whose rows are `cols` elements apart.
+template <typename T, typename S>
+inline void transpose_block(T* __restrict dst, int64_t cols, const S* __restrict src, int64_t sc) {
   vtranspose v[kTransposeLanes];
   for (int64_t q = 0; q < kTransposeLanes; ++q) {
-    if constexpr (std::is_same<S, float>::value) {
+    if constexpr (std::is_same<S, float>::value || std::is_same<T, S>::value) {
       memcpy(&v[q], src + q * sc, sizeof v[q]);
     } else {
       for (int64_t l = 0; l < kTransposeLanes; ++l) v[q][l] = cvt<float>(src[q * sc + l]);
     }
   }
   transpose_round<kTransposeLanes / 2>(v);
-  for (int64_t p = 0; p < kTransposeLanes; ++p) memcpy(dst + p * C, &v[p], sizeof v[p]);
+  for (int64_t p = 0; p < kTransposeLanes; ++p) memcpy(dst + p * cols, &v[p], sizeof v[p]);
 }
 #endif
 
-template <typename T, int64_t C, typename S>
-inline void tload_transposed(T* __restrict dst, int64_t rows, const S* __restrict src, int64_t sc, int64_t valid_rows,
-                             int64_t vc) {
+/// The transposed copy into a tile with rows of `cols` elements (see above).
+template <typename T, typename S>
+inline void tload_transposed(T* __restrict dst, int64_t cols, int64_t rows, const S* __restrict src, int64_t sc,
+                             int64_t valid_rows, int64_t vc) {
   const int64_t vr = valid_rows < 0 ? 0 : valid_rows < rows ? valid_rows : rows;
   for (int64_t c0 = 0; c0 < vc; c0 += kTransposeBlock) {
     const int64_t c1 = c0 + kTransposeBlock < vc ? c0 + kTransposeBlock : vc;
@@ -135,38 +142,40 @@ inline void tload_transposed(T* __restrict dst, int64_t rows, const S* __restric
     for (int64_t r0 = 0; r0 < vr; r0 += kTransposeBlock) {
       const int64_t r1 = r0 + kTransposeBlock < vr ? r0 + kTransposeBlock : vr;
 #if defined(PTO_HAS_SHUFFLE)
-      // Float tiles, whole blocks: kTransposeBlock / lanes squares transposed in registers.
-      if constexpr (std::is_same<T, float>::value && kTransposeBlock % kTransposeLanes == 0) {
+      // Whole blocks: kTransposeBlock / lanes squares transposed in registers.
+      if constexpr (kTransposeInRegisters<T, S> && kTransposeBlock % kTransposeLanes == 0) {
         if (r1 - r0 == kTransposeBlock && c1 - c0 == kTransposeBlock) {
           for (int64_t cq = c0; cq < c1; cq += kTransposeLanes)
             for (int64_t rq = r0; rq < r1; rq += kTransposeLanes)
-              transpose_block<C>(dst + rq * C + cq, src + cq * sc + rq, sc);
+              transpose_block(dst + rq * cols + cq, cols, src + cq * sc + rq, sc);
           continue;
         }
       }
 #endif
       for (int64_t c = c0; c < c1; ++c) {
         const S* __restrict s = src + c * sc;
-        for (int64_t r = r0; r < r1; ++r) dst[r * C + c] = cvt<T>(s[r]);
+        for (int64_t r = r0; r < r1; ++r) dst[r * cols + c] = cvt<T>(s[r]);
       }
     }
   }
   for (int64_t r = 0; r < vr; ++r)
-    for (int64_t c = vc; c < C; ++c) dst[r * C + c] = T{};
+    for (int64_t c = vc; c < cols; ++c) dst[r * cols + c] = T{};
   for (int64_t r = vr; r < rows; ++r)
-    for (int64_t c = 0; c < C; ++c) dst[r * C + c] = T{};
+    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = T{};
 }
 
-template <typename T, int64_t C, typename S>
-inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* __restrict src, const int64_t* stride,
-                  const int64_t* valid) {
+/// TLOAD into a tile whose last dim is `cols`: the copy itself, for a tile width known at compile
+/// time (tload, where the inlined loops specialise on it) or at run time (the out-of-line copies).
+template <typename T, typename S>
+inline void tload_rows(T* __restrict dst, int64_t cols, int rank, const int64_t* tshape, const S* __restrict src,
+                       const int64_t* stride, const int64_t* valid) {
   int64_t rows = 1;
   for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
-  // The valid extent clamped to [0, C] (a negative one moves nothing).
-  const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < C ? valid[rank - 1] : C;
+  // The valid extent clamped to [0, cols] (a negative one moves nothing).
+  const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < cols ? valid[rank - 1] : cols;
   const int64_t sc = stride[rank - 1];
   if (rank == 2 && stride[0] == 1 && sc > 1) {
-    tload_transposed<T, C>(dst, tshape[0], src, sc, valid[0], vc);
+    tload_transposed(dst, cols, tshape[0], src, sc, valid[0], vc);
     return;
   }
   const bool gaps = sc == 1 && rank >= 2 && stride[rank - 2] > vc;
@@ -174,18 +183,54 @@ inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* _
   for (int64_t r = 0; r < rows; ++r, walk.next()) {
     const int64_t off = walk.offset();
     prefetch_ahead<0>(gaps, rank, valid, stride, r, rows, src, vc);
-    T* __restrict drow = dst + r * C;
+    T* __restrict drow = dst + r * cols;
     if (!walk.inside()) {
-      for (int64_t c = 0; c < C; ++c) drow[c] = T{};
+      for (int64_t c = 0; c < cols; ++c) drow[c] = T{};
       continue;
     }
     const S* __restrict srow = src + off;
-    if (sc == 1 && vc == C) {
-      for (int64_t c = 0; c < C; ++c) drow[c] = cvt<T>(srow[c]);
+    if (sc == 1 && vc == cols) {
+      for (int64_t c = 0; c < cols; ++c) drow[c] = cvt<T>(srow[c]);
     } else {
       for (int64_t c = 0; c < vc; ++c) drow[c] = cvt<T>(srow[c * sc]);
-      for (int64_t c = vc; c < C; ++c) drow[c] = T{};
+      for (int64_t c = vc; c < cols; ++c) drow[c] = T{};
     }
+  }
+}
+
+/// Whether a copy from S to T is one of the out-of-line copies (same type, of 1, 2, 4 or 8 bytes:
+/// a copy of bits, whose zero fill is all-zero bits for every element type).
+template <typename T, typename S>
+constexpr bool kBitCopy = std::is_same<T, S>::value && std::is_trivially_copyable<T>::value &&
+                          (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8);
+
+/// The size class of a bit copy: 0, 1, 2, 3 for elements of 1, 2, 4, 8 bytes.
+template <typename T>
+constexpr int kSizeClass = sizeof(T) == 1 ? 0 : sizeof(T) == 2 ? 1 : sizeof(T) == 4 ? 2 : 3;
+
+/// Whether H is one of the half-precision types the out-of-line copies convert to and from float.
+template <typename H>
+constexpr bool kHalf = std::is_same<H, f16>::value || std::is_same<H, bf16>::value;
+
+#ifdef PTO_OUT_OF_LINE_COPIES
+/// The copies compiled once per tile-library variant into pypto (codegen/tile_ops/copies.cc), which
+/// binds this table when it loads the kernel library (pypto_bind_tile_copies): a kernel then compiles
+/// only calls, not its own copy of the generic copy loops.
+static const pypto_tile_copies* g_tile_copies = nullptr;
+#endif
+
+template <typename T, int64_t C, typename S>
+inline void tload(T* __restrict dst, int rank, const int64_t* tshape, const S* __restrict src, const int64_t* stride,
+                  const int64_t* valid) {
+#ifdef PTO_OUT_OF_LINE_COPIES
+  if constexpr (kBitCopy<T, S>) {
+    g_tile_copies->load[kSizeClass<T>](dst, C, rank, tshape, src, stride, valid);
+  } else if constexpr (std::is_same<T, float>::value && kHalf<S>) {
+    g_tile_copies->load_half[std::is_same<S, bf16>::value](dst, C, rank, tshape, src, stride, valid);
+  } else
+#endif
+  {
+    tload_rows(dst, C, rank, tshape, src, stride, valid);
   }
 }
 
@@ -207,13 +252,12 @@ inline const T* tload_view(T* __restrict buf, int rank, const int64_t* tshape, c
 }
 
 #ifdef PTO_STREAM_STORES
-/// Writes one full row of C floats to a 64-byte-aligned `drow` with non-temporal (streaming) stores,
-/// which do not first read the destination's cache lines from memory.
-template <int64_t C>
-inline void stream_row(float* drow, const float* srow) {
+/// Writes one full row of `n` floats (a multiple of 16) to a 64-byte-aligned `drow` with
+/// non-temporal (streaming) stores, which do not first read the destination's cache lines from memory.
+inline void stream_row(float* drow, const float* srow, int64_t n) {
   typedef float V __attribute__((vector_size(PTO_VECTOR_BYTES)));
   constexpr int64_t kW = PTO_VECTOR_BYTES / 4;
-  for (int64_t c = 0; c < C; c += kW) {
+  for (int64_t c = 0; c < n; c += kW) {
     V v;
     memcpy(&v, srow + c, sizeof v);  // an unaligned load
 #if defined(__clang__)
@@ -229,24 +273,30 @@ inline void stream_row(float* drow, const float* srow) {
 }
 #endif
 
-/// Stores N values at `dst` with element stride `stride`, converted to the destination type (a full
-/// tile row, or a strip of a fused chain). With STREAM, a dense float row starting on a 64-byte
-/// boundary goes through stream_row.
-template <bool STREAM, int64_t N, typename S, typename T>
-inline void store_strip(S* __restrict dst, int64_t stride, const T* __restrict src) {
+/// Stores `n` values at `dst` with element stride `stride`, converted to the destination type. With
+/// STREAM, a dense float run of a multiple of 16 values starting on a 64-byte boundary goes through
+/// stream_row.
+template <bool STREAM, typename S, typename T>
+inline void store_run(S* __restrict dst, int64_t stride, const T* __restrict src, int64_t n) {
   if (stride == 1) {
 #ifdef PTO_STREAM_STORES
-    if constexpr (STREAM && std::is_same<T, float>::value && std::is_same<S, float>::value && N % 16 == 0) {
-      if ((reinterpret_cast<uintptr_t>(dst) & 63) == 0) {
-        stream_row<N>(dst, src);
+    if constexpr (STREAM && std::is_same<T, float>::value && std::is_same<S, float>::value) {
+      if (n % 16 == 0 && (reinterpret_cast<uintptr_t>(dst) & 63) == 0) {
+        stream_row(dst, src, n);
         return;
       }
     }
 #endif
-    for (int64_t k = 0; k < N; ++k) dst[k] = cvt<S>(src[k]);
+    for (int64_t k = 0; k < n; ++k) dst[k] = cvt<S>(src[k]);
   } else {
-    for (int64_t k = 0; k < N; ++k) dst[k * stride] = cvt<S>(src[k]);
+    for (int64_t k = 0; k < n; ++k) dst[k * stride] = cvt<S>(src[k]);
   }
+}
+
+/// store_run of N values, N known at compile time (a full tile row, or a strip of a fused chain).
+template <bool STREAM, int64_t N, typename S, typename T>
+inline void store_strip(S* __restrict dst, int64_t stride, const T* __restrict src) {
+  store_run<STREAM>(dst, stride, src, N);
 }
 
 /// Adds `v` (of the tile's type T) into `*p` as one atomic read-modify-write: an integer of the same
@@ -274,16 +324,17 @@ inline void atomic_add_element(S* p, T v) {
   }
 }
 
-/// TSTORE: the valid part of a tile (last dim C) into a strided box. With STREAM, full float rows
-/// whose start is 64-byte aligned go through stream_row; with ATOMIC (TSTORE ... atomic_add) each
-/// element is added into the box atomically, so tasks adding into one tensor may run at once.
-template <typename T, int64_t C, typename S, bool STREAM = false, bool ATOMIC = false>
-inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
-                   const T* __restrict src) {
+/// TSTORE: the valid part of a tile whose last dim is `cols` into a strided box. With STREAM, full
+/// float rows whose start is 64-byte aligned go through stream_row; with ATOMIC (TSTORE ...
+/// atomic_add) each element is added into the box atomically, so tasks adding into one tensor may
+/// run at once.
+template <typename T, typename S, bool STREAM, bool ATOMIC>
+inline void tstore_rows(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
+                        const T* __restrict src, int64_t cols) {
   int64_t rows = 1;
   for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
-  // The valid extent clamped to [0, C] (a negative one moves nothing).
-  const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < C ? valid[rank - 1] : C;
+  // The valid extent clamped to [0, cols] (a negative one moves nothing).
+  const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < cols ? valid[rank - 1] : cols;
   const int64_t sc = stride[rank - 1];
   const bool gaps = !STREAM && sc == 1 && rank >= 2 && stride[rank - 2] > vc;
   RowWalk walk(rank, tshape, valid, stride);
@@ -291,17 +342,36 @@ inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* vali
     prefetch_ahead<1>(gaps, rank, valid, stride, r, rows, dst, vc);
     if (!walk.inside()) continue;
     const int64_t off = walk.offset();
-    const T* __restrict srow = src + r * C;
+    const T* __restrict srow = src + r * cols;
     S* __restrict drow = dst + off;
     if constexpr (ATOMIC) {
       for (int64_t c = 0; c < vc; ++c) atomic_add_element<S, T>(drow + c * sc, srow[c]);
-    } else if (vc == C) {
-      store_strip<STREAM, C>(drow, sc, srow);
+    } else if (vc == cols) {
+      store_run<STREAM>(drow, sc, srow, cols);
     } else if (sc == 1) {
       for (int64_t c = 0; c < vc; ++c) drow[c] = cvt<S>(srow[c]);
     } else {
       for (int64_t c = 0; c < vc; ++c) drow[c * sc] = cvt<S>(srow[c]);
     }
+  }
+}
+
+/// TSTORE of a tile whose last dim is C (see tstore_rows).
+template <typename T, int64_t C, typename S, bool STREAM = false, bool ATOMIC = false>
+inline void tstore(S* __restrict dst, const int64_t* stride, const int64_t* valid, int rank, const int64_t* tshape,
+                   const T* __restrict src) {
+#ifdef PTO_OUT_OF_LINE_COPIES
+  if constexpr (kBitCopy<T, S> && !ATOMIC) {
+    if constexpr (STREAM && std::is_same<T, float>::value)
+      g_tile_copies->store_stream(dst, stride, valid, rank, tshape, src, C);
+    else
+      g_tile_copies->store[kSizeClass<T>](dst, stride, valid, rank, tshape, src, C);
+  } else if constexpr (std::is_same<T, float>::value && kHalf<S> && !ATOMIC) {
+    g_tile_copies->store_half[std::is_same<S, bf16>::value](dst, stride, valid, rank, tshape, src, C);
+  } else
+#endif
+  {
+    tstore_rows<T, S, STREAM, ATOMIC>(dst, stride, valid, rank, tshape, src, C);
   }
 }
 
@@ -344,3 +414,13 @@ inline void tcopy(T* __restrict dst, const T* __restrict src) {
 }
 
 }  // namespace pto
+
+#ifdef PTO_OUT_OF_LINE_COPIES
+/// Binds the out-of-line copies (pto::g_tile_copies) before any kernel runs; non-zero when `copies`
+/// has another layout than this source was compiled for.
+extern "C" int32_t pypto_bind_tile_copies(const pypto_tile_copies* copies) {
+  if (copies == nullptr || copies->version != PYPTO_TILE_COPIES_VERSION) return 1;
+  pto::g_tile_copies = copies;
+  return 0;
+}
+#endif
