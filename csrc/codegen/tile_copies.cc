@@ -6,19 +6,12 @@
 
 namespace pypto::codegen {
 
-// Each variant CMake built (codegen/tile_ops/copies.cc), named by PYPTO_COPIES_<name>.
-#ifdef PYPTO_COPIES_generic
+// The variants' tables (codegen/tile_ops/copies.cc); only those CMake built (PYPTO_COPIES_<name>)
+// are referenced below.
 const pypto_tile_copies* tile_copies_generic();
-#endif
-#ifdef PYPTO_COPIES_sse
 const pypto_tile_copies* tile_copies_sse();
-#endif
-#ifdef PYPTO_COPIES_avx2
 const pypto_tile_copies* tile_copies_avx2();
-#endif
-#ifdef PYPTO_COPIES_avx512
 const pypto_tile_copies* tile_copies_avx512();
-#endif
 
 namespace {
 

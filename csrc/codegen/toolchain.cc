@@ -306,9 +306,9 @@ std::vector<std::string> compiler_flags(const Target& target) {
   return flags;
 }
 
-std::vector<std::string> jit_flags(const Target& target) {
+std::vector<std::string> jit_flags(const Target& target, const pypto_tile_copies* copies) {
   std::vector<std::string> flags = compiler_flags(target);
-  if (tile_copies_for(target) != nullptr) flags.push_back("-DPTO_OUT_OF_LINE_COPIES");
+  if (copies != nullptr) flags.push_back("-DPTO_OUT_OF_LINE_COPIES");
   return flags;
 }
 
@@ -436,7 +436,7 @@ BuildResult build_library(const std::string& source, const std::string& kernel, 
                           const std::string& prelude) {
   std::vector<std::string> cmd = compiler_command();
   const pypto_tile_copies* copies = tile_copies_for(target);
-  std::vector<std::string> flags = jit_flags(target);
+  std::vector<std::string> flags = jit_flags(target, copies);
   std::string key_text = source;
   key_text += "\n--command--\n";
   for (const auto& a : cmd) key_text += a + "\x1f";
@@ -531,7 +531,7 @@ BuildResult build_library(const std::string& source, const std::string& kernel, 
 
 std::string precompile_prelude(const std::string& dir, const Target& target) {
   const std::vector<std::string> cmd = compiler_command();
-  const std::vector<std::string> flags = jit_flags(target);
+  const std::vector<std::string> flags = jit_flags(target, tile_copies_for(target));
   const std::string prelude = emit_prelude(target);
   make_dirs(dir);
   const std::string header = dir + "/" + prelude_header_name(flags, compiler_identity(cmd), prelude, target);

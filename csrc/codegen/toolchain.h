@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/target.h"
+#include "runtime/pypto_abi.h"
 
 namespace pypto::codegen {
 
@@ -25,9 +26,9 @@ std::vector<std::string> compiler_command();
 /// then builds a library that needs nothing of pypto's but its runtime API.
 std::vector<std::string> compiler_flags(const Target& target);
 /// The flags pypto itself compiles generated code with: compiler_flags, and
-/// -DPTO_OUT_OF_LINE_COPIES where this build holds the target's out-of-line tile copies
-/// (tile_copies.h), which the loader then binds.
-std::vector<std::string> jit_flags(const Target& target);
+/// -DPTO_OUT_OF_LINE_COPIES when `copies` (the target's out-of-line tile copies,
+/// tile_copies_for) is not null, which the loader then binds.
+std::vector<std::string> jit_flags(const Target& target, const pypto_tile_copies* copies);
 /// Cache directory: `$PYPTO_CACHE_DIR`, else ~/.cache/pypto.
 std::string cache_dir();
 /// Builds `source` into a shared library, or loads it from the disk cache.
