@@ -1,8 +1,9 @@
 // The out-of-line tile copies (codegen/tile_ops/copies.cc, one table per tile-library variant):
 // each variant this CPU can run loads and stores exactly the bytes the inline copies of
 // tile_ops.h do, over random boxes (ranks 2 to 4, strided, transposed, tails, valid extents past
-// the tile or below zero), every element size and the half-precision conversions; and which
-// variant a target's kernels get.
+// the tile or below zero), every element size and the half-precision conversions; panel loads
+// (TLOAD ... panels) hold the row-major load's elements in the panels' places; and which variant a
+// target's kernels get.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -94,6 +95,17 @@ std::vector<float> RandomFloats(std::mt19937& rng, int64_t n) {
   return v;
 }
 
+/// The values of `wide` rounded to fp16 and to bf16 (the sources of the widening loads).
+std::pair<std::vector<pto::f16>, std::vector<pto::bf16>> Narrowed(const std::vector<float>& wide) {
+  std::vector<pto::f16> halves(wide.size());
+  std::vector<pto::bf16> brains(wide.size());
+  for (size_t i = 0; i < wide.size(); ++i) {
+    halves[i] = pto::cvt<pto::f16>(wide[i]);
+    brains[i] = pto::cvt<pto::bf16>(wide[i]);
+  }
+  return {halves, brains};
+}
+
 /// One load through the table's entry `fn` against the inline copy, as raw bytes.
 template <typename T, typename S, typename Fn>
 void CompareLoad(const std::string& target, Fn fn, const Box& b, const std::vector<S>& src) {
@@ -149,14 +161,78 @@ TEST(TileCopiesTest, EveryRunnableVariantCopiesTheBytesTheInlineCopiesDo) {
       CompareStore<float, pto::f16, false>(target, c->store_half[0], b, floats, rng);
       CompareStore<float, pto::bf16, false>(target, c->store_half[1], b, floats, rng);
       const std::vector<float> wide = RandomFloats(rng, b.span);
-      std::vector<pto::f16> halves(wide.size());
-      std::vector<pto::bf16> brains(wide.size());
-      for (size_t i = 0; i < wide.size(); ++i) {
-        halves[i] = pto::cvt<pto::f16>(wide[i]);
-        brains[i] = pto::cvt<pto::bf16>(wide[i]);
-      }
+      const auto [halves, brains] = Narrowed(wide);
       CompareLoad<float, pto::f16>(target, c->load_half[0], b, halves);
       CompareLoad<float, pto::bf16>(target, c->load_half[1], b, brains);
+    }
+  }
+}
+
+/// A random box for a panel load of width W: RandomBox's, with W columns or two to four times W
+/// (strides and the last dim's valid extent drawn again for them).
+Box PanelBox(std::mt19937& rng, int64_t W) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  Box b = RandomBox(rng);
+  const int last = b.rank - 1;
+  const int64_t cols = W * pick(1, 4);
+  b.shape[last] = cols;
+  if (!(b.rank == 2 && b.stride[0] == 1)) {
+    int64_t inner = b.stride[last];
+    for (int d = last; d >= 0; --d) {
+      b.stride[d] = inner;
+      inner = inner * b.shape[d] + pick(0, 3) * (d > 0);
+    }
+  }
+  const int64_t r = pick(0, 9);
+  b.valid[last] = r == 0 ? -1 : r == 1 ? cols + 3 : r < 5 ? pick(0, cols) : cols;
+  b.span = 1;
+  for (int d = 0; d < b.rank; ++d) b.span += (b.shape[d] - 1) * b.stride[d];
+  return b;
+}
+
+/// The tile of a panel load: the row-major load's elements, laid out in panels of W columns.
+std::vector<float> InPanels(const std::vector<float>& rows_major, int64_t rows, int64_t cols, int64_t W) {
+  std::vector<float> out(rows_major.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[(c / W) * rows * W + r * W + c % W] = rows_major[r * cols + c];
+  return out;
+}
+
+/// A panel load (inline, and through `fn` when given) against the row-major load relaid, as raw
+/// bytes: the same elements, zeros outside the valid box, in the panels' places.
+template <typename S>
+void ComparePanelLoad(const std::string& target, const pypto_tile_copies* c, int entry, const Box& b,
+                      const std::vector<S>& src, int64_t W) {
+  const int64_t cols = b.shape[b.rank - 1], rows = TileElements(b) / cols;
+  std::vector<float> plain(static_cast<size_t>(TileElements(b))), got(plain.size());
+  pto::tload_rows(plain.data(), cols, b.rank, b.shape, src.data(), b.stride, b.valid);
+  const std::vector<float> want = InPanels(plain, rows, cols, W);
+  std::memset(got.data(), 0xab, got.size() * sizeof(float));
+  pto::tload_panels_rows(got.data(), W, cols, b.rank, b.shape, src.data(), b.stride, b.valid);
+  ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+      << "inline panel load of " << sizeof(S) << "-byte elements, width " << W << ", rank " << b.rank << ", shape "
+      << b.shape[0] << "x" << b.shape[1] << ", strides " << b.stride[0] << "," << b.stride[1];
+  if (c == nullptr) return;
+  std::memset(got.data(), 0xab, got.size() * sizeof(float));
+  c->load_panels[entry](got.data(), W, cols, b.rank, b.shape, src.data(), b.stride, b.valid);
+  ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+      << target << ": panel load of " << sizeof(S) << "-byte elements, width " << W << ", rank " << b.rank
+      << ", shape " << b.shape[0] << "x" << b.shape[1] << ", strides " << b.stride[0] << "," << b.stride[1];
+}
+
+TEST(TileCopiesTest, PanelLoadsHoldTheRowMajorLoadsElements) {
+  std::vector<std::pair<std::string, const pypto_tile_copies*>> tables = RunnableTables();
+  tables.emplace_back("inline", nullptr);
+  for (const auto& [target, c] : tables) {
+    std::mt19937 rng(23);
+    for (int round = 0; round < test::Thinned(400); ++round) {
+      const int64_t W = int64_t{4} << (rng() % 4);  // 4, 8, 16, 32
+      const Box b = PanelBox(rng, W);
+      const std::vector<float> wide = RandomFloats(rng, b.span);
+      const auto [halves, brains] = Narrowed(wide);
+      ComparePanelLoad<float>(target, c, 0, b, wide, W);
+      ComparePanelLoad<pto::f16>(target, c, 1, b, halves, W);
+      ComparePanelLoad<pto::bf16>(target, c, 2, b, brains, W);
     }
   }
 }

@@ -27,7 +27,7 @@ const PassRecord& Record(const PipelineResult& r, const std::string& name) {
 TEST(PipelineTest, RegistryListsThePassesInOrder) {
   EXPECT_EQ(pass_names(), (std::vector<std::string>{"fuse_attention", "retile_epilogues", "expand_tiles", "reorder_loops", "fuse_blocks", "fuse_loops",
                                                     "flatten_loops", "forward_tiles", "rematerialize", "plan_buffers",
-                                                    "plan_view_loads", "stream_stores", "fuse_chains", "fast_forms",
+                                                    "plan_matmul_panels", "plan_view_loads", "stream_stores", "fuse_chains", "fast_forms",
                                                     "build_orchestration", "binary_expand"}));
 }
 
@@ -41,10 +41,12 @@ TEST(PipelineTest, RecordsOnePassRecordPerPassInRegistryOrder) {
     // binary_expand only on loops with max_range/min_range; flatten_loops only on loops of one
     // iteration (tiles as wide as the tensor); fuse_attention only on attention chains;
     // retile_epilogues only on elementwise ops over a matmul; stream_stores only on outputs far
-    // larger than the caches; fast_forms only on fused sines, cosines and tangents.
+    // larger than the caches; fast_forms only on fused sines, cosines and tangents;
+    // plan_matmul_panels only on matmuls.
     EXPECT_EQ(p.changed, p.name != "rematerialize" && p.name != "reorder_loops" && p.name != "binary_expand" &&
                              p.name != "flatten_loops" && p.name != "fuse_attention" && p.name != "retile_epilogues" &&
-                             p.name != "stream_stores" && p.name != "fast_forms")
+                             p.name != "stream_stores" && p.name != "fast_forms" &&
+                             p.name != "plan_matmul_panels")
         << p.name;
     EXPECT_GE(p.seconds, 0.0) << p.name;
   }

@@ -344,7 +344,11 @@ class KernelEmitter {
         const std::string buf = view_tile ? tn(t) + "_buf" : tn(t);
         std::string call = fmt::format("<{}, {}>({}, {}, {}_shape, {}, {}, valid)", ctype(t.dtype), t.shape.back(), buf,
                                        t.shape.size(), tn(t), address(in), mem_stride_.at(in.memref));
-        if (view) {
+        if (in.panels > 0) {
+          o += fmt::format("{}  pto::tload_panels<{}, {}, {}>({}, {}, {}_shape, {}, {}, valid); }}\n", pad,
+                           ctype(t.dtype), t.shape.back(), in.panels, buf, t.shape.size(), tn(t), address(in),
+                           mem_stride_.at(in.memref));
+        } else if (view) {
           o += fmt::format("{}  {} = pto::tload_view{}; }}\n", pad, tn(t), call);
         } else {
           if (view_tile) o += fmt::format("{}  {} = {};\n", pad, tn(t), buf);
@@ -456,6 +460,11 @@ class KernelEmitter {
         if (in.b_trans) {
           o += fmt::format("{}pto::tmatmul_bt<{}, {}, {}, {}, {}, {}>({}, {}, {}{});{}\n", pad, acc ? "true" : "false",
                            ctype(t.dtype), M, K, N, ctype(b.dtype), tn(t), tn(a), tn(b), rows, comment);
+          return;
+        }
+        if (in.panels > 0) {
+          o += fmt::format("{}pto::tmatmul_panels<{}, {}, {}, {}, {}, {}, {}, {}>({}, {}, {}{});{}\n", pad,
+                           acc ? "true" : "false", M, K, N, M0, K0, N0, in.panels, tn(t), tn(a), tn(b), rows, comment);
           return;
         }
         o += fmt::format("{}pto::tmatmul<{}, {}, {}, {}, {}, {}, {}, {}>({}, {}, {}{});{}\n", pad, acc ? "true" : "false",

@@ -1029,7 +1029,8 @@ class Parser {
       L.fail(b_at, fmt::format("{} offsets for %{} of rank {}", in.offsets.size(), n, rank));
   }
 
-  /// ` axis=N`, ` to=dtype`, ` valid [...]`, ` l0 [m, k, n]` (and a tload's ` view`, a tstore's
+  /// ` axis=N`, ` to=dtype`, ` valid [...]`, ` l0 [m, k, n]` (and a tload's ` view`, a tload's or
+  /// matmul's ` panels=W`, a tstore's
   /// ` stream` and ` atomic_add`, a tscatter's ` reduce=` and ` window=[base, bound]`) in any order,
   /// each at most once.
   void attributes(Line& L, Instr& in, bool allow_to) {
@@ -1078,6 +1079,13 @@ class Parser {
         valid = true;
         L.advance(5);
         in.valid = L.bracket_exprs();
+      } else if ((in.op == Opcode::TLOAD || in.op == Opcode::TMATMUL || in.op == Opcode::TMATMUL_ACC) &&
+                 L.starts_with("panels=")) {
+        if (in.panels > 0) L.fail(at, "panels= given twice");
+        L.advance(7);
+        const int64_t w = L.whole_integer("a panel width");
+        if (w <= 0 || w > (int64_t{1} << 20)) L.fail(at + 7, fmt::format("panels= takes a positive width, found {}", w));
+        in.panels = w;
       } else if ((in.op == Opcode::TMATMUL || in.op == Opcode::TMATMUL_ACC) && L.starts_with_word("b_trans")) {
         if (in.b_trans) L.fail(at, "b_trans given twice");
         in.b_trans = true;

@@ -66,8 +66,9 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
   std::string valid = in.valid.empty() ? "" : fmt::format(" valid [{}]", exprs(in.valid));
   switch (in.op) {
     case Opcode::TLOAD:
-      out += fmt::format("{}%{} = tload %{}[{}]{}{} : {}\n", pad, n.tile_name(in.dst), n.memref(in.memref),
-                         exprs(in.offsets), valid, in.view ? " view" : "", type);
+      out += fmt::format("{}%{} = tload %{}[{}]{}{}{} : {}\n", pad, n.tile_name(in.dst), n.memref(in.memref),
+                         exprs(in.offsets), valid, in.view ? " view" : "",
+                         in.panels > 0 ? fmt::format(" panels={}", in.panels) : std::string(), type);
       return;
     case Opcode::TSTORE:
       out += fmt::format("{}tstore %{}, %{}[{}]{}{}{}\n", pad, n.tile_name(in.srcs.at(0)), n.memref(in.memref),
@@ -123,7 +124,9 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
       if (in.round_to) axis += fmt::format(" to={}", dtype_pto_name(*in.round_to));
       if (in.b_trans) axis += " b_trans";
       if (!in.l0.empty()) axis += fmt::format(" l0 [{}]", fmt::join(in.l0, ", "));
-      out += fmt::format("{}%{} = {} {}{}{} : {}\n", pad, n.tile_name(in.dst), mnemonic, srcs, axis, valid, type);
+      const std::string panels = in.panels > 0 ? fmt::format(" panels={}", in.panels) : std::string();
+      out += fmt::format("{}%{} = {} {}{}{}{} : {}\n", pad, n.tile_name(in.dst), mnemonic, srcs, axis, valid, panels,
+                         type);
     }
   }
 }

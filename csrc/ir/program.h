@@ -82,6 +82,11 @@ struct Instr {
   /// TLOAD (pass plan_view_loads): the tile may point into the source memory instead of copying it,
   /// where the box lies there densely. Printed ` view`.
   bool view = false;
+  /// TLOAD and TMATMUL* (pass plan_matmul_panels): 0, or the width of the column panels the tile is
+  /// laid out in: a TLOAD writes its [rows, cols] tile as cols / panels panels, each holding its
+  /// columns of every row one row after another; a TMATMUL reads its b operand laid out so. Printed
+  /// ` panels=W`.
+  int64_t panels = 0;
   /// TSTORE (pass stream_stores): written with streaming stores past the caches. Printed ` stream`.
   bool stream = false;
   /// TSTORE (pypto.atomic_add): adds the tile into the memory box element by element, each addition

@@ -26,6 +26,9 @@ struct Target {
   bool has(const std::string& feature) const;
   /// Whether the tile library's int8 matmul uses dot-product instructions (AVX512-VNNI's VPDPBUSD).
   bool int8_dot_products() const;
+  /// Columns of the float matmul micro-kernel's register block: two vectors of floats (the tile
+  /// library's PTO_MATMUL_VECS), the width of the column panels its b operand is loaded in.
+  int64_t matmul_panel_cols() const { return 2 * vector_bytes / 4; }
   /// "avx512", "avx2", "sse" or "generic".
   std::string library_name() const;
   /// One line: name, ISA, vector width, library, caches, flags (for dumps and stats).

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -103,6 +104,10 @@ struct StmtChecker {
     if (in.view && in.op != Opcode::TLOAD) fail("instr.view", fmt::format("{}: only a tload may view its source", what));
     if (in.stream && in.op != Opcode::TSTORE) fail("instr.stream", fmt::format("{}: only a tstore may stream", what));
     if (in.atomic && in.op != Opcode::TSTORE) fail("instr.atomic", fmt::format("{}: only a tstore may be atomic_add", what));
+    if (in.panels < 0 || (in.panels > 0 && in.op != Opcode::TLOAD && in.op != Opcode::TMATMUL &&
+                          in.op != Opcode::TMATMUL_ACC))
+      fail("instr.panels", fmt::format("{}: panels={}: only a tload or a matmul takes a positive panel width", what,
+                                       in.panels));
     if (static_cast<int>(in.srcs.size()) != instr_num_srcs(in))
       fail("instr.arity", fmt::format("{} takes {} source tiles, found {}", what, instr_num_srcs(in), in.srcs.size()));
     for (int s : in.srcs) {
@@ -127,6 +132,10 @@ struct StmtChecker {
       if (t->shape.size() != m.shape.size())
         fail("tile.rank", fmt::format("{} moves tile %{} of rank {} through memref %{} of rank {}", what, t->name,
                                       t->shape.size(), m.name, m.shape.size()));
+      if (in.op == Opcode::TLOAD && in.panels > 0 &&
+          (in.view || t->dtype != DataType::FP32 || t->shape.size() < 2 || t->shape.back() % in.panels != 0))
+        fail("instr.panels", fmt::format("{}: panels={} needs an fp32 tile of rank 2 or more whose columns ({}) the "
+                                         "width divides, and no view", what, in.panels, t->shape.back()));
       // A load may also keep the stored type (the int8 operands of an int32 matmul).
       const bool stored_type = in.op == Opcode::TLOAD && data->dtype == m.dtype;
       if (data->dtype != compute_dtype(m.dtype) && !stored_type)
@@ -195,6 +204,7 @@ struct StmtChecker {
         const TileDecl* b = tile(in.srcs[acc ? 2 : 1]);
         size_t ra = a->shape.size(), rb = b->shape.size(), rd = dst->shape.size();
         if (in.b_trans) {  // b is [N, K]: its trailing dims are N and K; no L0 blocks
+          if (in.panels > 0) fail("instr.panels", fmt::format("{}: a b_trans product reads b by rows, not in panels", what));
           if (ra < 2 || rb < 2 || rd < 2 || b->shape[rb - 1] != a->shape[ra - 1] ||
               b->shape[rb - 2] != dst->shape[rd - 1] || dst->shape[rd - 2] != a->shape[ra - 2] ||
               (acc && in.srcs[0] != in.dst) || !in.l0.empty())
@@ -205,6 +215,13 @@ struct StmtChecker {
         if (ra < 2 || rb < 2 || rd < 2 || !reads_as_k_by_n(b->shape, a->shape[ra - 1], dst->shape[rd - 1]) ||
             dst->shape[rd - 2] != a->shape[ra - 2] || (acc && in.srcs[0] != in.dst))
           fail("instr.shape", fmt::format("{}: tiles do not form [M, K] @ [K, N] -> [M, N]", what));
+        if (in.panels > 0) {
+          const int64_t n0 = in.l0.size() == 3 ? in.l0[2] : dst->shape[rd - 1];
+          if (dst->dtype != DataType::FP32 || b->dtype != DataType::FP32 || b->shape[rb - 1] % in.panels != 0 ||
+              n0 % in.panels != 0)
+            fail("instr.panels", fmt::format("{}: panels={} needs fp32 tiles and a width dividing b's columns ({}) and "
+                                             "the l0 n ({})", what, in.panels, b->shape[rb - 1], n0));
+        }
         if (!in.l0.empty()) {
           const int64_t tile_mkn[] = {a->shape[ra - 2], a->shape[ra - 1], dst->shape[rd - 1]};
           bool ok = in.l0.size() == 3;
@@ -592,6 +609,50 @@ void verify(const TileGraph& g) {
 }
 
 namespace {
+/// Every tile a TLOAD ... panels=W writes is written only by such loads and read only as the b
+/// operand of matmuls that take panels of the same width, and a matmul's b in panels comes from such
+/// loads: the two sides agree on the layout, which nothing else reads.
+void check_panel_layouts(const InCoreFunction& f) {
+  std::map<int, int64_t> layout;  // tile -> width of the panels its writers lay it out in (0: rows)
+  std::vector<const Instr*> seq;
+  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
+    for (const Stmt& s : body) {
+      if (auto* in = std::get_if<Instr>(&s.node)) seq.push_back(in);
+      else if (auto* l = std::get_if<Loop>(&s.node)) walk(l->body);
+      else if (auto* fu = std::get_if<Fused>(&s.node)) walk(fu->body);
+      else if (auto* c = std::get_if<IfThen>(&s.node)) walk(c->then_body), walk(c->else_body);
+    }
+  };
+  walk(f.body);
+  auto name = [&](int id) {
+    for (const TileDecl& t : f.tiles)
+      if (t.id == id) return t.name;
+    return std::to_string(id);
+  };
+  for (const Instr* in : seq) {
+    if (in->dst < 0 || writes_memory(in->op)) continue;
+    const int64_t w = in->op == Opcode::TLOAD ? in->panels : 0;
+    auto [it, fresh] = layout.emplace(in->dst, w);
+    if (!fresh && it->second != w)
+      fail("tile.layout", fmt::format("@{}: tile %{} is written in panels of {} and of {} columns", f.name,
+                                      name(in->dst), it->second, w));
+  }
+  for (const Instr* in : seq) {
+    const bool mm = in->op == Opcode::TMATMUL || in->op == Opcode::TMATMUL_ACC;
+    const size_t b = in->op == Opcode::TMATMUL_ACC ? 2 : 1;
+    for (size_t i = 0; i < in->srcs.size(); ++i) {
+      auto it = layout.find(in->srcs[i]);
+      const int64_t have = it == layout.end() ? 0 : it->second;
+      const int64_t want = mm && i == b ? in->panels : 0;
+      if (have != want)
+        fail("tile.layout", fmt::format("@{}: {} reads tile %{} {} but it is laid out {}", f.name,
+                                        opcode_name(in->op), name(in->srcs[i]),
+                                        want > 0 ? fmt::format("in panels of {} columns", want) : std::string("by rows"),
+                                        have > 0 ? fmt::format("in panels of {} columns", have) : std::string("by rows")));
+    }
+  }
+}
+
 void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs) {
   check_tiles_unique(f.tiles);
   std::set<int> visible(f.locals.begin(), f.locals.end());
@@ -612,6 +673,7 @@ void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs
   // An InCore function sees its own scalars only (not the caller's dynamic dims): the
   // orchestration passes it what it needs.
   c.check(f.body);
+  check_panel_layouts(f);
   // Stores into inputs would race with other readers of the caller's tensors.
   std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
     for (const Stmt& s : body) {

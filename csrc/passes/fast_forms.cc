@@ -23,12 +23,6 @@ namespace pypto {
 
 namespace {
 
-const TileDecl& tile_of(const InCoreFunction& fn, int id) {
-  for (const TileDecl& t : fn.tiles)
-    if (t.id == id) return t;
-  throw InternalError(fmt::format("@{}: tile {} is not declared", fn.name, id));
-}
-
 void mark(Fused& f, const InCoreFunction& fn) {
   f.fast.clear();
   const std::set<int> in_registers(f.registers.begin(), f.registers.end());

@@ -19,6 +19,7 @@
 #include "passes/fuse_chains.h"
 #include "passes/fuse_loops.h"
 #include "passes/plan_buffers.h"
+#include "passes/plan_matmul_panels.h"
 #include "passes/plan_view_loads.h"
 #include "passes/rematerialize.h"
 #include "passes/reorder_loops.h"
@@ -32,7 +33,7 @@ namespace {
 
 /// Passes that only improve a program and are skipped when disabled by name.
 const std::set<std::string> kOptional = {"fuse_attention", "retile_epilogues", "reorder_loops", "fuse_loops", "flatten_loops", "forward_tiles",
-                                         "rematerialize", "plan_view_loads", "stream_stores", "fuse_chains",
+                                         "rematerialize", "plan_matmul_panels", "plan_view_loads", "stream_stores", "fuse_chains",
                                          "fast_forms", "binary_expand"};
 /// Passes that produce the next level: disabled, they run in a plain mode.
 const std::map<std::string, std::string> kPlainMode = {
@@ -169,7 +170,8 @@ const std::vector<std::string>& pass_names() {
   static const std::vector<std::string> names = {"fuse_attention", "retile_epilogues", "expand_tiles", "reorder_loops",
                                                  "fuse_blocks",
                                                  "fuse_loops",    "flatten_loops", "forward_tiles",
-                                                 "rematerialize", "plan_buffers",  "plan_view_loads",
+                                                 "rematerialize", "plan_buffers",  "plan_matmul_panels",
+                                                 "plan_view_loads",
                                                  "stream_stores", "fuse_chains",   "fast_forms",    "build_orchestration",
                                                  "binary_expand"};
   return names;
@@ -260,6 +262,7 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
     }
   }
   // Decisions on how the kernels run, once the buffers are final.
+  r.block = optional_step(r, "plan_matmul_panels", r.block, cur, PlanMatmulPanels);
   r.block = optional_step(r, "plan_view_loads", r.block, cur, PlanViewLoads);
   r.block = optional_step(r, "stream_stores", r.block, cur, StreamStores);
   r.block = optional_step(r, "fuse_chains", r.block, cur, FuseChains);
@@ -278,6 +281,7 @@ ExecutionGraph run_pto_pipeline(const ExecutionGraph& g, const PassOptions& opts
   PipelineResult r;
   ExecutionGraph planned = step<ExecutionGraph>(r, "plan_buffers", g, opts, plan_execution_buffers);
   plain_mode(r.passes.back(), opts);
+  planned = optional_step<ExecutionGraph>(r, "plan_matmul_panels", planned, opts, on_functions<PlanMatmulPanels>);
   planned = optional_step<ExecutionGraph>(r, "plan_view_loads", planned, opts, on_functions<PlanViewLoads>);
   planned = optional_step<ExecutionGraph>(r, "stream_stores", planned, opts, on_functions<StreamStores>);
   planned = optional_step<ExecutionGraph>(r, "fuse_chains", planned, opts, fuse_module_chains);

@@ -3,7 +3,7 @@
 // Requires: a verified Block Graph.
 // Guarantees: a TLOAD gets `view` (its tile may point at the source memory, where the box lies
 // there densely, instead of copying it; pto::tload_view decides at run time) exactly when its tile
-// is written by loads only, has the source's element type, is never read before a load defines it
+// is written by loads only, none of them in panels, has the source's element type, is never read before a load defines it
 // (no value carried around a loop), and no instruction writes memory between the load and the last
 // read of what it loaded (except that last reader when it is a TSTORE or TSCATTER into another global
 // tensor), nor, for a load from a local buffer, a tile plan_buffers placed over that buffer's bytes.
@@ -67,7 +67,8 @@ void plan(InCoreFunction& f, const std::vector<MemRef>& memrefs) {
   std::set<int> excluded;
   for (const Instr* in : seq) {
     if (in->op == Opcode::TLOAD) {
-      if (dtype_of(in->dst) != memrefs.at(in->memref).dtype) excluded.insert(in->dst);
+      // A load in panels (plan_matmul_panels) lays its tile out otherwise than the source.
+      if (dtype_of(in->dst) != memrefs.at(in->memref).dtype || in->panels > 0) excluded.insert(in->dst);
     } else if (in->dst >= 0) {
       excluded.insert(in->dst);
     }

@@ -1,5 +1,9 @@
 #include "passes/util.h"
 
+#include <fmt/format.h>
+
+#include "ir/errors.h"
+
 namespace pypto {
 
 void for_each_instr(const std::vector<Stmt>& body, const std::function<void(const Instr&)>& fn) {
@@ -256,6 +260,12 @@ std::optional<std::pair<int64_t, int64_t>> linear_range(
     default:
       return std::nullopt;
   }
+}
+
+const TileDecl& tile_of(const InCoreFunction& f, int id) {
+  for (const TileDecl& t : f.tiles)
+    if (t.id == id) return t;
+  throw InternalError(fmt::format("@{}: tile {} is not declared", f.name, id));
 }
 
 int64_t clamp_tile(const Expr& dim, int64_t tile) {

@@ -58,6 +58,9 @@ std::map<std::string, std::pair<int64_t, int64_t>> loop_var_ranges(const std::ve
 std::optional<std::pair<int64_t, int64_t>> linear_range(const Expr& e,
                                                         const std::map<std::string, std::pair<int64_t, int64_t>>& ranges);
 
+/// The declaration of tile `id` of function `f` (an InternalError when it has none).
+const TileDecl& tile_of(const InCoreFunction& f, int id);
+
 /// A tile extent along a dim: `tile`, clamped to a smaller static dim.
 int64_t clamp_tile(const Expr& dim, int64_t tile);
 /// The output tile of matmul `op` in `g`: [1, ..., bb, m, n] with m and n its cube tile's (clamped

@@ -121,8 +121,9 @@ typedef struct pypto_runtime_api {
 /// the element size class (0, 1, 2, 3 for 1, 2, 4, 8 bytes); `store_stream` stores floats with
 /// streaming stores where the target has them. `load_half` loads fp16 ([0]) or bf16 ([1]) elements
 /// into a float tile, `store_half` stores a float tile as fp16 ([0]) or bf16 ([1]), rounding to
-/// nearest even.
-#define PYPTO_TILE_COPIES_VERSION 1
+/// nearest even. `load_panels` loads float ([0]), fp16 ([1]) or bf16 ([2]) elements into a float
+/// tile of `cols` columns laid out in column panels of `width` columns (TLOAD ... panels=width).
+#define PYPTO_TILE_COPIES_VERSION 2
 typedef struct pypto_tile_copies {
   int32_t version;
   void (*load[4])(void* dst, int64_t cols, int32_t rank, const int64_t* tshape, const void* src, const int64_t* stride,
@@ -135,6 +136,8 @@ typedef struct pypto_tile_copies {
                        const int64_t* stride, const int64_t* valid);
   void (*store_half[2])(void* dst, const int64_t* stride, const int64_t* valid, int32_t rank, const int64_t* tshape,
                         const void* src, int64_t cols);
+  void (*load_panels[3])(void* dst, int64_t width, int64_t cols, int32_t rank, const int64_t* tshape, const void* src,
+                         const int64_t* stride, const int64_t* valid);
 } pypto_tile_copies;
 
 /// Signature of the orchestration entry point of a generated library:

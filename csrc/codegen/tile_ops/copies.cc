@@ -30,6 +30,14 @@ void store(void* dst, const int64_t* stride, const int64_t* valid, int32_t rank,
                                         cols);
 }
 
+/// TLOAD ... panels of elements of type S into a float tile.
+template <typename S>
+void load_panels(void* dst, int64_t width, int64_t cols, int32_t rank, const int64_t* tshape, const void* src,
+                 const int64_t* stride, const int64_t* valid) {
+  pto::tload_panels_rows(static_cast<float*>(dst), width, cols, rank, tshape, static_cast<const S*>(src), stride,
+                         valid);
+}
+
 }  // namespace
 
 namespace pypto::codegen {
@@ -42,6 +50,7 @@ const pypto_tile_copies* PYPTO_COPIES_CAT(tile_copies, PYPTO_COPIES_VARIANT)() {
       &store<float, true>,
       {&load<float, pto::f16>, &load<float, pto::bf16>},
       {&store<float, false, pto::f16>, &store<float, false, pto::bf16>},
+      {&load_panels<float>, &load_panels<pto::f16>, &load_panels<pto::bf16>},
   };
   return &copies;
 }

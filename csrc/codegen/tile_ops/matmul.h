@@ -31,8 +31,9 @@ constexpr int64_t kMatmulRows = PTO_MATMUL_ROWS;
 constexpr int64_t kMatmulVecs = PTO_MATMUL_VECS;
 constexpr int64_t kMatmulCols = kMatmulVecs * kVecFloats;
 
-/// The micro-kernel: d (MR x NV vectors, row stride N) = or += a (MR rows, row stride KA) @ b (K rows, row stride N).
-template <int64_t MR, int64_t NV, bool ACC, int64_t K, int64_t N, int64_t KA>
+/// The micro-kernel: d (MR x NV vectors, row stride N) = or += a (MR rows, row stride KA) @ b (K rows,
+/// row stride BS: N in a row-major tile, NV vectors in a column panel).
+template <int64_t MR, int64_t NV, bool ACC, int64_t K, int64_t N, int64_t KA, int64_t BS = N>
 inline PTO_CONTRACT void matmul_block(float* __restrict d, const float* __restrict a, const float* __restrict b) {
   PTO_CONTRACT_BODY
   vfloat acc[MR][NV];
@@ -40,7 +41,7 @@ inline PTO_CONTRACT void matmul_block(float* __restrict d, const float* __restri
     for (int64_t v = 0; v < NV; ++v) acc[i][v] = ACC ? vload(d + i * N + v * kVecFloats) : vfloat{};
   for (int64_t k = 0; k < K; ++k) {
     vfloat bv[NV];
-    for (int64_t v = 0; v < NV; ++v) bv[v] = vload(b + k * N + v * kVecFloats);
+    for (int64_t v = 0; v < NV; ++v) bv[v] = vload(b + k * BS + v * kVecFloats);
     for (int64_t i = 0; i < MR; ++i) {
       const float av = a[i * KA + k];
       for (int64_t v = 0; v < NV; ++v) acc[i][v] += av * bv[v];
@@ -50,28 +51,30 @@ inline PTO_CONTRACT void matmul_block(float* __restrict d, const float* __restri
     for (int64_t v = 0; v < NV; ++v) vstore(d + i * N + v * kVecFloats, acc[i][v]);
 }
 
-/// Rows [0, M) of one column block of NV vectors (row strides: KA in a, NS in b and d), in
-/// register blocks of at most kMatmulRows rows, balanced so no block is much shorter than the
-/// others (32 rows with at most 6 per block: two blocks of 6 and four of 5, not five of 6 and 2).
-template <int64_t NV, bool ACC, int64_t M, int64_t K, int64_t NS, int64_t KA>
+/// Rows [0, M) of one column block of NV vectors (row strides: KA in a, NS in d, BS in b), in
+/// register blocks of at most RB rows, balanced so no block is much shorter than the others (32
+/// rows with at most 6 per block: two blocks of 6 and four of 5, not five of 6 and 2).
+template <int64_t NV, bool ACC, int64_t M, int64_t K, int64_t NS, int64_t KA, int64_t BS = NS,
+          int64_t RB = kMatmulRows>
 inline PTO_CONTRACT void matmul_column_block(float* __restrict d, const float* __restrict a, const float* __restrict b) {
-  constexpr int64_t blocks = (M + kMatmulRows - 1) / kMatmulRows;
+  constexpr int64_t blocks = (M + RB - 1) / RB;
   constexpr int64_t small = M / blocks, big = small + 1, nbig = M % blocks;
-  for (int64_t i0 = 0; i0 < nbig * big; i0 += big) matmul_block<big, NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b);
+  for (int64_t i0 = 0; i0 < nbig * big; i0 += big)
+    matmul_block<big, NV, ACC, K, NS, KA, BS>(d + i0 * NS, a + i0 * KA, b);
   for (int64_t i0 = nbig * big; i0 < M; i0 += small)
-    matmul_block<small, NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b);
+    matmul_block<small, NV, ACC, K, NS, KA, BS>(d + i0 * NS, a + i0 * KA, b);
 }
 
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS, typename S = T>
 __attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const S* __restrict a, const S* __restrict b);
 
-/// One register block of the last r < kMatmulRows rows (r known at run time).
-template <int64_t NV, bool ACC, int64_t K, int64_t NS, int64_t KA, int64_t R = kMatmulRows - 1>
+/// One register block of the last r <= R rows (r known at run time; b's row stride BS).
+template <int64_t NV, bool ACC, int64_t K, int64_t NS, int64_t KA, int64_t BS = NS, int64_t R = kMatmulRows - 1>
 inline PTO_CONTRACT void matmul_block_of(float* __restrict d, const float* __restrict a, const float* __restrict b,
                                          int64_t r) {
   if constexpr (R > 0) {
-    if (r == R) return matmul_block<R, NV, ACC, K, NS, KA>(d, a, b);
-    matmul_block_of<NV, ACC, K, NS, KA, R - 1>(d, a, b, r);
+    if (r == R) return matmul_block<R, NV, ACC, K, NS, KA, BS>(d, a, b);
+    matmul_block_of<NV, ACC, K, NS, KA, BS, R - 1>(d, a, b, r);
   }
 }
 
@@ -492,6 +495,88 @@ inline void tmatmul(T* __restrict dst, const S* __restrict a, const S* __restric
         else if (k0 > 0) block(std::true_type{}, d, ab, bb, r);
         else block(std::false_type{}, d, ab, bb, r);
       }
+}
+
+/// TMATMUL ... panels=W: the float product with b in column panels of W columns (tload_panels), so
+/// the micro-kernel reads b from one contiguous run per panel instead of one row of the tile after
+/// another (rows a tile's width apart share a few sets of the first-level cache and evict each other
+/// before the next register block comes back to them).
+
+/// Register block rows of a panel product of NV vectors a row: the float micro-kernel's accumulator
+/// count (kMatmulRows x kMatmulVecs), as rows of NV vectors.
+template <int64_t NV>
+constexpr int64_t kPanelRows = kMatmulRows * kMatmulVecs / NV > 0 ? kMatmulRows * kMatmulVecs / NV : 1;
+
+/// Bytes of a's rows one chunk of a panel product multiplies by every panel before the next chunk:
+/// they stay in the core's second-level cache while the panels stream past.
+#ifndef PTO_MATMUL_CHUNK_BYTES
+#define PTO_MATMUL_CHUNK_BYTES 131072
+#endif
+
+/// One L0 block of a panel product: d (M0 x N0, row stride NS) = or += a (the block's `rows` <= M0
+/// valid rows of K0, row stride KA) @ the block's N0 / W panels (K0 rows each, one panel every
+/// PS floats). a's rows go in chunks of PTO_MATMUL_CHUNK_BYTES, each multiplied by every panel.
+template <bool ACC, int64_t M0, int64_t K0, int64_t N0, int64_t KA, int64_t NS, int64_t PS, int64_t W>
+__attribute__((noinline)) PTO_CONTRACT void matmul_panels_block(float* __restrict d, const float* __restrict a,
+                                                                const float* __restrict bp, int64_t rows) {
+  PTO_CONTRACT_BODY
+  constexpr int64_t NV = W / kVecFloats, RB = kPanelRows<NV>;
+  constexpr int64_t fit = PTO_MATMUL_CHUNK_BYTES / (K0 * static_cast<int64_t>(sizeof(float))) / RB * RB;
+  constexpr int64_t MC = fit < RB ? RB : fit > M0 ? M0 : fit;
+  if (rows == M0) {
+    constexpr int64_t chunks = M0 / MC, last = M0 % MC;
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t j = 0; j < N0 / W; ++j)
+        matmul_column_block<NV, ACC, MC, K0, NS, KA, W, RB>(d + c * MC * NS + j * W, a + c * MC * KA, bp + j * PS);
+    if constexpr (last > 0)
+      for (int64_t j = 0; j < N0 / W; ++j)
+        matmul_column_block<NV, ACC, last, K0, NS, KA, W, RB>(d + chunks * MC * NS + j * W, a + chunks * MC * KA,
+                                                             bp + j * PS);
+    return;
+  }
+  for (int64_t c0 = 0; c0 < rows; c0 += MC) {
+    const int64_t c1 = c0 + MC < rows ? c0 + MC : rows;
+    for (int64_t j = 0; j < N0 / W; ++j) {
+      int64_t i0 = c0;
+      for (; i0 + RB <= c1; i0 += RB)
+        matmul_block<RB, NV, ACC, K0, NS, KA, W>(d + i0 * NS + j * W, a + i0 * KA, bp + j * PS);
+      if (i0 < c1)
+        matmul_block_of<NV, ACC, K0, NS, KA, W, RB - 1>(d + i0 * NS + j * W, a + i0 * KA, bp + j * PS, c1 - i0);
+    }
+  }
+}
+
+/// TMATMUL / TMATMUL_ACC ... panels=W: dst (M x N) = or += a (M x K) @ b, b the K x N float tile in
+/// column panels of W columns (tload_panels), blocked by the L0 cube tile (M0, K0, N0) as tmatmul is.
+/// `rows` as in tmatmul.
+template <bool ACC, int64_t M, int64_t K, int64_t N, int64_t M0, int64_t K0, int64_t N0, int64_t W>
+inline PTO_CONTRACT void tmatmul_panels(float* __restrict dst, const float* __restrict a, const float* __restrict bp,
+                                        int64_t rows = M) {
+  PTO_CONTRACT_BODY
+  static_assert(M % M0 == 0 && K % K0 == 0 && N % N0 == 0, "the L0 cube tile must divide the tile");
+  static_assert(W > 0 && N0 % W == 0, "the L0 cube tile's n is a whole number of panels");
+  rows = rows < 0 ? 0 : rows > M ? M : rows;
+  if (!ACC && rows < M) memset(dst + rows * N, 0, sizeof(float) * (M - rows) * N);
+  if constexpr (W % kVecFloats != 0) {
+    // Panels narrower than whole vectors (written by hand for another target): element by element.
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        float sum = ACC ? dst[i * N + j] : 0.0f;
+        for (int64_t k = 0; k < K; ++k) sum += a[i * K + k] * bp[(j / W) * K * W + k * W + j % W];
+        dst[i * N + j] = sum;
+      }
+  } else {
+    for (int64_t k0 = 0; k0 < K; k0 += K0)
+      for (int64_t j0 = 0; j0 < N; j0 += N0)
+        for (int64_t i0 = 0; i0 < rows; i0 += M0) {
+          float* d = dst + i0 * N + j0;
+          const float* ab = a + i0 * K + k0;
+          const float* bb = bp + j0 * K + k0 * W;  // panel j0 / W, from its row k0
+          const int64_t r = rows - i0 < M0 ? rows - i0 : M0;
+          if (ACC || k0 > 0) matmul_panels_block<true, M0, K0, N0, K, N, K * W, W>(d, ab, bb, r);
+          else matmul_panels_block<false, M0, K0, N0, K, N, K * W, W>(d, ab, bb, r);
+        }
+  }
 }
 
 /// The sum of a vector's lanes.

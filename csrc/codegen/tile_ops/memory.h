@@ -251,6 +251,90 @@ inline const T* tload_view(T* __restrict buf, int rank, const int64_t* tshape, c
   return buf;
 }
 
+/// Element offsets ahead along a source row at which a transposing panel load prefetches.
+constexpr int64_t kPanelPrefetch = 64;
+
+/// TLOAD ... panels=W: the box into a tile of `rows` x `cols` (rows: the product of the tile's
+/// leading dims) laid out in column panels of W columns, the layout the float matmul reads its b
+/// operand in (tmatmul_panels): panel j holds columns [jW, jW + W) of every row, row after row, so
+/// element (r, c) is at dst[(c / W) * rows * W + r * W + c % W] and the micro-kernel reads each
+/// panel from one contiguous run. Elements outside the valid box are zero, as tload's are. A
+/// transposed rank-2 source (rows contiguous along the tile's first dim: a weight stored [N, K]
+/// read as b = w^T) is transposed in square blocks of vector registers straight into the panels;
+/// f16 and bf16 sources are widened on the way (one pass over the source, no tile of the narrow
+/// type in between).
+template <typename T, typename S>
+inline void tload_panels_rows(T* __restrict dst, int64_t W, int64_t cols, int rank, const int64_t* tshape,
+                              const S* __restrict src, const int64_t* stride, const int64_t* valid) {
+  int64_t rows = 1;
+  for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
+  const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < cols ? valid[rank - 1] : cols;
+  const int64_t sc = stride[rank - 1];
+  const int64_t panels = cols / W;
+  if (rank == 2 && stride[0] == 1 && sc > 1) {
+    const int64_t vr = valid[0] < 0 ? 0 : valid[0] < rows ? valid[0] : rows;
+    constexpr int64_t L = PTO_VECTOR_BYTES / 4;
+    for (int64_t j = 0; j < panels; ++j) {
+      T* __restrict d = dst + j * rows * W;
+      const int64_t c0 = j * W;
+      for (int64_t r0 = 0; r0 < vr; r0 += L) {
+        if (r0 % (2 * L) == 0 && r0 + kPanelPrefetch < vr)
+          for (int64_t c = 0; c < W && c0 + c < vc; ++c) __builtin_prefetch(src + (c0 + c) * sc + r0 + kPanelPrefetch);
+        for (int64_t cq = 0; cq < W; cq += L) {
+#if defined(PTO_HAS_SHUFFLE)
+          if constexpr (kTransposeInRegisters<T, S>) {
+            if (cq + L <= W && r0 + L <= vr && c0 + cq + L <= vc) {
+              transpose_block(d + r0 * W + cq, W, src + (c0 + cq) * sc + r0, sc);
+              continue;
+            }
+          }
+#endif
+          for (int64_t r = r0; r < r0 + L && r < rows; ++r)
+            for (int64_t c = cq; c < cq + L && c < W; ++c)
+              d[r * W + c] = r < vr && c0 + c < vc ? cvt<T>(src[(c0 + c) * sc + r]) : T{};
+        }
+      }
+      for (int64_t r = (vr + L - 1) / L * L; r < rows; ++r)
+        for (int64_t c = 0; c < W; ++c) d[r * W + c] = T{};
+    }
+    return;
+  }
+  const bool gaps = sc == 1 && rank >= 2 && stride[rank - 2] > vc;
+  RowWalk walk(rank, tshape, valid, stride);
+  for (int64_t r = 0; r < rows; ++r, walk.next()) {
+    prefetch_ahead<0>(gaps, rank, valid, stride, r, rows, src, vc);
+    const bool inside = walk.inside();
+    const S* __restrict srow = src + walk.offset();
+    for (int64_t j = 0; j < panels; ++j) {
+      T* __restrict d = dst + j * rows * W + r * W;
+      const int64_t c0 = j * W;
+      if (!inside) {
+        for (int64_t c = 0; c < W; ++c) d[c] = T{};
+      } else if (sc == 1 && c0 + W <= vc) {
+        for (int64_t c = 0; c < W; ++c) d[c] = cvt<T>(srow[c0 + c]);
+      } else {
+        for (int64_t c = 0; c < W; ++c) d[c] = c0 + c < vc ? cvt<T>(srow[(c0 + c) * sc]) : T{};
+      }
+    }
+  }
+}
+
+/// TLOAD ... panels=W of a tile whose last dim is C (see tload_panels_rows).
+template <typename T, int64_t C, int64_t W, typename S>
+inline void tload_panels(T* __restrict dst, int rank, const int64_t* tshape, const S* __restrict src,
+                         const int64_t* stride, const int64_t* valid) {
+  static_assert(W > 0 && C % W == 0, "a panel load's width divides the tile's columns");
+#ifdef PTO_OUT_OF_LINE_COPIES
+  if constexpr (std::is_same<T, float>::value && (std::is_same<S, float>::value || kHalf<S>)) {
+    g_tile_copies->load_panels[std::is_same<S, float>::value ? 0 : std::is_same<S, f16>::value ? 1 : 2](
+        dst, W, C, rank, tshape, src, stride, valid);
+  } else
+#endif
+  {
+    tload_panels_rows(dst, W, C, rank, tshape, src, stride, valid);
+  }
+}
+
 #ifdef PTO_STREAM_STORES
 /// Writes one full row of `n` floats (a multiple of 16) to a 64-byte-aligned `drow` with
 /// non-temporal (streaming) stores, which do not first read the destination's cache lines from memory.

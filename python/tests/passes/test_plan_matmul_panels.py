@@ -1,0 +1,108 @@
+"""b operands of float matmuls loaded in column panels (pass plan_matmul_panels,
+csrc/passes/plan_matmul_panels.cc; the kernels call pto::tload_panels and pto::tmatmul_panels): the
+decision is the `panels=W` attribute of the tload and the tmatmul in the .pto text, W the target's
+micro-kernel width. The products must match a float64 reference, and the program with the pass
+disabled bit for bit (the same products, summed along k in the same order)."""
+
+import re
+
+import pytest
+import torch
+
+import pypto
+import pypto.pto
+
+ROWS = pypto.frontend.dynamic("ROWS")
+TORCH_OF = {pypto.DT_FP32: torch.float32, pypto.DT_BF16: torch.bfloat16, pypto.DT_FP16: torch.float16}
+
+
+def product(m, k, n, dtype=pypto.DT_FP32, b_trans=False, cube=None, panels=True, dynamic=False):
+    w_shape = (n, k) if b_trans else (k, n)
+    opts = {} if panels else {"disable_passes": ["plan_matmul_panels"]}
+
+    @pypto.frontend.jit(pass_options=opts)
+    def mm(a: pypto.Tensor((ROWS if dynamic else m, k), dtype), w: pypto.Tensor(w_shape, dtype)):
+        if cube:
+            pypto.set_cube_tile_shapes(*cube)
+        return pypto.matmul(a, w, pypto.DT_FP32, b_trans=b_trans)
+
+    return mm
+
+
+def operands(m, k, n, dtype, b_trans, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(m, k, generator=g).to(TORCH_OF[dtype])
+    w = (torch.randn(*((n, k) if b_trans else (k, n)), generator=g) / k ** 0.5).to(TORCH_OF[dtype])
+    want = a.double() @ (w.double().T if b_trans else w.double())
+    return a, w, want
+
+
+@pytest.mark.parametrize("dtype", [pypto.DT_FP32, pypto.DT_BF16, pypto.DT_FP16])
+@pytest.mark.parametrize("m,k,n,cube", [
+    (128, 96, 64, None),                                    # default cube tiles, one tile
+    (200, 150, 112, ([32, 64], [32, 64], [16, 64])),         # tails in m, k and n; L0 blocks
+    (64, 512, 160, ([64, 64], [128, 128], [64, 64])),       # k in several tiles (tmatmul_acc)
+])
+@pytest.mark.parametrize("b_trans", [False, True])
+def test_products_match_the_reference_and_the_row_layout(m, k, n, cube, dtype, b_trans):
+    a, w, want = operands(m, k, n, dtype, b_trans)
+    fast = product(m, k, n, dtype, b_trans, cube)
+    got = fast(a, w)
+    torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-4)
+    assert torch.equal(got, product(m, k, n, dtype, b_trans, cube, panels=False)(a, w))
+    compiled = pypto.compile(fast, a, w)
+    text = compiled.pto()
+    loads = re.findall(r"tload %\w+\[[^\]]*\][^:]* panels=(\d+) :", text)
+    products = re.findall(r"tmatmul(?:_acc)? [^:]* panels=(\d+) :", text)
+    assert loads and products, text
+    assert len(set(loads + products)) == 1
+    assert "panels of" in compiled.dump("passes")
+
+
+@pytest.mark.parametrize("rows", [1, 5, 17, 64, 100])
+def test_a_dynamic_m_in_panels(rows):
+    # Valid rows at run time: those of a register block, of a chunk and of the tile.
+    k, n = 96, 128
+    a, w, want = operands(rows, k, n, pypto.DT_FP32, False, seed=rows)
+    cube = ([64, 64], [96, 96], [64, 128])
+    got = product(rows, k, n, cube=cube, dynamic=True)(a, w)
+    torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-4)
+    assert torch.equal(got, product(rows, k, n, cube=cube, dynamic=True, panels=False)(a, w))
+    assert "panels=" in pypto.compile(product(rows, k, n, cube=cube, dynamic=True), a, w).pto()
+
+
+def test_products_of_few_rows_and_odd_widths_keep_rows():
+    # Fewer than 16 rows of a: b stays by rows (it may view its source); n the width does not
+    # divide, or of at most two panels (16 columns: two of 8, one of 16, or none of 32): no panels
+    # either; all still match the reference.
+    for m, n in ((8, 64), (64, 40), (64, 16)):
+        a, w, want = operands(m, 32, n, pypto.DT_FP32, False)
+        mm = product(m, 32, n, cube=([m, m], [32, 32], [n, n]))
+        torch.testing.assert_close(mm(a, w).double(), want, rtol=1e-4, atol=1e-4)
+        assert "panels=" not in pypto.compile(mm, a, w).pto()
+
+
+def test_the_width_follows_the_cpu_target():
+    a, w, _ = operands(64, 64, 128, pypto.DT_FP32, False)
+    widths = {}
+    for target in ("x86-64-v3", "x86-64-v4", "generic"):
+        pypto.set_cpu_target(target)
+        try:
+            text = pypto.compile(product(64, 64, 128), a, w).pto()
+        finally:
+            pypto.set_cpu_target("native")
+        widths[target] = set(re.findall(r"panels=(\d+)", text))
+    assert widths == {"x86-64-v3": {"16"}, "x86-64-v4": {"32"}, "generic": {"8"}}
+
+
+def test_the_pto_text_with_panels_round_trips_and_runs():
+    # The .pto text of a program with the decision parses back to itself, and compiled from that text
+    # (the pass runs again and decides the same) it gives the jitted kernel's result.
+    a, w, want = operands(64, 64, 128, pypto.DT_FP32, False)
+    compiled = pypto.compile(product(64, 64, 128), a, w)
+    text = compiled.pto()
+    assert "panels=" in text
+    assert pypto.pto.parse(text).to_pto() == text
+    out = torch.empty(64, 128)
+    pypto.pto.compile(text)(a, w, out)
+    assert torch.equal(out, compiled(a, w))
