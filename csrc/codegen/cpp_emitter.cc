@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "codegen/kernel_emitter.h"
@@ -13,9 +14,12 @@
 namespace pypto::codegen {
 
 std::string emit_prelude(const Target& target) {
-  std::string o = fmt::format("// CPU target {}\n#define PTO_ISA {}\n#define PTO_VECTOR_BYTES {}\n#define PTO_INT8_DOT {}\n",
-                              target.describe(), static_cast<int>(target.library), target.vector_bytes,
-                              target.int8_dot_products() ? 1 : 0);
+  // The float matmul multiplies a's rows in chunks of a quarter of the core's L2 (tmatmul_panels).
+  std::string o = fmt::format(
+      "// CPU target {}\n#define PTO_ISA {}\n#define PTO_VECTOR_BYTES {}\n#define PTO_INT8_DOT {}\n"
+      "#define PTO_MATMUL_CHUNK_BYTES {}\n",
+      target.describe(), static_cast<int>(target.library), target.vector_bytes, target.int8_dot_products() ? 1 : 0,
+      std::max<int64_t>(target.l2_bytes / 4, 32 << 10));
   o += kAbiHeaderText;
   o += "\n";
   o += kTileOpsHeaderText;

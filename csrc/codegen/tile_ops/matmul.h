@@ -508,7 +508,8 @@ template <int64_t NV>
 constexpr int64_t kPanelRows = kMatmulRows * kMatmulVecs / NV > 0 ? kMatmulRows * kMatmulVecs / NV : 1;
 
 /// Bytes of a's rows one chunk of a panel product multiplies by every panel before the next chunk:
-/// they stay in the core's second-level cache while the panels stream past.
+/// they stay in the core's second-level cache while the panels stream past. Generated code defines
+/// it from its Target (a quarter of the L2); code that includes the header by itself gets 128 KiB.
 #ifndef PTO_MATMUL_CHUNK_BYTES
 #define PTO_MATMUL_CHUNK_BYTES 131072
 #endif
