@@ -263,9 +263,13 @@ constexpr int64_t kPanelPrefetch = 64;
 /// read as b = w^T) is transposed in square blocks of vector registers straight into the panels;
 /// f16 and bf16 sources are widened on the way (one pass over the source, no tile of the narrow
 /// type in between).
-template <typename T, typename S>
-inline void tload_panels_rows(T* __restrict dst, int64_t W, int64_t cols, int rank, const int64_t* tshape,
-                              const S* __restrict src, const int64_t* stride, const int64_t* valid) {
+/// The panel load for a width WC known at compile time (0: the width W at run time), so that a
+/// panel row of a whole row's copy is a few vector moves (with W at run time, a loop of 16 floats
+/// paid a vectorised loop's set-up for each).
+template <int64_t WC, typename T, typename S>
+inline void tload_panels_of(T* __restrict dst, int64_t W, int64_t cols, int rank, const int64_t* tshape,
+                            const S* __restrict src, const int64_t* stride, const int64_t* valid) {
+  if constexpr (WC > 0) W = WC;
   int64_t rows = 1;
   for (int d = 0; d < rank - 1; ++d) rows *= tshape[d];
   const int64_t vc = valid[rank - 1] < 0 ? 0 : valid[rank - 1] < cols ? valid[rank - 1] : cols;
@@ -319,6 +323,17 @@ inline void tload_panels_rows(T* __restrict dst, int64_t W, int64_t cols, int ra
   }
 }
 
+template <typename T, typename S>
+inline void tload_panels_rows(T* __restrict dst, int64_t W, int64_t cols, int rank, const int64_t* tshape,
+                              const S* __restrict src, const int64_t* stride, const int64_t* valid) {
+  switch (W) {  // the targets' widths: two vectors of 16, 32 or 64 bytes
+    case 8: return tload_panels_of<8>(dst, W, cols, rank, tshape, src, stride, valid);
+    case 16: return tload_panels_of<16>(dst, W, cols, rank, tshape, src, stride, valid);
+    case 32: return tload_panels_of<32>(dst, W, cols, rank, tshape, src, stride, valid);
+    default: return tload_panels_of<0>(dst, W, cols, rank, tshape, src, stride, valid);
+  }
+}
+
 /// TLOAD ... panels=W of a tile whose last dim is C (see tload_panels_rows).
 template <typename T, int64_t C, int64_t W, typename S>
 inline void tload_panels(T* __restrict dst, int rank, const int64_t* tshape, const S* __restrict src,
@@ -331,7 +346,7 @@ inline void tload_panels(T* __restrict dst, int rank, const int64_t* tshape, con
   } else
 #endif
   {
-    tload_panels_rows(dst, W, C, rank, tshape, src, stride, valid);
+    tload_panels_of<W>(dst, W, C, rank, tshape, src, stride, valid);
   }
 }
 

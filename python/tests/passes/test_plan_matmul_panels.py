@@ -39,9 +39,9 @@ def operands(m, k, n, dtype, b_trans, seed=0):
 
 @pytest.mark.parametrize("dtype", [pypto.DT_FP32, pypto.DT_BF16, pypto.DT_FP16])
 @pytest.mark.parametrize("m,k,n,cube", [
-    (128, 96, 64, None),                                    # default cube tiles, one tile
-    (200, 150, 112, ([32, 64], [32, 64], [16, 64])),         # tails in m, k and n; L0 blocks
-    (64, 512, 160, ([64, 64], [128, 128], [64, 64])),       # k in several tiles (tmatmul_acc)
+    (128, 160, 256, None),                                  # default cube tiles, two in n
+    (200, 150, 160, ([32, 64], [128, 128], [32, 128])),     # tails in m, k and n; L0 blocks
+    (64, 512, 160, ([64, 64], [128, 128], [64, 128])),      # k in several tiles (tmatmul_acc)
 ])
 @pytest.mark.parametrize("b_trans", [False, True])
 def test_products_match_the_reference_and_the_row_layout(m, k, n, cube, dtype, b_trans):
@@ -62,33 +62,46 @@ def test_products_match_the_reference_and_the_row_layout(m, k, n, cube, dtype, b
 @pytest.mark.parametrize("rows", [1, 5, 17, 64, 100])
 def test_a_dynamic_m_in_panels(rows):
     # Valid rows at run time: those of a register block, of a chunk and of the tile.
-    k, n = 96, 128
+    k, n = 160, 256
     a, w, want = operands(rows, k, n, pypto.DT_FP32, False, seed=rows)
-    cube = ([64, 64], [96, 96], [64, 128])
+    cube = ([64, 64], [160, 160], [64, 128])
     got = product(rows, k, n, cube=cube, dynamic=True)(a, w)
     torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-4)
     assert torch.equal(got, product(rows, k, n, cube=cube, dynamic=True, panels=False)(a, w))
     assert "panels=" in pypto.compile(product(rows, k, n, cube=cube, dynamic=True), a, w).pto()
 
 
-def test_products_of_few_rows_and_odd_widths_keep_rows():
+def test_products_of_few_rows_small_blocks_and_odd_widths_keep_rows():
     # Fewer than 16 rows of a: b stays by rows (it may view its source); n the width does not
     # divide, or of at most two panels (16 columns: two of 8, one of 16, or none of 32): no panels
-    # either; all still match the reference.
-    for m, n in ((8, 64), (64, 40), (64, 16)):
-        a, w, want = operands(m, 32, n, pypto.DT_FP32, False)
-        mm = product(m, 32, n, cube=([m, m], [32, 32], [n, n]))
+    # either; nor a b whose block of k rows fits the first-level cache (32 x 128 floats: 16 KiB);
+    # all still match the reference.
+    for m, k, n in ((8, 256, 64), (64, 256, 40), (64, 256, 16), (64, 32, 128)):
+        a, w, want = operands(m, k, n, pypto.DT_FP32, False)
+        mm = product(m, k, n, cube=([m, m], [k, k], [n, n]))
         torch.testing.assert_close(mm(a, w).double(), want, rtol=1e-4, atol=1e-4)
         assert "panels=" not in pypto.compile(mm, a, w).pto()
 
 
+@pytest.mark.parametrize("m,n,laid_out", [(64, 128, False), (128, 64, False), (128, 128, True)])
+def test_a_b_that_may_be_read_in_place_takes_panels_only_for_large_products(m, n, laid_out):
+    # The tile spans the weight's rows, so its load may view it (no copy): panels only when a has at
+    # least 128 rows and b at least 128 columns (rows that share few cache sets).
+    k = 256
+    a, w, want = operands(m, k, n, pypto.DT_FP32, False)
+    cube = ([m, m], [k, k], [n, n])
+    mm = product(m, k, n, cube=cube)
+    torch.testing.assert_close(mm(a, w).double(), want, rtol=1e-4, atol=1e-4)
+    assert ("panels=" in pypto.compile(mm, a, w).pto()) == laid_out
+
+
 def test_the_width_follows_the_cpu_target():
-    a, w, _ = operands(64, 64, 128, pypto.DT_FP32, False)
+    a, w, _ = operands(64, 256, 256, pypto.DT_FP32, False)
     widths = {}
     for target in ("x86-64-v3", "x86-64-v4", "generic"):
         pypto.set_cpu_target(target)
         try:
-            text = pypto.compile(product(64, 64, 128), a, w).pto()
+            text = pypto.compile(product(64, 256, 256), a, w).pto()
         finally:
             pypto.set_cpu_target("native")
         widths[target] = set(re.findall(r"panels=(\d+)", text))
@@ -98,11 +111,11 @@ def test_the_width_follows_the_cpu_target():
 def test_the_pto_text_with_panels_round_trips_and_runs():
     # The .pto text of a program with the decision parses back to itself, and compiled from that text
     # (the pass runs again and decides the same) it gives the jitted kernel's result.
-    a, w, want = operands(64, 64, 128, pypto.DT_FP32, False)
-    compiled = pypto.compile(product(64, 64, 128), a, w)
+    a, w, want = operands(64, 256, 256, pypto.DT_FP32, False)
+    compiled = pypto.compile(product(64, 256, 256), a, w)
     text = compiled.pto()
     assert "panels=" in text
     assert pypto.pto.parse(text).to_pto() == text
-    out = torch.empty(64, 128)
+    out = torch.empty(64, 256)
     pypto.pto.compile(text)(a, w, out)
     assert torch.equal(out, compiled(a, w))
