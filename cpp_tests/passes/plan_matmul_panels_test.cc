@@ -49,9 +49,11 @@ orchestration func @main({}) {{
 
 BlockGraph Parse(const std::string& text) { return testing::BlockOf(parse_pto(text)); }
 
+/// x86-64-v3 with a first-level cache of 32 KiB (the pass's rules, whatever this machine's cache).
 PassOptions Avx2() {
   PassOptions o;
   o.target = target_by_name("x86-64-v3");
+  o.target.l1d_bytes = kPanelMaxL1dBytes;
   return o;
 }
 
@@ -99,7 +101,23 @@ TEST(PlanMatmulPanelsTest, BOfAFloatProductIsLoadedInPanelsOfTheTargetsWidth) {
   // Another target, another width.
   PassOptions v4;
   v4.target = target_by_name("x86-64-v4");
+  v4.target.l1d_bytes = kPanelMaxL1dBytes;
   EXPECT_EQ(Panels(PlanMatmulPanels(Parse(Product(32, 128)), v4)), (std::vector<int64_t>{0, 32, 32}));
+}
+
+TEST(PlanMatmulPanelsTest, ALargerFirstLevelCacheKeepsRowsUnlessPanelsAreAskedFor) {
+  PassOptions o = Avx2();
+  o.target.l1d_bytes = kPanelMaxL1dBytes + (16 << 10);
+  EXPECT_EQ(Panels(PlanMatmulPanels(Parse(Product(32, 64)), o)), (std::vector<int64_t>{0, 0, 0}));
+  o.matmul_panels = true;
+  EXPECT_EQ(Panels(PlanMatmulPanels(Parse(Product(32, 64)), o)), (std::vector<int64_t>{0, 16, 16}));
+  // The shape rules still hold when panels are asked for.
+  EXPECT_EQ(Panels(PlanMatmulPanels(Parse(Product(kPanelMinRows - 1, 64)), o)), (std::vector<int64_t>{0, 0, 0}));
+  // Asked not to, the pass keeps rows on the small cache too, and clears panels a .pto text had.
+  PassOptions never = Avx2();
+  never.matmul_panels = false;
+  BlockGraph laid = PlanMatmulPanels(Parse(Product(32, 64)), Avx2());
+  EXPECT_EQ(Panels(PlanMatmulPanels(laid, never)), (std::vector<int64_t>{0, 0, 0}));
 }
 
 TEST(PlanMatmulPanelsTest, FewRowsOtherWidthsAndOtherReadersKeepRows) {

@@ -443,6 +443,7 @@ void bind_compile(py::module_& m) {
       .def_readwrite("disabled", &PassOptions::disabled)
       .def_readwrite("sram_budget_kb", &PassOptions::sram_budget_kb)
       .def_readwrite("empty_kernels", &PassOptions::empty_kernels)
+      .def_readwrite("matmul_panels", &PassOptions::matmul_panels)
       .def_property(
           "cpu_target", [](const PassOptions& o) { return o.target.name; },
           [](PassOptions& o, const std::string& name) { o.target = target_by_name(name); },

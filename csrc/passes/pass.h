@@ -4,6 +4,7 @@
 #include "ir/target.h"
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@ struct PassOptions {
   bool empty_kernels = false;
   /// The machine the generated code is compiled for (passes and the emitter read it).
   Target target = target_by_name("native");
+  /// plan_matmul_panels: unset, the pass lays b out in panels only on targets whose first-level
+  /// data cache is at most kPanelMaxL1dBytes (where that was measured to pay); true, on any target
+  /// (still within its shape rules); false, never.
+  std::optional<bool> matmul_panels;
 };
 
 /// What the pipeline records about one pass run.

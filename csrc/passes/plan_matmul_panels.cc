@@ -26,6 +26,10 @@
 // or two panels: their rows lie at most two panels apart, every line the micro-kernel fetches is
 // used whole by the two panels, and a dense one (the transposed activations of an expert product)
 // is read where it lies.
+//
+// Where the first-level data cache is larger than kPanelMaxL1dBytes the pass leaves every b by rows
+// unless PassOptions::matmul_panels asks for panels: there the row-major b measured as fast or
+// faster, and the panel copy is a cost with nothing to repay it.
 #include "passes/plan_matmul_panels.h"
 
 #include <fmt/format.h>
@@ -124,6 +128,14 @@ void plan(InCoreFunction& f, const std::vector<MemRef>& memrefs, const Target& t
 
 BlockGraph PlanMatmulPanels(const BlockGraph& g, const PassOptions& opts) {
   BlockGraph out = g;
+  const bool fits = opts.target.l1d_bytes <= kPanelMaxL1dBytes;
+  if (!opts.matmul_panels.value_or(fits)) {
+    for (InCoreFunction& f : out.functions) for_each_instr(f.body, [](Instr& in) { in.panels = 0; });
+    pass_note(opts.matmul_panels ? "matmul_panels=False: b stays by rows"
+                                 : fmt::format("the target's L1d is {} KiB (panels pay up to {} KiB): b stays by rows",
+                                               opts.target.l1d_bytes >> 10, kPanelMaxL1dBytes >> 10));
+    return out;
+  }
   for (InCoreFunction& f : out.functions) plan(f, out.memrefs, opts.target);
   return out;
 }

@@ -237,7 +237,7 @@ def default_vec_tile() -> tuple[int, ...] | None:
     return _global_vec_tile
 
 
-_PASS_OPTION_KEYS = {"verify", "fusion", "disable_passes", "sram_budget_kb"}
+_PASS_OPTION_KEYS = {"verify", "fusion", "disable_passes", "sram_budget_kb", "matmul_panels"}
 
 
 class OptionWarning(UserWarning):
@@ -309,6 +309,11 @@ def normalize_pass_options(opts: dict[str, Any]) -> dict[str, Any]:
         if key not in _PASS_OPTION_KEYS:
             record_ignored("pass_options", key, value)
             continue
+        if key == "matmul_panels":
+            if value is not None and not isinstance(value, bool):
+                raise UserTypeError(f"pass option 'matmul_panels' must be bool or None, found {type(value).__name__}")
+            out[key] = value
+            continue
         if key in ("verify", "fusion"):
             if not isinstance(value, bool):
                 raise UserTypeError(f"pass option '{key}' must be bool, found {type(value).__name__}")
@@ -331,7 +336,8 @@ def normalize_pass_options(opts: dict[str, Any]) -> dict[str, Any]:
 
 def set_pass_options(**opts: Any) -> None:
     """Sets pass options for functions compiled afterwards: pypto's ``verify``, ``fusion``,
-    ``disable_passes``, ``sram_budget_kb``, and PyPTO's keys (stored, returned by
+    ``disable_passes``, ``sram_budget_kb``, ``matmul_panels`` (None: plan_matmul_panels decides by
+    the target's first-level cache; True / False: panels wherever the shapes allow / never), and PyPTO's keys (stored, returned by
     ``pypto.get_pass_options()``, warned about once: they steer NPU graph partitioning)."""
     from pypto.frontend import option_table
 
@@ -418,5 +424,7 @@ def make_pass_options(opts: dict[str, Any]) -> "_C.PassOptions":
         po.disabled = set(opts["disable_passes"])
     if "sram_budget_kb" in opts:
         po.sram_budget_kb = opts["sram_budget_kb"]
+    if opts.get("matmul_panels") is not None:
+        po.matmul_panels = opts["matmul_panels"]
     po.cpu_target = opts.get("cpu_target") or get_cpu_target()
     return po

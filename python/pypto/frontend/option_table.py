@@ -20,7 +20,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "ooo_sort_mode_aiv": "", "cube_l1_reuse_setting": {}, "cube_nbuffer_setting": {-1: 1},
         "vec_nbuffer_setting": {},
         # pypto's own
-        "verify": None, "fusion": None, "disable_passes": None, "sram_budget_kb": None,
+        "verify": None, "fusion": None, "disable_passes": None, "sram_budget_kb": None, "matmul_panels": None,
     },
     "runtime": {
         "device_sched_mode": 0, "run_mode": 0, "stitch_function_max_num": 128, "max_workspace_kb": 0,
@@ -60,6 +60,7 @@ GLOBAL_DEFAULTS: dict[str, Any] = {
 # (section, key) pairs that act on the CPU backend.
 ACTIVE = {
     ("pass", "verify"), ("pass", "fusion"), ("pass", "disable_passes"), ("pass", "sram_budget_kb"),
+    ("pass", "matmul_panels"),
     ("runtime", "run_mode"), ("verify", "enable_pass_verify"), ("verify", "pass_verify_error_tol"),
     ("verify", "pass_verify_save_tensor_dir"),
     ("debug", "compile_debug_mode"),

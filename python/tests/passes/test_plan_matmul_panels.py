@@ -2,7 +2,9 @@
 csrc/passes/plan_matmul_panels.cc; the kernels call pto::tload_panels and pto::tmatmul_panels): the
 decision is the `panels=W` attribute of the tload and the tmatmul in the .pto text, W the target's
 micro-kernel width. The products must match a float64 reference, and the program with the pass
-disabled bit for bit (the same products, summed along k in the same order)."""
+disabled bit for bit (the same products, summed along k in the same order). Left to itself the pass
+lays b out in panels only on a CPU whose first-level data cache is at most 32 KiB; the tests of its
+shape rules ask for panels (pass option matmul_panels=True) so that they hold on every CPU."""
 
 import re
 
@@ -16,9 +18,13 @@ ROWS = pypto.frontend.dynamic("ROWS")
 TORCH_OF = {pypto.DT_FP32: torch.float32, pypto.DT_BF16: torch.bfloat16, pypto.DT_FP16: torch.float16}
 
 
+L1D_BYTES = pypto._C.cpu_target_info("native")["l1d_bytes"]
+
+
 def product(m, k, n, dtype=pypto.DT_FP32, b_trans=False, cube=None, panels=True, dynamic=False):
+    """panels: True asks for panels, None leaves the choice to the pass, False disables it."""
     w_shape = (n, k) if b_trans else (k, n)
-    opts = {} if panels else {"disable_passes": ["plan_matmul_panels"]}
+    opts = {"matmul_panels": True} if panels else {} if panels is None else {"disable_passes": ["plan_matmul_panels"]}
 
     @pypto.frontend.jit(pass_options=opts)
     def mm(a: pypto.Tensor((ROWS if dynamic else m, k), dtype), w: pypto.Tensor(w_shape, dtype)):
@@ -110,12 +116,41 @@ def test_the_width_follows_the_cpu_target():
 
 def test_the_pto_text_with_panels_round_trips_and_runs():
     # The .pto text of a program with the decision parses back to itself, and compiled from that text
-    # (the pass runs again and decides the same) it gives the jitted kernel's result.
+    # (the pass runs again, on the InCore functions' memrefs) it gives the jitted kernel's result.
     a, w, want = operands(64, 256, 256, pypto.DT_FP32, False)
     compiled = pypto.compile(product(64, 256, 256), a, w)
     text = compiled.pto()
     assert "panels=" in text
     assert pypto.pto.parse(text).to_pto() == text
     out = torch.empty(64, 256)
-    pypto.pto.compile(text)(a, w, out)
+    pypto.pto.compile(text, matmul_panels=True)(a, w, out)
     assert torch.equal(out, compiled(a, w))
+
+
+def test_left_to_itself_the_pass_follows_the_first_level_cache():
+    # On this CPU's target: panels exactly when its L1d is at most 32 KiB, and dump("passes") says
+    # why not otherwise; the options None and False, and asking for panels, all give the same sums.
+    a, w, want = operands(128, 256, 256, pypto.DT_FP32, False)
+    auto = pypto.compile(product(128, 256, 256, panels=None), a, w)
+    assert ("panels=" in auto.pto()) == (L1D_BYTES <= 32 << 10)
+    if L1D_BYTES > 32 << 10:
+        assert f"the target's L1d is {L1D_BYTES >> 10} KiB" in auto.dump("passes")
+    torch.testing.assert_close(auto(a, w).double(), want, rtol=1e-4, atol=1e-4)
+    for flag in (True, False):
+        @pypto.frontend.jit(pass_options={"matmul_panels": flag})
+        def mm(x: pypto.Tensor((128, 256), pypto.DT_FP32), y: pypto.Tensor((256, 256), pypto.DT_FP32)):
+            return pypto.matmul(x, y, pypto.DT_FP32)
+
+        assert ("panels=" in pypto.compile(mm, a, w).pto()) == flag
+        assert torch.equal(mm(a, w), auto(a, w))
+
+
+def test_the_option_takes_a_bool_or_none():
+    with pytest.raises(TypeError, match="pass option 'matmul_panels' must be bool or None, found int"):
+        pypto.set_pass_options(matmul_panels=1)
+    pypto.set_pass_options(matmul_panels=True)
+    try:
+        assert pypto.get_pass_options()["matmul_panels"] is True
+    finally:
+        pypto.set_pass_options(matmul_panels=None)
+    assert pypto.get_pass_options().get("matmul_panels") is None
