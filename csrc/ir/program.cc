@@ -8,6 +8,25 @@
 
 namespace pypto {
 
+namespace {
+/// for_each_instr for a const or a mutable body (Stmt const or not).
+template <typename Body, typename Fn>
+void instrs_in(Body& body, const Fn& fn) {
+  for (auto& s : body) {
+    if (auto* in = std::get_if<Instr>(&s.node)) fn(*in);
+    else if (auto* l = std::get_if<Loop>(&s.node)) instrs_in(l->body, fn);
+    else if (auto* f = std::get_if<Fused>(&s.node)) instrs_in(f->body, fn);
+    else if (auto* c = std::get_if<IfThen>(&s.node)) {
+      instrs_in(c->then_body, fn);
+      instrs_in(c->else_body, fn);
+    }
+  }
+}
+}  // namespace
+
+void for_each_instr(const std::vector<Stmt>& body, const std::function<void(const Instr&)>& fn) { instrs_in(body, fn); }
+void for_each_instr(std::vector<Stmt>& body, const std::function<void(Instr&)>& fn) { instrs_in(body, fn); }
+
 int instr_num_srcs(const Instr& in) { return opcode_num_srcs(in.op) - (in.scalar_pos >= 0 ? 1 : 0); }
 
 bool reads_memory(Opcode op) {
@@ -23,27 +42,11 @@ int memory_tile(const Instr& in) {
   return reads_memory(in.op) ? in.dst : in.srcs.at(0);
 }
 
-namespace {
-// Counts the accesses of `memref` in `body`: atomic stores, and any other.
-void count_accesses(const std::vector<Stmt>& body, int memref, int& atomic, int& other) {
-  for (const Stmt& s : body) {
-    if (const auto* in = std::get_if<Instr>(&s.node)) {
-      if ((reads_memory(in->op) || writes_memory(in->op)) && in->memref == memref) ++(in->atomic ? atomic : other);
-    } else if (const auto* l = std::get_if<Loop>(&s.node)) {
-      count_accesses(l->body, memref, atomic, other);
-    } else if (const auto* f = std::get_if<Fused>(&s.node)) {
-      count_accesses(f->body, memref, atomic, other);
-    } else if (const auto* c = std::get_if<IfThen>(&s.node)) {
-      count_accesses(c->then_body, memref, atomic, other);
-      count_accesses(c->else_body, memref, atomic, other);
-    }
-  }
-}
-}  // namespace
-
 bool accumulates_only(const std::vector<Stmt>& body, int memref) {
   int atomic = 0, other = 0;
-  count_accesses(body, memref, atomic, other);
+  for_each_instr(body, [&](const Instr& in) {
+    if ((reads_memory(in.op) || writes_memory(in.op)) && in.memref == memref) ++(in.atomic ? atomic : other);
+  });
   return atomic > 0 && other == 0;
 }
 

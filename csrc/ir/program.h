@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -276,6 +277,12 @@ struct ExecutionGraph {
   std::vector<std::string> dyn_dims;  ///< scalar parameters of the orchestration, in order
   std::map<std::string, DataType> scalar_dtypes;  ///< declared type of a scalar (absent: i64)
 };
+
+/// Calls `fn` on every instruction in `body`, inside loops, fused runs and both branches of
+/// conditions, in program order.
+void for_each_instr(const std::vector<Stmt>& body, const std::function<void(const Instr&)>& fn);
+/// Mutable form of for_each_instr.
+void for_each_instr(std::vector<Stmt>& body, const std::function<void(Instr&)>& fn);
 
 /// Elements of a constant shape.
 int64_t numel(const std::vector<int64_t>& shape);

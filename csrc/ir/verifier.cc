@@ -615,15 +615,7 @@ namespace {
 void check_panel_layouts(const InCoreFunction& f) {
   std::map<int, int64_t> layout;  // tile -> width of the panels its writers lay it out in (0: rows)
   std::vector<const Instr*> seq;
-  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
-    for (const Stmt& s : body) {
-      if (auto* in = std::get_if<Instr>(&s.node)) seq.push_back(in);
-      else if (auto* l = std::get_if<Loop>(&s.node)) walk(l->body);
-      else if (auto* fu = std::get_if<Fused>(&s.node)) walk(fu->body);
-      else if (auto* c = std::get_if<IfThen>(&s.node)) walk(c->then_body), walk(c->else_body);
-    }
-  };
-  walk(f.body);
+  for_each_instr(f.body, [&](const Instr& in) { seq.push_back(&in); });
   auto name = [&](int id) {
     for (const TileDecl& t : f.tiles)
       if (t.id == id) return t.name;
@@ -675,23 +667,12 @@ void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs
   c.check(f.body);
   check_panel_layouts(f);
   // Stores into inputs would race with other readers of the caller's tensors.
-  std::function<void(const std::vector<Stmt>&)> walk = [&](const std::vector<Stmt>& body) {
-    for (const Stmt& s : body) {
-      if (auto* in = std::get_if<Instr>(&s.node); in && writes_memory(in->op)) {
-        for (const RegionParam& p : f.params)
-          if (p.memref == in->memref && !p.is_output)
-            fail("function.store-to-input", fmt::format("@{} stores into input parameter %{}", f.name, p.name));
-      } else if (auto* l = std::get_if<Loop>(&s.node)) {
-        walk(l->body);
-      } else if (auto* fu = std::get_if<Fused>(&s.node)) {
-        walk(fu->body);
-      } else if (auto* c = std::get_if<IfThen>(&s.node)) {
-        walk(c->then_body);
-        walk(c->else_body);
-      }
-    }
-  };
-  walk(f.body);
+  for_each_instr(f.body, [&](const Instr& in) {
+    if (!writes_memory(in.op)) return;
+    for (const RegionParam& p : f.params)
+      if (p.memref == in.memref && !p.is_output)
+        fail("function.store-to-input", fmt::format("@{} stores into input parameter %{}", f.name, p.name));
+  });
   // An accumulator parameter is only added into: a plain access would race with the other calls
   // adding into the same region, which the runtime does not order against it.
   for (const RegionParam& p : f.params) {

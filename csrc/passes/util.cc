@@ -6,30 +6,6 @@
 
 namespace pypto {
 
-void for_each_instr(const std::vector<Stmt>& body, const std::function<void(const Instr&)>& fn) {
-  for (const Stmt& s : body) {
-    if (auto* in = std::get_if<Instr>(&s.node)) fn(*in);
-    else if (auto* l = std::get_if<Loop>(&s.node)) for_each_instr(l->body, fn);
-    else if (auto* f = std::get_if<Fused>(&s.node)) for_each_instr(f->body, fn);
-    else if (auto* c = std::get_if<IfThen>(&s.node)) {
-      for_each_instr(c->then_body, fn);
-      for_each_instr(c->else_body, fn);
-    }
-  }
-}
-
-void for_each_instr(std::vector<Stmt>& body, const std::function<void(Instr&)>& fn) {
-  for (Stmt& s : body) {
-    if (auto* in = std::get_if<Instr>(&s.node)) fn(*in);
-    else if (auto* l = std::get_if<Loop>(&s.node)) for_each_instr(l->body, fn);
-    else if (auto* f = std::get_if<Fused>(&s.node)) for_each_instr(f->body, fn);
-    else if (auto* c = std::get_if<IfThen>(&s.node)) {
-      for_each_instr(c->then_body, fn);
-      for_each_instr(c->else_body, fn);
-    }
-  }
-}
-
 namespace {
 /// Calls `fn` on every statement of kind Node in `body`, inside loops and conditions.
 template <typename Node, typename Body, typename Fn>

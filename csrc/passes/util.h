@@ -13,10 +13,7 @@
 
 namespace pypto {
 
-/// Calls `fn` on every instruction in `body`, loops included, in program order.
-void for_each_instr(const std::vector<Stmt>& body, const std::function<void(const Instr&)>& fn);
-/// Mutable form of for_each_instr.
-void for_each_instr(std::vector<Stmt>& body, const std::function<void(Instr&)>& fn);
+// for_each_instr (every instruction of a body) is in ir/program.h, for the verifier too.
 /// Calls `fn` on every CALL in `body` (an orchestration), loops and both branches of conditions
 /// included, in program order.
 void for_each_call(std::vector<Stmt>& body, const std::function<void(Call&)>& fn);
