@@ -176,10 +176,10 @@ def pypto_swiglu_ffn(t: int, d: int, f: int):
     return swiglu_ffn
 
 
-def pypto_matmul(m: int, k: int, n: int, dtype):
+def pypto_matmul(m: int, k: int, n: int, dtype, out_dtype=pypto.DT_FP32):
     @pypto.frontend.jit
     def matmul(a: pypto.Tensor((m, k), dtype), b: pypto.Tensor((k, n), dtype)):
-        return pypto.matmul(a, b, out_dtype=pypto.DT_FP32)
+        return pypto.matmul(a, b, out_dtype=out_dtype)
     return matmul
 
 
@@ -455,6 +455,16 @@ def matmul_low_precision_kernel(dtype) -> Kernel:
                            f"torch.matmul multiplies in {name} and returns {name}")
 
 
+def matmul_bf16_kernel(s: int) -> Kernel:
+    inputs = (randn(s, s, dtype=torch.bfloat16), randn(s, s, scale=s ** -0.5, dtype=torch.bfloat16))
+    dots = pypto._C.cpu_target_info(pypto.get_cpu_target())["bf16_dot_products"] or "none (widened to fp32)"
+    return Kernel(f"matmul bf16 in and out {s}^3", inputs, pypto_matmul(s, s, s, pypto.DT_BF16, pypto.DT_BF16),
+                  eager_matmul, ("torch.matmul", torch.matmul), "n/a: NumPy has no bfloat16", 2.0 * s ** 3,
+                  "GFLOP/s", tol=(2e-2, 2e-2), reference=lambda a, b: a.double() @ b.double(),
+                  footnote=f"every column multiplies bf16 and returns bf16; pypto's bf16 dot products on this "
+                           f"target: {dots}")
+
+
 def pypto_scaled_mm_int8(s: int):
     @pypto.jit
     def scaled_mm_int8(a: pypto.Tensor((s, s), pypto.DT_INT8), b: pypto.Tensor((s, s), pypto.DT_INT8),
@@ -525,6 +535,7 @@ def kernel_builders(quick: bool) -> list[Callable[[], Kernel]]:
             + [functools.partial(unary_kernel, name) for name in ("sin", "log1p")] + [cumsum_kernel, topk_kernel, argsort_kernel, index_add_kernel]
             + [functools.partial(matmul_kernel, s) for s in matmul_sizes]
             + [functools.partial(matmul_low_precision_kernel, dt) for dt in (torch.float16, torch.bfloat16)]
+            + [functools.partial(matmul_bf16_kernel, s) for s in matmul_sizes if s >= 512 or quick]
             + [scaled_mm_int8_kernel, conv_kernel, matmul_bias_gelu_kernel]
             + [functools.partial(attention_kernel, s, d) for s, d in attention])
 
@@ -874,6 +885,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="first size of each kernel, 3 repeats")
     parser.add_argument("--repeats", type=int, help="timed repeats per implementation (default 10, 3 with --quick)")
+    parser.add_argument("--only", metavar="TEXT", action="append",
+                        help="run only the kernels whose name contains TEXT (repeatable), e.g. 'matmul bf16'")
     parser.add_argument("--json", metavar="OUT", help="write every number and the machine info to this file")
     parser.add_argument("--plot", metavar="OUT.png", help="write a bar chart of the peer/pypto ratios")
     parser.add_argument("--cpu-target", metavar="T", help="build pypto's kernels for this CPU target (default: "
@@ -900,7 +913,10 @@ def main() -> None:
         torch.manual_seed(0)
         results = []
         for build in kernel_builders(args.quick):
-            results.append(run_kernel(build(), repeats, copy_gbs))
+            kernel = build()
+            if args.only and not any(part in kernel.name for part in args.only):
+                continue
+            results.append(run_kernel(kernel, repeats, copy_gbs))
             print(format_kernel(results[-1]) + "\n", flush=True)
         lat = latency()
         print(format_latency(lat) + "\n", flush=True)

@@ -513,6 +513,7 @@ void bind_compile(py::module_& m) {
         d["vector_bytes"] = t.vector_bytes;
         d["library"] = t.library_name();
         d["int8_dot_products"] = t.int8_dot_products();
+        d["bf16_dot_products"] = t.bf16_dot_products();
         d["flags"] = t.flags;
         d["l1d_bytes"] = t.l1d_bytes;
         d["l2_bytes"] = t.l2_bytes;

@@ -17,8 +17,9 @@ std::string emit_prelude(const Target& target) {
   // The float matmul multiplies a's rows in chunks of a quarter of the core's L2 (tmatmul_panels).
   std::string o = fmt::format(
       "// CPU target {}\n#define PTO_ISA {}\n#define PTO_VECTOR_BYTES {}\n#define PTO_INT8_DOT {}\n"
-      "#define PTO_MATMUL_CHUNK_BYTES {}\n",
+      "#define PTO_BF16_DOT {}\n#define PTO_MATMUL_CHUNK_BYTES {}\n",
       target.describe(), static_cast<int>(target.library), target.vector_bytes, target.int8_dot_products() ? 1 : 0,
+      target.bf16_dot_products() == "amx" ? 2 : target.bf16_dot_products() == "avx512" ? 1 : 0,
       std::max<int64_t>(target.l2_bytes / 4, 32 << 10));
   o += kAbiHeaderText;
   o += "\n";

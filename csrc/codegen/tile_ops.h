@@ -28,6 +28,7 @@
 #include "tile_ops/vector_math.h"
 #include "tile_ops/elementwise.h"
 #include "tile_ops/matmul.h"
+#include "tile_ops/matmul_bf16.h"
 #include "tile_ops/gather_scatter.h"
 #include "tile_ops/sort.h"
 #include "tile_ops/random.h"

@@ -27,7 +27,7 @@ const std::vector<std::string> kV2 = {"cx16", "lahf_lm", "popcnt", "pni", "ssse3
 const std::vector<std::string> kV3Extra = {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"};
 const std::vector<std::string> kV4Extra = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"};
 // Features beyond the levels that the tile library may use when the CPU has them (native).
-const std::vector<std::string> kOptional = {"avx512_bf16", "avx512_vnni", "avx512_fp16", "avx512vbmi", "asimd",
+const std::vector<std::string> kOptional = {"avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16", "avx512_fp16", "avx512vbmi", "asimd",
                                             "asimdhp", "sve", "bf16", "fphp"};
 
 std::vector<std::string> join(std::initializer_list<const std::vector<std::string>*> parts) {
@@ -110,6 +110,11 @@ bool Target::has(const std::string& feature) const {
 
 bool Target::int8_dot_products() const { return library == TileLibrary::Avx512 && has("avx512_vnni"); }
 
+std::string Target::bf16_dot_products() const {
+  if (library != TileLibrary::Avx512 || !has("avx512_bf16")) return "";
+  return has("amx_tile") && has("amx_bf16") ? "amx" : "avx512";
+}
+
 std::string Target::library_name() const {
   switch (library) {
     case TileLibrary::Avx512: return "avx512";
@@ -123,9 +128,10 @@ std::string Target::library_name() const {
 std::string Target::describe() const {
   std::string flag_text;
   for (const auto& f : flags) flag_text += (flag_text.empty() ? "" : " ") + f;
-  return fmt::format("{}: {} with {}-byte vectors, tile library {}, L1d {} KiB, L2 {} KiB, L3 {} KiB, flags '{}'",
-                     name, arch, vector_bytes, library_name(), l1d_bytes >> 10, l2_bytes >> 10, l3_bytes >> 10,
-                     flag_text);
+  const std::string bf16 = bf16_dot_products();
+  return fmt::format("{}: {} with {}-byte vectors, tile library {}{}, L1d {} KiB, L2 {} KiB, L3 {} KiB, flags '{}'",
+                     name, arch, vector_bytes, library_name(), bf16.empty() ? "" : " (bf16 dot products: " + bf16 + ")",
+                     l1d_bytes >> 10, l2_bytes >> 10, l3_bytes >> 10, flag_text);
 }
 
 const std::vector<std::string>& target_names() {

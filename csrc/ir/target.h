@@ -26,6 +26,10 @@ struct Target {
   bool has(const std::string& feature) const;
   /// Whether the tile library's int8 matmul uses dot-product instructions (AVX512-VNNI's VPDPBUSD).
   bool int8_dot_products() const;
+  /// How the tile library multiplies bf16 operands into an fp32 product: "amx" (AMX-BF16 tile
+  /// dot products, falling back to the next at run time where the OS refuses AMX state), "avx512"
+  /// (AVX512-BF16's VDPBF16PS) or "" (none: the operands are widened to fp32 tiles as they load).
+  std::string bf16_dot_products() const;
   /// Columns of the float matmul micro-kernel's register block: two vectors of floats (the tile
   /// library's PTO_MATMUL_VECS), the width of the column panels its b operand is loaded in.
   int64_t matmul_panel_cols() const { return 2 * vector_bytes / 4; }

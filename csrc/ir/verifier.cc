@@ -284,15 +284,17 @@ struct StmtChecker {
         check_axis(static_cast<int64_t>(memrefs[in.memref].shape.size()), "memref");
         return;
       case OpForm::Matmul: case OpForm::MatmulAcc: {
-        // One dtype throughout, or int8 / int16 operands of an int32 product.
+        // One dtype throughout, or int8 / int16 operands of an int32 product, or bf16 ones of a float one.
         const bool acc = form == OpForm::MatmulAcc;
         const TileDecl* a = srcs[acc ? 1 : 0];
         const TileDecl* b = srcs[acc ? 2 : 1];
         // b_trans: a float product may read a bf16 b (widened as it is read).
         if (!(in.b_trans && a->dtype == DataType::FP32 && b->dtype == DataType::BF16)) same(a, b);
         if (acc) same(dst, srcs[0]);
-        const bool widening = dst->dtype == DataType::INT32 &&
-                              (a->dtype == DataType::INT8 || a->dtype == DataType::INT16);
+        // Or bf16 a and b of a float product (by bf16 dot products where the target has them).
+        const bool widening = (dst->dtype == DataType::INT32 &&
+                               (a->dtype == DataType::INT8 || a->dtype == DataType::INT16)) ||
+                              (dst->dtype == DataType::FP32 && a->dtype == DataType::BF16 && !in.b_trans);
         if (!widening) same(dst, a);
         return;
       }

@@ -149,9 +149,9 @@ void Expander::expand(int idx) {
 
 }  // namespace expand_tiles_impl
 
-TileGraph ExpandTiles(const TensorGraph& g, const PassOptions&) {
+TileGraph ExpandTiles(const TensorGraph& g, const PassOptions& opts) {
   TileGraph out;
-  expand_tiles_impl::Expander(g, out).run();
+  expand_tiles_impl::Expander(g, out, opts.target).run();
   return out;
 }
 

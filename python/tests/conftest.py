@@ -29,3 +29,13 @@ def softmax_kernel(M, N, tile=(32, 32)):
         return pypto.div(e, pypto.sum(e, -1, True))
 
     return softmax
+
+
+@pytest.fixture
+def fresh_cpu_target(monkeypatch):
+    """The native CPU target and this CPU's real features, before and after the test."""
+    monkeypatch.delenv("PYPTO_CPU_TARGET", raising=False)
+    pypto.set_cpu_target(None)
+    yield
+    pypto.set_cpu_target(None)
+    pypto._C.testing.set_host_features(None)

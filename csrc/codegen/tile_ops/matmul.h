@@ -467,34 +467,43 @@ __attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const S
 ///
 /// `rows` (the instruction's valid rows, when it has them) bounds the float product: rows past it
 /// are not multiplied; a TMATMUL sets them to zero, as the product of a's zero-filled rows would.
+template <bool ACC, int64_t M, int64_t K, int64_t N>
+void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows);
+
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t M0 = M, int64_t K0 = K, int64_t N0 = N,
           typename S = T>
 inline void tmatmul(T* __restrict dst, const S* __restrict a, const S* __restrict b, int64_t rows = M) {
   static_assert(M % M0 == 0 && K % K0 == 0 && N % N0 == 0, "the L0 cube tile must divide the tile");
-  constexpr bool kFloat = std::is_same<T, float>::value && std::is_same<S, float>::value;
-  if (!kFloat || rows > M) rows = M;  // other types multiply the whole tile
-  if (rows < 0) rows = 0;
-  if (!ACC && rows < M) memset(dst + rows * N, 0, sizeof(T) * (M - rows) * N);
-  // One block: a whole one, or the one the valid rows end in (r < M0). A is the accumulate flag,
-  // a type so that only the forms a tile uses are instantiated.
-  auto block = [](auto acc, T* d, const S* ab, const S* bb, int64_t r) {
-    constexpr bool A = decltype(acc)::value;
-    if constexpr (kFloat) {
-      if (r < M0) return matmul_tile_rows<A, M0, K0, N0, K, N>(d, ab, bb, r);
-    }
-    matmul_tile<A, T, M0, K0, N0, K, N>(d, ab, bb);
-  };
-  for (int64_t k0 = 0; k0 < K; k0 += K0)
-    for (int64_t j0 = 0; j0 < N; j0 += N0)
-      for (int64_t i0 = 0; i0 < rows; i0 += M0) {
-        T* d = dst + i0 * N + j0;
-        const S* ab = a + i0 * K + k0;
-        const S* bb = b + k0 * N + j0;
-        const int64_t r = rows - i0 < M0 ? rows - i0 : M0;
-        if constexpr (ACC || K0 == K) block(std::integral_constant<bool, ACC>{}, d, ab, bb, r);
-        else if (k0 > 0) block(std::true_type{}, d, ab, bb, r);
-        else block(std::false_type{}, d, ab, bb, r);
+  // bf16 operands of a float product (matmul_bf16.h): by dot products over the whole tile, which
+  // blocks it by its own register tiles (the L0 blocks are the float micro-kernel's).
+  if constexpr (std::is_same<T, float>::value && std::is_same<S, bf16>::value) {
+    tmatmul_bf16<ACC, M, K, N>(dst, a, b, rows);
+  } else {
+    constexpr bool kFloat = std::is_same<T, float>::value && std::is_same<S, float>::value;
+    if (!kFloat || rows > M) rows = M;  // other types multiply the whole tile
+    if (rows < 0) rows = 0;
+    if (!ACC && rows < M) memset(dst + rows * N, 0, sizeof(T) * (M - rows) * N);
+    // One block: a whole one, or the one the valid rows end in (r < M0). A is the accumulate flag,
+    // a type so that only the forms a tile uses are instantiated.
+    auto block = [](auto acc, T* d, const S* ab, const S* bb, int64_t r) {
+      constexpr bool A = decltype(acc)::value;
+      if constexpr (kFloat) {
+        if (r < M0) return matmul_tile_rows<A, M0, K0, N0, K, N>(d, ab, bb, r);
       }
+      matmul_tile<A, T, M0, K0, N0, K, N>(d, ab, bb);
+    };
+    for (int64_t k0 = 0; k0 < K; k0 += K0)
+      for (int64_t j0 = 0; j0 < N; j0 += N0)
+        for (int64_t i0 = 0; i0 < rows; i0 += M0) {
+          T* d = dst + i0 * N + j0;
+          const S* ab = a + i0 * K + k0;
+          const S* bb = b + k0 * N + j0;
+          const int64_t r = rows - i0 < M0 ? rows - i0 : M0;
+          if constexpr (ACC || K0 == K) block(std::integral_constant<bool, ACC>{}, d, ab, bb, r);
+          else if (k0 > 0) block(std::true_type{}, d, ab, bb, r);
+          else block(std::false_type{}, d, ab, bb, r);
+        }
+  }
 }
 
 /// TMATMUL ... panels=W: the float product with b in column panels of W columns (tload_panels), so

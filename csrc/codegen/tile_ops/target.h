@@ -44,6 +44,17 @@
 #define PTO_INT8_DOT 0
 #endif
 #endif
+// bf16 dot products for bf16 operands of a float matmul (tile_ops/matmul_bf16.h): 2 AMX-BF16 tiles,
+// 1 AVX512-BF16's VDPBF16PS, 0 none (widened to floats). Generated code defines it from its Target.
+#ifndef PTO_BF16_DOT
+#if PTO_ISA == 4 && defined(__AVX512BF16__) && defined(__AMX_BF16__) && defined(__AMX_TILE__) && defined(__linux__)
+#define PTO_BF16_DOT 2
+#elif PTO_ISA == 4 && defined(__AVX512BF16__)
+#define PTO_BF16_DOT 1
+#else
+#define PTO_BF16_DOT 0
+#endif
+#endif
 #define PTO_ISA_SSE 2
 #define PTO_ISA_AVX2 3
 #define PTO_ISA_AVX512 4

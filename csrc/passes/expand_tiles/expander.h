@@ -15,6 +15,7 @@
 
 #include "ir/errors.h"
 #include "ir/program.h"
+#include "ir/target.h"
 #include "ir/tensor_graph.h"
 #include "passes/util.h"
 
@@ -22,7 +23,7 @@ namespace pypto::expand_tiles_impl {
 
 class Expander {
  public:
-  Expander(const TensorGraph& g, TileGraph& out) : g_(g), out_(out) {}
+  Expander(const TensorGraph& g, TileGraph& out, const Target& target) : g_(g), out_(out), target_(target) {}
 
   void run();
 
@@ -284,6 +285,7 @@ class Expander {
 
   const TensorGraph& g_;
   TileGraph& out_;
+  const Target& target_;
 };
 
 

@@ -130,12 +130,20 @@ std::vector<Stmt> Expander::matmul(const TensorOp& op, int idx, std::string& not
   // linear layer's weight): b is loaded as the [N, K] tile it is there and multiplied by dot
   // products (tmatmul ... b_trans), instead of being transposed while it loads.
   const int bt = acc_dt == DataType::FP32 && mt <= kFewRows ? transposed_base(op.inputs[1]) : -1;
+  // bf16 a and b of a float product stay bf16 where the target multiplies them by bf16 dot
+  // products (AMX or AVX512-BF16: tmatmul packs b in pairs of k); elsewhere they widen as they load.
+  const bool bf16_dot = acc_dt == DataType::FP32 && bt < 0 && av.dtype == DataType::BF16 &&
+                        g_.value(op.inputs[1]).dtype == DataType::BF16 && !target_.bf16_dot_products().empty();
+  if (bf16_dot)
+    note += fmt::format("{}bf16 operands multiplied by {} dot products", note.empty() ? "" : "; ",
+                        target_.bf16_dot_products());
   auto step = [&](const Expr& kk, int acc, std::vector<Stmt>& body) {
-    int a = load_mm(op.inputs[0], s, s.offset[r - 2], s.valid[r - 2], mt, k_off(kk), k_valid(kk), kt, acc_dt, body);
+    int a = load_mm(op.inputs[0], s, s.offset[r - 2], s.valid[r - 2], mt, k_off(kk), k_valid(kk), kt, acc_dt, body,
+                    bf16_dot);
     int b = bt >= 0 ? load_mm(bt, s, s.offset[r - 1], s.valid[r - 1], nt, k_off(kk), k_valid(kk), kt, acc_dt, body,
                               /*keep_bf16=*/true)
                     : load_mm(op.inputs[1], s, k_off(kk), k_valid(kk), kt, s.offset[r - 1], s.valid[r - 1], nt, acc_dt,
-                              body);
+                              body, bf16_dot);
     std::vector<int64_t> shape(r, 1);
     shape[r - 2] = mt;
     shape[r - 1] = nt;

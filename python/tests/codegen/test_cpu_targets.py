@@ -15,13 +15,7 @@ TARGETS = list(_C.cpu_targets())
 RUNNABLE = [t for t in TARGETS if not _C.cpu_target_info(t)["missing_here"]]
 
 
-@pytest.fixture(autouse=True)
-def _reset(monkeypatch):
-    monkeypatch.delenv("PYPTO_CPU_TARGET", raising=False)
-    pypto.set_cpu_target(None)
-    yield
-    pypto.set_cpu_target(None)
-    _C.testing.set_host_features(None)
+pytestmark = pytest.mark.usefixtures("fresh_cpu_target")
 
 
 N = pypto.frontend.dynamic("N")

@@ -1,6 +1,6 @@
 """Streaming stores (pass stream_stores, csrc/passes/stream_stores.cc; the kernel calls
 pto::tstore_stream, or pto::store_strip<true> when the store is part of a fused run): returned
-tensors from sixteen times a core's L2 on (16 MiB here) are written with non-temporal stores where
+tensors from sixteen times a core's L2 on (16 MiB with 1 MiB L2s; the tests size them by this CPU's) are written with non-temporal stores where
 rows are aligned, and the results are those of plain stores. The decision is the `stream`
 attribute of the tstore in the .pto text."""
 
@@ -10,6 +10,11 @@ import pytest
 import torch
 
 import pypto
+
+# Rows of 2048 floats that make an output at the streaming threshold: 2048 rows (16 MiB) with L2s of
+# at most 1 MiB, more with larger ones.
+L2_BYTES = pypto._C.cpu_target_info("native")["l2_bytes"]
+BIG = max(2048, -(-16 * L2_BYTES // (2048 * 4)))
 
 
 def scaled_softmax(m, n, tile):
@@ -21,9 +26,9 @@ def scaled_softmax(m, n, tile):
     return f
 
 
-@pytest.mark.parametrize("m,n,tile", [(2048, 2048, (4, 2048)),   # 16 MiB, aligned rows: streamed
-                                      (2047, 2056, (8, 2056)),   # rows alternate between aligned and not
-                                      (2048, 2048, (4, 512))])   # tiles narrower than a row
+@pytest.mark.parametrize("m,n,tile", [(BIG, 2048, (4, 2048)),      # aligned rows: streamed
+                                      (BIG - 1, 2056, (8, 2056)),  # rows alternate between aligned and not
+                                      (BIG, 2048, (4, 512))])      # tiles narrower than a row
 def test_large_outputs_stream_and_match_torch(m, n, tile):
     x = torch.randn(m, n)
     f = scaled_softmax(m, n, tile)
@@ -40,9 +45,10 @@ def test_small_outputs_use_plain_stores():
 
 
 def test_the_decision_is_the_stream_attribute_and_a_note_of_the_pass():
-    x = torch.randn(2048, 2048)
-    compiled = pypto.compile(scaled_softmax(2048, 2048, (4, 2048)), x)
+    x = torch.randn(BIG, 2048)
+    compiled = pypto.compile(scaled_softmax(BIG, 2048, (4, 2048)), x)
     assert re.search(r"^ *tstore %\w+, %\w+\[[^\]]*\][^\n]* stream$", compiled.pto(), re.M)
-    assert re.search(r"note: @\w+: stores into %\w+ stream \(16777216 bytes >= \d+\)", compiled.dump("passes"))
+    assert re.search(rf"note: @\w+: stores into %\w+ stream \({BIG * 2048 * 4} bytes >= {16 * L2_BYTES}\)",
+                     compiled.dump("passes"))
     small = pypto.compile(scaled_softmax(64, 256, (16, 256)), torch.randn(64, 256))
     assert " stream\n" not in small.pto()

@@ -1,0 +1,252 @@
+// TMATMUL of bf16 operands into an fp32 product by bf16 dot products: AMX-BF16 tiles
+// (PTO_BF16_DOT 2) or AVX512-BF16's VDPBF16PS (PTO_BF16_DOT 1, and where the OS refuses a process
+// the AMX state). Part of codegen/tile_ops.h, which includes the parts in order.
+//
+// Both multiply the same packed b: panels of 16 columns, each KP/2 rows of 16 32-bit words, a word
+// holding the bf16 pair (b[2p][j], b[2p+1][j]) (low half, high half), rows past K and columns past N
+// zero. Each instruction sums pairs of products: the order of the fp32 additions differs from the
+// float micro-kernel's one product at a time, and bf16 denormals count as zero (both instructions
+// treat them so), as they do in torch's oneDNN bf16 products.
+
+namespace pto {
+
+#if PTO_BF16_DOT
+
+/// The packed b of `b` (K x N bf16, row stride NS): NP / 16 panels of KP / 2 rows of 16 words.
+inline void pack_bf16_pairs(uint32_t* __restrict out, const bf16* __restrict b, int64_t K, int64_t N, int64_t NS,
+                            int64_t KP, int64_t NP) {
+  for (int64_t p = 0; p < NP / 16; ++p) {
+    uint32_t* __restrict panel = out + p * (KP / 2) * 16;
+    const int64_t j0 = p * 16;
+    const int64_t w = N - j0 < 16 ? N - j0 : 16;
+    for (int64_t kp = 0; kp < KP / 2; ++kp) {
+      uint32_t* __restrict row = panel + kp * 16;
+      const int64_t k = 2 * kp;
+      if (w == 16 && k + 1 < K) {
+        const uint16_t* __restrict r0 = &b[k * NS + j0].bits;
+        const uint16_t* __restrict r1 = r0 + NS;
+        for (int64_t c = 0; c < 16; ++c) row[c] = static_cast<uint32_t>(r0[c]) | static_cast<uint32_t>(r1[c]) << 16;
+        continue;
+      }
+      for (int64_t c = 0; c < 16; ++c) {
+        const uint32_t lo = c < w && k < K ? b[k * NS + j0 + c].bits : 0;
+        const uint32_t hi = c < w && k + 1 < K ? b[(k + 1) * NS + j0 + c].bits : 0;
+        row[c] = lo | hi << 16;
+      }
+    }
+  }
+}
+
+/// One register block of the VDPBF16PS micro-kernel: kBf16Rows rows of two panels (32 columns).
+constexpr int64_t kBf16Rows = 8;
+static_assert(kVecFloats == 16, "bf16 dot products are an AVX-512 library's (PTO_BF16_DOT needs PTO_ISA 4)");
+typedef int32_t vbf16_pairs __attribute__((vector_size(64)));
+
+/// acc + the sum over each lane's pair of a[2l] * b[2l] + a[2l + 1] * b[2l + 1] (VDPBF16PS).
+inline vfloat dot_bf16_pairs(vfloat acc, vbf16_pairs a, vbf16_pairs b) {
+  __asm__("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
+
+// The accumulators stay in registers only when the loops over rows are unrolled.
+#if defined(__clang__)
+#define PTO_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define PTO_UNROLL _Pragma("GCC unroll 8")
+#endif
+
+/// c (kBf16Rows x 32 floats, row stride ldc) = (LOAD: c +) a (kBf16Rows rows of KP bf16, row stride
+/// lda) @ the two packed panels p0 and p1 (KP / 2 rows of 16 words each).
+template <bool LOAD>
+inline void dot_bf16_block(float* __restrict c, int64_t ldc, const bf16* __restrict a, int64_t lda,
+                           const uint32_t* __restrict p0, const uint32_t* __restrict p1, int64_t KP) {
+  vfloat acc[kBf16Rows][2];
+  PTO_UNROLL
+  for (int64_t r = 0; r < kBf16Rows; ++r) {
+    acc[r][0] = LOAD ? vload(c + r * ldc) : vfloat{};
+    acc[r][1] = LOAD ? vload(c + r * ldc + 16) : vfloat{};
+  }
+  for (int64_t kp = 0; kp < KP / 2; ++kp) {
+    vbf16_pairs b0, b1;
+    memcpy(&b0, p0 + kp * 16, sizeof b0);
+    memcpy(&b1, p1 + kp * 16, sizeof b1);
+    PTO_UNROLL
+  for (int64_t r = 0; r < kBf16Rows; ++r) {
+      int32_t pair;
+      memcpy(&pair, a + r * lda + 2 * kp, sizeof pair);
+      const vbf16_pairs av = vbf16_pairs{} + pair;
+      acc[r][0] = dot_bf16_pairs(acc[r][0], av, b0);
+      acc[r][1] = dot_bf16_pairs(acc[r][1], av, b1);
+    }
+  }
+  PTO_UNROLL
+  for (int64_t r = 0; r < kBf16Rows; ++r) {
+    vstore(c + r * ldc, acc[r][0]);
+    vstore(c + r * ldc + 16, acc[r][1]);
+  }
+}
+
+#undef PTO_UNROLL
+
+#if PTO_BF16_DOT == 2
+/// AMX: the process asks the OS once for the tile-data state (Linux's arch_prctl
+/// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); false where it refuses (the VDPBF16PS kernel runs).
+inline bool amx_permitted() {
+  static const bool ok = [] {
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "0"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+    return r == 0;
+  }();
+  return ok;
+}
+
+/// The tile configuration: palette 1, the eight tiles 16 rows of 64 bytes (C: 16 x 16 floats;
+/// A: 16 rows of 32 bf16; B: 16 rows of 16 pairs).
+struct alignas(64) AmxConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+#define PTO_TILE_LOAD(t, base, stride) \
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(base), "r"(static_cast<int64_t>(stride)) : "memory")
+#define PTO_TILE_STORE(t, base, stride) \
+  __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(base), "r"(static_cast<int64_t>(stride)) : "memory")
+#define PTO_TILE_DOT(c, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::: "memory")
+#define PTO_TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::: "memory")
+
+/// c (32 x 32 floats, row stride ldc) = (LOAD: c +) a (32 rows of KP bf16, row stride lda) @ the
+/// packed panels p0 and p1: four C tiles (tmm0-3), two of a (tmm4-5), two of b (tmm6-7).
+template <bool LOAD>
+inline void amx_bf16_block(float* __restrict c, int64_t ldc, const bf16* __restrict a, int64_t lda,
+                           const uint32_t* __restrict p0, const uint32_t* __restrict p1, int64_t KP) {
+  const int64_t cs = ldc * 4, as = lda * 2;
+  float* c1 = c + 16 * ldc;
+  if (LOAD) {
+    PTO_TILE_LOAD(0, c, cs);
+    PTO_TILE_LOAD(1, c + 16, cs);
+    PTO_TILE_LOAD(2, c1, cs);
+    PTO_TILE_LOAD(3, c1 + 16, cs);
+  } else {
+    PTO_TILE_ZERO(0);
+    PTO_TILE_ZERO(1);
+    PTO_TILE_ZERO(2);
+    PTO_TILE_ZERO(3);
+  }
+  const bf16* a1 = a + 16 * lda;
+  for (int64_t k = 0; k < KP; k += 32) {
+    PTO_TILE_LOAD(4, a + k, as);
+    PTO_TILE_LOAD(6, p0 + k * 8, 64);
+    PTO_TILE_DOT(0, 4, 6);
+    PTO_TILE_LOAD(7, p1 + k * 8, 64);
+    PTO_TILE_DOT(1, 4, 7);
+    PTO_TILE_LOAD(5, a1 + k, as);
+    PTO_TILE_DOT(2, 5, 6);
+    PTO_TILE_DOT(3, 5, 7);
+  }
+  PTO_TILE_STORE(0, c, cs);
+  PTO_TILE_STORE(1, c + 16, cs);
+  PTO_TILE_STORE(2, c1, cs);
+  PTO_TILE_STORE(3, c1 + 16, cs);
+}
+#undef PTO_TILE_LOAD
+#undef PTO_TILE_STORE
+#undef PTO_TILE_DOT
+#undef PTO_TILE_ZERO
+#endif  // PTO_BF16_DOT == 2
+
+/// d (M x N floats) = or += a (M x K bf16) @ b (K x N bf16), rows past `rows` not multiplied (a
+/// TMATMUL zeroes them). Blocks of RB rows and 32 columns; a block that crosses the valid rows or N
+/// runs in a buffer. a is copied, zero-padded, where K is not a whole number of the kernel's k step
+/// or the blocks' rows reach past the tile's.
+template <bool ACC, int64_t M, int64_t K, int64_t N, bool AMX>
+bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows) {
+  constexpr int64_t RB = AMX ? 32 : kBf16Rows, KS = AMX ? 32 : 2;
+  constexpr int64_t KP = (K + KS - 1) / KS * KS, NP = (N + 31) / 32 * 32;
+  const int64_t MP = (rows + RB - 1) / RB * RB;
+  const bool pad_a = KP != K || MP > M;
+  const int64_t b_words = KP / 2 * NP;
+  auto* packed = static_cast<uint32_t*>(matmul_scratch(b_words * 4 + (pad_a ? MP * KP * 2 : 0)));
+  if (packed == nullptr) return false;
+  pack_bf16_pairs(packed, b, K, N, N, KP, NP);
+  const bf16* ap = a;
+  int64_t lda = K;
+  if (pad_a) {
+    auto* pa = reinterpret_cast<bf16*>(packed + b_words);
+    for (int64_t i = 0; i < MP; ++i) {
+      bf16* __restrict row = pa + i * KP;
+      int64_t k = 0;
+      if (i < rows)
+        for (; k < K; ++k) row[k] = a[i * K + k];
+      for (; k < KP; ++k) row[k].bits = 0;
+    }
+    ap = pa;
+    lda = KP;
+  }
+  alignas(64) float buf[RB * 32];
+  for (int64_t j = 0; j < NP; j += 32) {
+    const uint32_t* p0 = packed + (j / 16) * (KP / 2) * 16;
+    const uint32_t* p1 = p0 + (KP / 2) * 16;
+    const int64_t w = N - j < 32 ? N - j : 32;
+    for (int64_t i = 0; i < rows; i += RB) {
+      const int64_t h = rows - i < RB ? rows - i : RB;
+      const bool whole = h == RB && w == 32;
+      float* c = whole ? d + i * N + j : buf;
+      const int64_t ldc = whole ? N : 32;
+      if (!whole && ACC) {
+        memset(buf, 0, sizeof buf);
+        for (int64_t r = 0; r < h; ++r) memcpy(buf + r * 32, d + (i + r) * N + j, sizeof(float) * w);
+      }
+#if PTO_BF16_DOT == 2
+      if constexpr (AMX) {
+        amx_bf16_block<ACC>(c, ldc, ap + i * lda, lda, p0, p1, KP);
+      } else
+#endif
+      {
+        dot_bf16_block<ACC>(c, ldc, ap + i * lda, lda, p0, p1, KP);
+      }
+      if (!whole)
+        for (int64_t r = 0; r < h; ++r) memcpy(d + (i + r) * N + j, buf + r * 32, sizeof(float) * w);
+    }
+  }
+  return true;
+}
+
+#endif  // PTO_BF16_DOT
+
+/// TMATMUL of bf16 a and b into float d: by dot products where the target has them, else (a
+/// program written with such a product for a target without them, or no memory to pack b) by the
+/// i-k-j loop, widening each element as it reads it.
+template <bool ACC, int64_t M, int64_t K, int64_t N>
+void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows) {
+  if (rows > M) rows = M;
+  if (rows < 0) rows = 0;
+  if (!ACC && rows < M) memset(d + rows * N, 0, sizeof(float) * (M - rows) * N);
+  if (rows == 0) return;
+#if PTO_BF16_DOT == 2
+  if (amx_permitted()) {
+    static const AmxConfig config;
+    __asm__ volatile("ldtilecfg %0" ::"m"(config));
+    const bool done = matmul_bf16_dot<ACC, M, K, N, true>(d, a, b, rows);
+    __asm__ volatile("tilerelease" ::: "memory");
+    if (done) return;
+  }
+#endif
+#if PTO_BF16_DOT
+  if (matmul_bf16_dot<ACC, M, K, N, false>(d, a, b, rows)) return;
+#endif
+  for (int64_t i = 0; i < rows; ++i) {
+    float* __restrict drow = d + i * N;
+    if (!ACC)
+      for (int64_t j = 0; j < N; ++j) drow[j] = 0.0f;
+    for (int64_t k = 0; k < K; ++k) {
+      const float av = cvt<float, bf16>(a[i * K + k]);
+      const bf16* __restrict brow = b + k * N;
+      for (int64_t j = 0; j < N; ++j) drow[j] += av * cvt<float, bf16>(brow[j]);
+    }
+  }
+}
+
+}  // namespace pto
