@@ -132,8 +132,10 @@ def test_numpy_inputs_and_dynamic_rows():
 
 
 def test_large_outputs_are_streamed_from_the_chain():
-    # 16 MiB of output: the fused store writes each strip with non-temporal stores.
-    m, n = 2048, 2048
+    # An output at the streaming threshold (16 MiB with 1 MiB L2s, sixteen times this CPU's L2): the
+    # fused store writes each strip with non-temporal stores.
+    n = 2048
+    m = max(2048, -(-16 * pypto._C.cpu_target_info("native")["l2_bytes"] // (n * 4)))
     x = torch.randn(m, n)
     compiled = pypto.compile(softmax_of(m, n, (2, n)), x)
     src = compiled.source()
