@@ -27,8 +27,8 @@ const std::vector<std::string> kV2 = {"cx16", "lahf_lm", "popcnt", "pni", "ssse3
 const std::vector<std::string> kV3Extra = {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"};
 const std::vector<std::string> kV4Extra = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"};
 // Features beyond the levels that the tile library may use when the CPU has them (native).
-const std::vector<std::string> kOptional = {"avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16", "avx512_fp16", "avx512vbmi", "asimd",
-                                            "asimdhp", "sve", "bf16", "fphp"};
+const std::vector<std::string> kOptional = {"avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16", "avx512_fp16",
+                                            "avx512vbmi", "asimd", "asimdhp", "sve", "bf16", "fphp"};
 
 std::vector<std::string> join(std::initializer_list<const std::vector<std::string>*> parts) {
   std::vector<std::string> out;

@@ -71,7 +71,7 @@ inline void dot_bf16_block(float* __restrict c, int64_t ldc, const bf16* __restr
     memcpy(&b0, p0 + kp * 16, sizeof b0);
     memcpy(&b1, p1 + kp * 16, sizeof b1);
     PTO_UNROLL
-  for (int64_t r = 0; r < kBf16Rows; ++r) {
+    for (int64_t r = 0; r < kBf16Rows; ++r) {
       int32_t pair;
       memcpy(&pair, a + r * lda + 2 * kp, sizeof pair);
       const vbf16_pairs av = vbf16_pairs{} + pair;
