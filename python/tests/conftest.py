@@ -39,3 +39,9 @@ def fresh_cpu_target(monkeypatch):
     yield
     pypto.set_cpu_target(None)
     pypto._C.testing.set_host_features(None)
+
+
+def streaming_rows(n: int) -> int:
+    """Rows of n floats that make an output at stream_stores' threshold (sixteen times this CPU's
+    L2): at least 2048 (16 MiB of 2048-float rows with 1 MiB L2s)."""
+    return max(2048, -(-16 * pypto._C.cpu_target_info("native")["l2_bytes"] // (n * 4)))

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import pypto
-from conftest import softmax_kernel as softmax_of
+from conftest import softmax_kernel as softmax_of, streaming_rows
 
 
 def fused_blocks(src: str) -> list[str]:
@@ -135,7 +135,7 @@ def test_large_outputs_are_streamed_from_the_chain():
     # An output at the streaming threshold (16 MiB with 1 MiB L2s, sixteen times this CPU's L2): the
     # fused store writes each strip with non-temporal stores.
     n = 2048
-    m = max(2048, -(-16 * pypto._C.cpu_target_info("native")["l2_bytes"] // (n * 4)))
+    m = streaming_rows(n)
     x = torch.randn(m, n)
     compiled = pypto.compile(softmax_of(m, n, (2, n)), x)
     src = compiled.source()

@@ -10,11 +10,10 @@ import pytest
 import torch
 
 import pypto
+from conftest import streaming_rows
 
-# Rows of 2048 floats that make an output at the streaming threshold: 2048 rows (16 MiB) with L2s of
-# at most 1 MiB, more with larger ones.
 L2_BYTES = pypto._C.cpu_target_info("native")["l2_bytes"]
-BIG = max(2048, -(-16 * L2_BYTES // (2048 * 4)))
+BIG = streaming_rows(2048)  # rows of 2048 floats at the streaming threshold
 
 
 def scaled_softmax(m, n, tile):
