@@ -291,10 +291,11 @@ struct StmtChecker {
         // b_trans: a float product may read a bf16 b (widened as it is read).
         if (!(in.b_trans && a->dtype == DataType::FP32 && b->dtype == DataType::BF16)) same(a, b);
         if (acc) same(dst, srcs[0]);
-        // Or bf16 a and b of a float product (by bf16 dot products where the target has them).
+        // Or bf16 a and b of a float product (by bf16 dot products where the target has them; b
+        // as it lies, [K, N], or transposed, [N, K], with b_trans).
         const bool widening = (dst->dtype == DataType::INT32 &&
                                (a->dtype == DataType::INT8 || a->dtype == DataType::INT16)) ||
-                              (dst->dtype == DataType::FP32 && a->dtype == DataType::BF16 && !in.b_trans);
+                              (dst->dtype == DataType::FP32 && a->dtype == DataType::BF16);
         if (!widening) same(dst, a);
         return;
       }

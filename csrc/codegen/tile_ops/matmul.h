@@ -467,7 +467,7 @@ __attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const S
 ///
 /// `rows` (the instruction's valid rows, when it has them) bounds the float product: rows past it
 /// are not multiplied; a TMATMUL sets them to zero, as the product of a's zero-filled rows would.
-template <bool ACC, int64_t M, int64_t K, int64_t N>
+template <bool ACC, int64_t M, int64_t K, int64_t N, bool BT = false>
 void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows);
 
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t M0 = M, int64_t K0 = K, int64_t N0 = N,
@@ -653,29 +653,36 @@ inline void matmul_bt_rows(float* __restrict d, const float* __restrict a, const
 /// expand_tiles for products of few rows, where the transposing load of b would cost more than the
 /// product: here every element of b is read once, in order. A float product may take a bf16 b
 /// (SB), widened as it is read: a bf16 weight moves half the bytes and is not converted by its
-/// load. `rows` as in tmatmul.
-template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, typename SB = T>
-__attribute__((noinline)) PTO_CONTRACT void tmatmul_bt(T* __restrict dst, const T* __restrict a,
+/// load. bf16 a and bt of a float product (SA, deduced) multiply by bf16 dot products, which read
+/// the pairs of k adjacent in bt's rows (tmatmul_bf16). `rows` as in tmatmul.
+template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, typename SB = T, typename SA = T>
+__attribute__((noinline)) PTO_CONTRACT void tmatmul_bt(T* __restrict dst, const SA* __restrict a,
                                                        const SB* __restrict bt, int64_t rows = M) {
   PTO_CONTRACT_BODY
-  rows = rows < 0 ? 0 : rows > M ? M : rows;
-  if (!ACC) memset(dst + rows * N, 0, sizeof(T) * (M - rows) * N);
-  if constexpr (std::is_same<T, float>::value) {
-    for (int64_t i0 = 0; i0 < rows; i0 += kBtRows) {
-      const int64_t r = rows - i0 < kBtRows ? rows - i0 : kBtRows;
-      int64_t j0 = 0;
-      for (; j0 + kBtCols <= N; j0 += kBtCols)
-        matmul_bt_rows<kBtCols, ACC, K, N, SB>(dst + i0 * N + j0, a + i0 * K, bt + j0 * K, r);
-      for (; j0 < N; ++j0) matmul_bt_rows<1, ACC, K, N, SB>(dst + i0 * N + j0, a + i0 * K, bt + j0 * K, r);
-    }
+  if constexpr (!std::is_same<SA, T>::value) {
+    static_assert(std::is_same<T, float>::value && std::is_same<SA, bf16>::value && std::is_same<SB, bf16>::value,
+                  "an a of another type than the product's is a float product's bf16, with a bf16 b");
+    tmatmul_bf16<ACC, M, K, N, true>(dst, a, bt, rows);
   } else {
-    static_assert(std::is_same<T, SB>::value, "a b of another type than the product's is a float product's bf16");
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        T sum = T(0);
-        for (int64_t k = 0; k < K; ++k) sum = wrapping_add(sum, wrapping_mul(a[i * K + k], bt[j * K + k]));
-        dst[i * N + j] = ACC ? wrapping_add(dst[i * N + j], sum) : sum;
+    rows = rows < 0 ? 0 : rows > M ? M : rows;
+    if (!ACC) memset(dst + rows * N, 0, sizeof(T) * (M - rows) * N);
+    if constexpr (std::is_same<T, float>::value) {
+      for (int64_t i0 = 0; i0 < rows; i0 += kBtRows) {
+        const int64_t r = rows - i0 < kBtRows ? rows - i0 : kBtRows;
+        int64_t j0 = 0;
+        for (; j0 + kBtCols <= N; j0 += kBtCols)
+          matmul_bt_rows<kBtCols, ACC, K, N, SB>(dst + i0 * N + j0, a + i0 * K, bt + j0 * K, r);
+        for (; j0 < N; ++j0) matmul_bt_rows<1, ACC, K, N, SB>(dst + i0 * N + j0, a + i0 * K, bt + j0 * K, r);
       }
+    } else {
+      static_assert(std::is_same<T, SB>::value, "a b of another type than the product's is a float product's bf16");
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          T sum = T(0);
+          for (int64_t k = 0; k < K; ++k) sum = wrapping_add(sum, wrapping_mul(a[i * K + k], bt[j * K + k]));
+          dst[i * N + j] = ACC ? wrapping_add(dst[i * N + j], sum) : sum;
+        }
+    }
   }
 }
 

@@ -37,6 +37,47 @@ inline void pack_bf16_pairs(uint32_t* __restrict out, const bf16* __restrict b, 
   }
 }
 
+typedef uint32_t vwords16 __attribute__((vector_size(64)));
+
+/// dst (16 rows of 16 words, row stride 16) = the transpose of the 16 x 16 words at src (row stride
+/// ss): four rounds of interleaving row i with row i + 8 transpose a 16 x 16 matrix.
+inline void transpose_words16(uint32_t* __restrict dst, const uint32_t* __restrict src, int64_t ss) {
+  vwords16 r[16], t[16];
+  for (int i = 0; i < 16; ++i) memcpy(&r[i], src + i * ss, sizeof r[i]);
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = __builtin_shufflevector(r[i], r[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      t[2 * i + 1] =
+          __builtin_shufflevector(r[i], r[i + 8], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    }
+    for (int i = 0; i < 16; ++i) r[i] = t[i];
+  }
+  for (int i = 0; i < 16; ++i) memcpy(dst + i * 16, &r[i], sizeof r[i]);
+}
+
+/// The packed b of bt^T, with `bt` the N x K bf16 tile (row stride K) of a transposed b: a pair of
+/// k is adjacent in a row of bt, so a panel is a transpose of the words of 16 rows.
+inline void pack_bf16_pairs_transposed(uint32_t* __restrict out, const bf16* __restrict bt, int64_t K, int64_t N,
+                                       int64_t KP, int64_t NP) {
+  const int64_t whole_k = K % 2 == 0 ? K / 2 / 16 * 16 : 0;  // words of a row transposed by blocks
+  for (int64_t p = 0; p < NP / 16; ++p) {
+    uint32_t* __restrict panel = out + p * (KP / 2) * 16;
+    const int64_t j0 = p * 16;
+    const int64_t w = N - j0 < 16 ? N - j0 : 16;
+    int64_t kp = 0;
+    if (w == 16)
+      for (; kp < whole_k; kp += 16)
+        transpose_words16(panel + kp * 16, reinterpret_cast<const uint32_t*>(bt + j0 * K) + kp, K / 2);
+    for (; kp < KP / 2; ++kp)
+      for (int64_t c = 0; c < 16; ++c) {
+        const int64_t k = 2 * kp;
+        const uint32_t lo = c < w && k < K ? bt[(j0 + c) * K + k].bits : 0;
+        const uint32_t hi = c < w && k + 1 < K ? bt[(j0 + c) * K + k + 1].bits : 0;
+        panel[kp * 16 + c] = lo | hi << 16;
+      }
+  }
+}
+
 /// One register block of the VDPBF16PS micro-kernel: kBf16Rows rows of two panels (32 columns).
 constexpr int64_t kBf16Rows = 8;
 static_assert(kVecFloats == 16, "bf16 dot products are an AVX-512 library's (PTO_BF16_DOT needs PTO_ISA 4)");
@@ -157,11 +198,11 @@ inline void amx_bf16_block(float* __restrict c, int64_t ldc, const bf16* __restr
 #undef PTO_TILE_ZERO
 #endif  // PTO_BF16_DOT == 2
 
-/// d (M x N floats) = or += a (M x K bf16) @ b (K x N bf16), rows past `rows` not multiplied (a
-/// TMATMUL zeroes them). Blocks of RB rows and 32 columns; a block that crosses the valid rows or N
+/// d (M x N floats) = or += a (M x K bf16) @ b (K x N bf16; BT: b^T, the N x K tile of a transposed
+/// b), rows past `rows` not multiplied (a TMATMUL zeroes them). Blocks of RB rows and 32 columns; a block that crosses the valid rows or N
 /// runs in a buffer. a is copied, zero-padded, where K is not a whole number of the kernel's k step
 /// or the blocks' rows reach past the tile's.
-template <bool ACC, int64_t M, int64_t K, int64_t N, bool AMX>
+template <bool ACC, int64_t M, int64_t K, int64_t N, bool AMX, bool BT>
 bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows) {
   constexpr int64_t RB = AMX ? 32 : kBf16Rows, KS = AMX ? 32 : 2;
   constexpr int64_t KP = (K + KS - 1) / KS * KS, NP = (N + 31) / 32 * 32;
@@ -170,7 +211,11 @@ bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* 
   const int64_t b_words = KP / 2 * NP;
   auto* packed = static_cast<uint32_t*>(matmul_scratch(b_words * 4 + (pad_a ? MP * KP * 2 : 0)));
   if (packed == nullptr) return false;
-  pack_bf16_pairs(packed, b, K, N, N, KP, NP);
+  if constexpr (BT) {
+    pack_bf16_pairs_transposed(packed, b, K, N, KP, NP);
+  } else {
+    pack_bf16_pairs(packed, b, K, N, N, KP, NP);
+  }
   const bf16* ap = a;
   int64_t lda = K;
   if (pad_a) {
@@ -216,10 +261,11 @@ bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* 
 
 #endif  // PTO_BF16_DOT
 
-/// TMATMUL of bf16 a and b into float d: by dot products where the target has them, else (a
-/// program written with such a product for a target without them, or no memory to pack b) by the
-/// i-k-j loop, widening each element as it reads it.
-template <bool ACC, int64_t M, int64_t K, int64_t N>
+/// TMATMUL of bf16 a and b (BT: the N x K tile of a transposed b, TMATMUL ... b_trans) into float d:
+/// by dot products where the target has them, else (a program written with such a product for a
+/// target without them, or no memory to pack b) by the i-k-j loop, widening each element as it
+/// reads it.
+template <bool ACC, int64_t M, int64_t K, int64_t N, bool BT>
 void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows) {
   if (rows > M) rows = M;
   if (rows < 0) rows = 0;
@@ -229,13 +275,13 @@ void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __r
   if (amx_permitted()) {
     static const AmxConfig config;
     __asm__ volatile("ldtilecfg %0" ::"m"(config));
-    const bool done = matmul_bf16_dot<ACC, M, K, N, true>(d, a, b, rows);
+    const bool done = matmul_bf16_dot<ACC, M, K, N, true, BT>(d, a, b, rows);
     __asm__ volatile("tilerelease" ::: "memory");
     if (done) return;
   }
 #endif
 #if PTO_BF16_DOT
-  if (matmul_bf16_dot<ACC, M, K, N, false>(d, a, b, rows)) return;
+  if (matmul_bf16_dot<ACC, M, K, N, false, BT>(d, a, b, rows)) return;
 #endif
   for (int64_t i = 0; i < rows; ++i) {
     float* __restrict drow = d + i * N;
@@ -243,8 +289,7 @@ void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __r
       for (int64_t j = 0; j < N; ++j) drow[j] = 0.0f;
     for (int64_t k = 0; k < K; ++k) {
       const float av = cvt<float, bf16>(a[i * K + k]);
-      const bf16* __restrict brow = b + k * N;
-      for (int64_t j = 0; j < N; ++j) drow[j] += av * cvt<float, bf16>(brow[j]);
+      for (int64_t j = 0; j < N; ++j) drow[j] += av * cvt<float, bf16>(BT ? b[j * K + k] : b[k * N + j]);
     }
   }
 }

@@ -129,14 +129,19 @@ std::vector<Stmt> Expander::matmul(const TensorOp& op, int idx, std::string& not
   // A float product of few rows whose b is the transpose of a tensor ([N, K] in memory, as a
   // linear layer's weight): b is loaded as the [N, K] tile it is there and multiplied by dot
   // products (tmatmul ... b_trans), instead of being transposed while it loads.
-  const int bt = acc_dt == DataType::FP32 && mt <= kFewRows ? transposed_base(op.inputs[1]) : -1;
-  // bf16 a and b of a float product stay bf16 where the target multiplies them by bf16 dot
-  // products (AMX or AVX512-BF16: tmatmul packs b in pairs of k); elsewhere they widen as they load.
+  const int transposed = acc_dt == DataType::FP32 ? transposed_base(op.inputs[1]) : -1;
+  int bt = mt <= kFewRows ? transposed : -1;
+  // bf16 a and b of a float product of more rows stay bf16 where the target multiplies them by
+  // bf16 dot products (AMX or AVX512-BF16: tmatmul packs b in pairs of k); elsewhere they widen as
+  // they load. A transposed b ([N, K] in memory) is then loaded as it lies too: its pairs of k are
+  // adjacent there, so the packing reads them as words and no load transposes two-byte elements.
   const bool bf16_dot = acc_dt == DataType::FP32 && bt < 0 && av.dtype == DataType::BF16 &&
                         g_.value(op.inputs[1]).dtype == DataType::BF16 && !target_.bf16_dot_products().empty();
-  if (bf16_dot)
-    note += fmt::format("{}bf16 operands multiplied by {} dot products", note.empty() ? "" : "; ",
-                        target_.bf16_dot_products());
+  if (bf16_dot) {
+    bt = transposed;
+    note += fmt::format("{}bf16 operands multiplied by {} dot products{}", note.empty() ? "" : "; ",
+                        target_.bf16_dot_products(), bt >= 0 ? ", b packed from its [N, K] layout" : "");
+  }
   auto step = [&](const Expr& kk, int acc, std::vector<Stmt>& body) {
     int a = load_mm(op.inputs[0], s, s.offset[r - 2], s.valid[r - 2], mt, k_off(kk), k_valid(kk), kt, acc_dt, body,
                     bf16_dot);

@@ -113,6 +113,7 @@ def test_the_vdpbf16ps_kernel_where_the_cpu_has_avx512_bf16():
         mm = product(m, k, n, pypto.DT_FP32, cube)
         check(mm(a, b), want, pypto.DT_FP32)
         assert f"#define PTO_BF16_DOT {1 if runs_here else 0}" in pypto.compile(mm, a, b).source()
+        check(linear(m, k, n, pypto.DT_FP32, cube)(a, b.t().contiguous()), want, pypto.DT_FP32)
 
 
 def test_dot_products_sum_the_same_values_as_the_widened_product():
@@ -124,3 +125,50 @@ def test_dot_products_sum_the_same_values_as_the_widened_product():
     generic = mm(a, b)
     torch.testing.assert_close(native, generic, rtol=2e-6, atol=2e-6)
     torch.testing.assert_close(native, a.float() @ b.float(), rtol=2e-6, atol=2e-6)
+
+
+def linear(m, k, n, out_dtype, cube=None, dynamic=False):
+    """a @ w^T with w in nn.Linear's [out, in] layout (matmul b_trans=True)."""
+    @pypto.frontend.jit
+    def lin(a: pypto.Tensor((ROWS if dynamic else m, k), pypto.DT_BF16), w: pypto.Tensor((n, k), pypto.DT_BF16)):
+        if cube:
+            pypto.set_cube_tile_shapes(*cube)
+        return pypto.matmul(a, w, out_dtype=out_dtype, b_trans=True)
+
+    return lin
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("m,k,n,cube", [
+    (128, 256, 192, None),                                  # default cube tiles
+    (200, 150, 160, ([32, 64], [128, 128], [32, 128])),     # tails in m, k and n
+    (64, 512, 96, ([64, 64], [128, 128], [64, 64])),        # k in several tiles (tmatmul_acc)
+    (40, 33, 20, ([16, 16], [32, 32], [16, 16])),           # odd k: a pair straddles two rows of w
+])
+@pytest.mark.parametrize("out_dtype", [pypto.DT_FP32, pypto.DT_BF16])
+def test_products_with_a_transposed_b_match_torch(target, m, k, n, cube, out_dtype):
+    # With dot products the [N, K] weight is loaded as it lies and packed from there (its pairs of
+    # k are adjacent); without, it is transposed as it loads and widened.
+    pypto.set_cpu_target(target)
+    a, b, want = operands(m, k, n, seed=m * k + n)
+    w = b.t().contiguous()
+    lin = linear(m, k, n, out_dtype, cube)
+    check(lin(a, w), want, out_dtype)
+    compiled = pypto.compile(lin, a, w)
+    dot = bool(_C.cpu_target_info(target)["bf16_dot_products"])
+    pto = compiled.pto()
+    assert bool(re.search(r"tmatmul[^\n]* b_trans", pto)) == dot, pto
+    assert ("b packed from its [N, K] layout" in compiled.dump("passes")) == dot
+    loads = re.findall(r"tload %[ab]\[[^\n]*: !pto\.tile<[0-9x]+x(\w+)>", pto)
+    assert loads and set(loads) == {"bf16" if dot else "f32"}, pto
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("rows", [9, 33, 100])
+def test_a_transposed_b_with_a_dynamic_m(target, rows):
+    pypto.set_cpu_target(target)
+    k, n = 96, 80
+    a, b, want = operands(rows, k, n, seed=rows + 1)
+    got = linear(rows, k, n, pypto.DT_FP32, ([64, 64], [96, 96], [64, 64]), dynamic=True)(a, b.t().contiguous())
+    assert got.shape == (rows, n)
+    check(got, want, pypto.DT_FP32)
