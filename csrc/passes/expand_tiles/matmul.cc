@@ -135,12 +135,16 @@ std::vector<Stmt> Expander::matmul(const TensorOp& op, int idx, std::string& not
   // bf16 dot products (AMX or AVX512-BF16: tmatmul packs b in pairs of k); elsewhere they widen as
   // they load. A transposed b ([N, K] in memory) is then loaded as it lies too: its pairs of k are
   // adjacent there, so the packing reads them as words and no load transposes two-byte elements.
-  const bool bf16_dot = acc_dt == DataType::FP32 && bt < 0 && av.dtype == DataType::BF16 &&
+  // With few rows and a transposed b, a stays bf16 too: each output is a dot product of two rows
+  // read as they lie, nothing packed.
+  const bool bf16_dot = acc_dt == DataType::FP32 && av.dtype == DataType::BF16 &&
                         g_.value(op.inputs[1]).dtype == DataType::BF16 && !target_.bf16_dot_products().empty();
   if (bf16_dot) {
+    const bool few = bt >= 0;
     bt = transposed;
     note += fmt::format("{}bf16 operands multiplied by {} dot products{}", note.empty() ? "" : "; ",
-                        target_.bf16_dot_products(), bt >= 0 ? ", b packed from its [N, K] layout" : "");
+                        few ? "avx512" : target_.bf16_dot_products(),
+                        few ? " along k of rows as they lie" : bt >= 0 ? ", b packed from its [N, K] layout" : "");
   }
   auto step = [&](const Expr& kk, int acc, std::vector<Stmt>& body) {
     int a = load_mm(op.inputs[0], s, s.offset[r - 2], s.valid[r - 2], mt, k_off(kk), k_valid(kk), kt, acc_dt, body,

@@ -144,6 +144,8 @@ def linear(m, k, n, out_dtype, cube=None, dynamic=False):
     (200, 150, 160, ([32, 64], [128, 128], [32, 128])),     # tails in m, k and n
     (64, 512, 96, ([64, 64], [128, 128], [64, 64])),        # k in several tiles (tmatmul_acc)
     (40, 33, 20, ([16, 16], [32, 32], [16, 16])),           # odd k: a pair straddles two rows of w
+    (1, 4096, 40, ([1, 1], [4096, 4096], [16, 16])),        # a decode step: one row, whole-row tiles
+    (6, 200, 37, ([8, 8], [128, 128], [16, 16])),           # few rows, tails in k and n
 ])
 @pytest.mark.parametrize("out_dtype", [pypto.DT_FP32, pypto.DT_BF16])
 def test_products_with_a_transposed_b_match_torch(target, m, k, n, cube, out_dtype):
@@ -156,19 +158,25 @@ def test_products_with_a_transposed_b_match_torch(target, m, k, n, cube, out_dty
     check(lin(a, w), want, out_dtype)
     compiled = pypto.compile(lin, a, w)
     dot = bool(_C.cpu_target_info(target)["bf16_dot_products"])
-    pto = compiled.pto()
-    assert bool(re.search(r"tmatmul[^\n]* b_trans", pto)) == dot, pto
-    assert ("b packed from its [N, K] layout" in compiled.dump("passes")) == dot
-    loads = re.findall(r"tload %[ab]\[[^\n]*: !pto\.tile<[0-9x]+x(\w+)>", pto)
-    assert loads and set(loads) == {"bf16" if dot else "f32"}, pto
+    few = m <= 8   # at most 8 rows: dot products along k of a's and w's rows, nothing packed
+    pto, passes = compiled.pto(), compiled.dump("passes")
+    assert bool(re.search(r"tmatmul[^\n]* b_trans", pto)) == (dot or few), pto
+    assert ("b packed from its [N, K] layout" in passes) == (dot and not few)
+    assert ("dot products along k of rows as they lie" in passes) == (dot and few)
+    loads = re.findall(r"tload %[aw]\[[^\n]*: !pto\.tile<[0-9x]+x(\w+)>", pto)
+    # Without dot products the loads widen, but for a b read b_trans by few rows (widened as read).
+    assert loads and set(loads) == ({"bf16"} if dot else {"f32", "bf16"} if few else {"f32"}), pto
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("rows", [9, 33, 100])
-def test_a_transposed_b_with_a_dynamic_m(target, rows):
+@pytest.mark.parametrize("rows,cube", [
+    (9, ([64, 64], [96, 96], [64, 64])), (33, ([64, 64], [96, 96], [64, 64])), (100, ([64, 64], [96, 96], [64, 64])),
+    (3, ([8, 8], [96, 96], [16, 16])), (13, ([8, 8], [64, 64], [16, 16])),   # few-row tiles, a partial last one
+])
+def test_a_transposed_b_with_a_dynamic_m(target, rows, cube):
     pypto.set_cpu_target(target)
     k, n = 96, 80
     a, b, want = operands(rows, k, n, seed=rows + 1)
-    got = linear(rows, k, n, pypto.DT_FP32, ([64, 64], [96, 96], [64, 64]), dynamic=True)(a, b.t().contiguous())
+    got = linear(rows, k, n, pypto.DT_FP32, cube, dynamic=True)(a, b.t().contiguous())
     assert got.shape == (rows, n)
     check(got, want, pypto.DT_FP32)
