@@ -22,9 +22,12 @@ Rows (tokens per second, higher is better):
   chunked for prefill, recurrent for decode); decode continues after a prefill of --prefill's
   first length (transformers with its cache).
 
-Like benchmarks/run.py it sets OMP_WAIT_POLICY=PASSIVE unless it is set: torch's spinning OpenMP
-threads otherwise take the cores pypto's tasks run on next. The script checks each pypto result
-against the eager module's before timing.
+OMP_WAIT_POLICY is left as the environment has it (unset: OpenMP's own policy, what a torch program
+gets), so torch's threads spin briefly after each parallel region and pypto's tasks share the cores
+with them. --omp-passive sets PASSIVE (unless it is set), as benchmarks/run.py does for its kernels:
+torch's threads then sleep between parallel regions, which a block of many small ops (a MoE block,
+a decode step) pays for in wake-ups, up to 2.2x its time here (docs/performance.md). The script
+checks each pypto result against the eager module's before timing.
 """
 
 import argparse
@@ -32,7 +35,9 @@ import os
 import statistics
 import sys
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+if "--omp-passive" in sys.argv:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+OMP_POLICY = os.environ.get("OMP_WAIT_POLICY", "unset")   # as OpenMP reads it when torch loads
 
 import torch  # noqa: E402 - after the OpenMP setting
 
@@ -284,6 +289,8 @@ def main() -> None:
                         help="the blocks to measure")
     parser.add_argument("--deepseek-experts", type=int, default=32, help="routed experts of the deepseek_v3_moe block")
     parser.add_argument("--experts", type=int, default=128, help="routed experts of the qwen3_moe block")
+    parser.add_argument("--omp-passive", action="store_true",
+                        help="set OMP_WAIT_POLICY=PASSIVE (unless set) before torch loads")
     args = parser.parse_args()
     args.prefill = [int(s) for s in args.prefill.split(",") if s]
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
@@ -291,7 +298,7 @@ def main() -> None:
 
     m = machine_info()
     print(f"{m['cpu']} (family {m['cpu_family']}, model {m['cpu_model']}), {m['cores']} cores; torch {torch.__version__}, transformers "
-          f"{transformers.__version__}; {args.dtype}; OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}; "
+          f"{transformers.__version__}; {args.dtype}; OMP_WAIT_POLICY={OMP_POLICY}; "
           f"cpu target {pypto.get_cpu_target()}")
     print(f"| block | pypto tok/s | eager tok/s | torch.compile tok/s | vs eager | vs compile | max rel. err |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
