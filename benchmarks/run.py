@@ -465,6 +465,27 @@ def matmul_bf16_kernel(s: int) -> Kernel:
                            f"target: {dots}")
 
 
+def pypto_linear_bf16(m: int, k: int, n: int):
+    @pypto.frontend.jit(pass_options={"sram_budget_kb": 1024})   # as models/common.py: a core's L2
+    def linear_bf16(x: pypto.Tensor((m, k), pypto.DT_BF16), w: pypto.Tensor((n, k), pypto.DT_BF16)):
+        pypto.set_cube_tile_shapes([256, 256], [256, 256], [256, 256])   # the model blocks' prefill tiles
+        return pypto.matmul(x, w, out_dtype=pypto.DT_BF16, b_trans=True)
+    return linear_bf16
+
+
+def linear_bf16_kernel(m: int) -> Kernel:
+    """A LLaMA-3-8B MLP projection in bf16: x [m, 4096] @ w^T, w [14336, 4096] in nn.Linear's layout."""
+    k, n = 4096, 14336
+    inputs = (randn(m, k, dtype=torch.bfloat16), randn(n, k, scale=k ** -0.5, dtype=torch.bfloat16))
+    dots = pypto._C.cpu_target_info(pypto.get_cpu_target())["bf16_dot_products"] or "none (widened to fp32)"
+    return Kernel(f"linear bf16 {m}x{k} @ [{n}, {k}]^T", inputs, pypto_linear_bf16(m, k, n),
+                  lambda x, w: x @ w.t(), ("torch.nn.functional.linear", torch.nn.functional.linear),
+                  "n/a: NumPy has no bfloat16", 2.0 * m * k * n, "GFLOP/s", tol=(2e-2, 2e-2),
+                  reference=lambda x, w: x.double() @ w.double().t(),
+                  footnote=f"bf16 in and out, the weight read transposed; pypto's bf16 dot products on this "
+                           f"target: {dots}")
+
+
 def pypto_scaled_mm_int8(s: int):
     @pypto.jit
     def scaled_mm_int8(a: pypto.Tensor((s, s), pypto.DT_INT8), b: pypto.Tensor((s, s), pypto.DT_INT8),
@@ -536,6 +557,7 @@ def kernel_builders(quick: bool) -> list[Callable[[], Kernel]]:
             + [functools.partial(matmul_kernel, s) for s in matmul_sizes]
             + [functools.partial(matmul_low_precision_kernel, dt) for dt in (torch.float16, torch.bfloat16)]
             + [functools.partial(matmul_bf16_kernel, s) for s in matmul_sizes if s >= 512 or quick]
+            + [functools.partial(linear_bf16_kernel, m) for m in ([64] if quick else [512, 1])]
             + [scaled_mm_int8_kernel, conv_kernel, matmul_bias_gelu_kernel]
             + [functools.partial(attention_kernel, s, d) for s, d in attention])
 
