@@ -515,6 +515,16 @@ std::string Replace(const std::string& text, const std::string& from, const std:
   return text.substr(0, at) + to + text.substr(at + from.size());
 }
 
+/// Parses `text`, which must fail the verifier with a message containing `message`.
+void ExpectVerifyError(const std::string& text, const std::string& message) {
+  try {
+    verify(parse_pto(text));
+    ADD_FAILURE() << "verified:\n" << text;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+}
+
 /// Parses `marked` (with one '$' at the expected error position) and checks the error.
 void ExpectSyntaxError(const std::string& marked, const std::string& message, const std::string& name) {
   size_t at = marked.find('$');
@@ -762,19 +772,8 @@ TEST(PtoParserTest, AMatmulWithBTransAndValidRowsRoundTrips) {
       "}\n";
   ExpectRoundTrip(text);
   verify(parse_pto(text));
-  auto fails = [](const std::string& bad, const std::string& message) {
-    try {
-      verify(parse_pto(bad));
-      ADD_FAILURE() << "verified:\n" << bad;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
-    }
-  };
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string s = text;
-    s.replace(s.find(from), from.size(), to);
-    return s;
-  };
+  const auto& fails = ExpectVerifyError;
+  auto with = [&](const std::string& from, const std::string& to) { return Replace(text, from, to); };
   // A float product with b_trans may read a bf16 b; without b_trans the operands must agree.
   std::string bf16_b = text;
   for (const std::string from : {"!pto.memref<gm,10x3,f32>", "!pto.tile<10x3xf32>"})
@@ -791,6 +790,40 @@ TEST(PtoParserTest, AMatmulWithBTransAndValidRowsRoundTrips) {
   fails(with("tload %b[0, 0] : !pto.tile<10x3xf32>", "tload %b[0, 0] : !pto.tile<3x10xf32>")
             .replace(text.find("%t1 = alloc_tile : !pto.tile<10x3xf32>"), 38, "%t1 = alloc_tile : !pto.tile<3x10xf32>"),
         "tiles do not form [M, K] @ [N, K]^T -> [M, N]");
+}
+
+// A load may view a bf16 matmul operand with its source's row pitch (tload ... view strided): it
+// prints and parses back; the flag needs `view`, and only the operands of a product of two bf16
+// tiles may be read so.
+TEST(PtoParserTest, AStridedViewOfABf16MatmulOperandRoundTrips) {
+  const std::string text =
+      "module @mm entry @main\n"
+      "\n"
+      "incore func @k(%a: !pto.memref<gm,16x64,bf16>, %b: !pto.memref<gm,64x16,bf16>, %o: !pto.memref<gm,16x16,f32> out) buffer_bytes=0 {\n"
+      "  %t0 = alloc_tile : !pto.tile<16x32xbf16>\n"
+      "  %t1 = alloc_tile : !pto.tile<32x16xbf16>\n"
+      "  %t2 = alloc_tile : !pto.tile<16x16xf32>\n"
+      "  %t0 = tload %a[0, 0] view strided : !pto.tile<16x32xbf16>\n"
+      "  %t1 = tload %b[0, 0] view : !pto.tile<32x16xbf16>\n"
+      "  %t2 = tmatmul %t0, %t1 : !pto.tile<16x16xf32>\n"
+      "  tstore %t2, %o[0, 0]\n"
+      "  return\n"
+      "}\n"
+      "\n"
+      "orchestration func @main(%x: !pto.memref<gm,16x64,bf16>, %y: !pto.memref<gm,64x16,bf16>, %z: !pto.memref<gm,16x16,f32> out) {\n"
+      "  CALL @k(%a -> %x[0, 0; 16, 64], %b -> %y[0, 0; 64, 16], %o -> %z[0, 0; 16, 16])\n"
+      "  return\n"
+      "}\n";
+  ExpectRoundTrip(text);
+  verify(parse_pto(text));
+  const auto& fails = ExpectVerifyError;
+  auto with = [&](const std::string& from, const std::string& to) { return Replace(text, from, to); };
+  // Read by anything but a bf16 product: an elementwise op, or a product whose other tile is float.
+  fails(with("  tstore %t2, %o[0, 0]\n", "  %t0 = tabs %t0 : !pto.tile<16x32xbf16>\n  tstore %t2, %o[0, 0]\n"),
+        "which a load views strided");
+  std::string float_b = with("%t1 = tload %b[0, 0] view : !pto.tile<32x16xbf16>", "%t1 = tload %b[0, 0] : !pto.tile<32x16xf32>");
+  float_b.replace(float_b.find("%t1 = alloc_tile : !pto.tile<32x16xbf16>"), 40, "%t1 = alloc_tile : !pto.tile<32x16xf32>");
+  EXPECT_THROW(verify(parse_pto(float_b)), Error);
 }
 
 // An int8 (or int16) matmul keeps its operands in their stored type: i8 loads (which may view

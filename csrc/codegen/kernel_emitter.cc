@@ -87,6 +87,7 @@ class KernelEmitter {
     for_each_leaf(f_.body, [&](const Stmt& s) {
       auto* in = std::get_if<Instr>(&s.node);
       if (in != nullptr && in->op == Opcode::TLOAD && in->view) view_tiles_.insert(in->dst);
+      if (in != nullptr && in->op == Opcode::TLOAD && in->strided) strided_tiles_.insert(in->dst);
       streams_ = streams_ || (in != nullptr && in->stream);
     });
     // Buffers with disjoint live ranges share arena bytes (plan_buffers; fuse_chains may give a tile
@@ -102,6 +103,8 @@ class KernelEmitter {
         decls += fmt::format("  {}* {}_buf = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, tn(t), ty, at,
                              tile_type(t));
         decls += fmt::format("  const {}* {} = {}_buf;\n", ty, tn(t), tn(t));
+        // A strided view's row pitch (tload ... view strided): the tile's own row length when copied.
+        if (strided_tiles_.count(t.id)) decls += fmt::format("  int64_t {}_ld = {};\n", tn(t), t.shape.back());
       } else {
         decls += fmt::format("  {}* {} = reinterpret_cast<{}*>(arena + {});  // {}\n", ty, tn(t), ty, at,
                              tile_type(t));
@@ -348,10 +351,15 @@ class KernelEmitter {
           o += fmt::format("{}  pto::tload_panels<{}, {}, {}>({}, {}, {}_shape, {}, {}, valid); }}\n", pad,
                            ctype(t.dtype), t.shape.back(), in.panels, buf, t.shape.size(), tn(t), address(in),
                            mem_stride_.at(in.memref));
+        } else if (view && in.strided) {
+          o += fmt::format("{}  {} = pto::tload_view_strided<{}, {}>({}, {}, {}_shape, {}, {}, valid, {}_ld); }}\n", pad,
+                           tn(t), ctype(t.dtype), t.shape.back(), buf, t.shape.size(), tn(t), address(in),
+                           mem_stride_.at(in.memref), tn(t));
         } else if (view) {
           o += fmt::format("{}  {} = pto::tload_view{}; }}\n", pad, tn(t), call);
         } else {
           if (view_tile) o += fmt::format("{}  {} = {};\n", pad, tn(t), buf);
+          if (strided_tiles_.count(in.dst)) o += fmt::format("{}  {}_ld = {};\n", pad, tn(t), t.shape.back());
           o += fmt::format("{}  pto::tload{}; }}\n", pad, call);
         }
         return;
@@ -457,6 +465,14 @@ class KernelEmitter {
                       N0 = in.l0.empty() ? N : in.l0[2];
         // Valid rows (set by expand_tiles where they may be fewer than the tile's) bound the product.
         std::string rows = in.valid.size() >= 2 ? ", " + cexpr(in.valid[in.valid.size() - 2]) : "";
+        // Operands a load views strided (bf16 products): their row pitches follow the rows.
+        if (strided_tiles_.count(a.id) || strided_tiles_.count(b.id)) {
+          if (rows.empty()) rows = fmt::format(", {}", M);
+          auto pitch = [&](const TileDecl& x) {
+            return strided_tiles_.count(x.id) ? tn(x) + "_ld" : std::to_string(x.shape.back());
+          };
+          rows += fmt::format(", {}, {}", pitch(a), pitch(b));
+        }
         if (in.b_trans) {
           o += fmt::format("{}pto::tmatmul_bt<{}, {}, {}, {}, {}, {}>({}, {}, {}{});{}\n", pad, acc ? "true" : "false",
                            ctype(t.dtype), M, K, N, ctype(b.dtype), tn(t), tn(a), tn(b), rows, comment);
@@ -572,6 +588,7 @@ class KernelEmitter {
   const FunctionBounds& bounds_;         // accesses checked where they run (checked_where_run)
   std::map<int, std::string> mem_ptr_, mem_stride_, mem_extent_;
   bool streams_ = false;                // some store streams (the kernel ends with a fence)
+  std::set<int> strided_tiles_;         // view tiles some load may view with the source's row pitch
   std::set<int> view_tiles_;            // tiles some load may point at its source (const pointers)
 };
 

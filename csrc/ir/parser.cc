@@ -1048,6 +1048,13 @@ class Parser {
         if (flag) L.fail(at, fmt::format("{} given twice", in.op == Opcode::TLOAD ? "view" : "stream"));
         flag = true;
         L.advance(in.op == Opcode::TLOAD ? 4 : 6);
+        if (in.op == Opcode::TLOAD) {
+          L.skip_ws();
+          if (L.starts_with_word("strided")) {
+            in.strided = true;
+            L.advance(7);
+          }
+        }
       } else if (in.op == Opcode::TSCATTER && L.starts_with("reduce=")) {
         if (reduce) L.fail(at, "reduce= given twice");
         reduce = true;

@@ -67,7 +67,7 @@ void print_instr(std::string& out, const Instr& in, const Names& n, const std::s
   switch (in.op) {
     case Opcode::TLOAD:
       out += fmt::format("{}%{} = tload %{}[{}]{}{}{} : {}\n", pad, n.tile_name(in.dst), n.memref(in.memref),
-                         exprs(in.offsets), valid, in.view ? " view" : "",
+                         exprs(in.offsets), valid, in.view ? (in.strided ? " view strided" : " view") : "",
                          in.panels > 0 ? fmt::format(" panels={}", in.panels) : std::string(), type);
       return;
     case Opcode::TSTORE:

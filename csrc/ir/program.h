@@ -83,6 +83,10 @@ struct Instr {
   /// TLOAD (pass plan_view_loads): the tile may point into the source memory instead of copying it,
   /// where the box lies there densely. Printed ` view`.
   bool view = false;
+  /// TLOAD view (pass plan_view_loads): the box need only be dense along its rows: the tile may
+  /// point at the source with the source's row pitch, which its readers take (only the operands of
+  /// bf16 matmuls, the bf16 dot-product kernels, read a tile so). Printed ` view strided`.
+  bool strided = false;
   /// TLOAD and TMATMUL* (pass plan_matmul_panels): 0, or the width of the column panels the tile is
   /// laid out in: a TLOAD writes its [rows, cols] tile as cols / panels panels, each holding its
   /// columns of every row one row after another; a TMATMUL reads its b operand laid out so. Printed

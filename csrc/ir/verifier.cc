@@ -102,6 +102,7 @@ struct StmtChecker {
     std::string what = opcode_name(in.op);
     if (!allow_instr) fail("level.no-instr", fmt::format("tile instruction {} is not allowed at this level", what));
     if (in.view && in.op != Opcode::TLOAD) fail("instr.view", fmt::format("{}: only a tload may view its source", what));
+    if (in.strided && !in.view) fail("instr.view", fmt::format("{}: strided without view", what));
     if (in.stream && in.op != Opcode::TSTORE) fail("instr.stream", fmt::format("{}: only a tstore may stream", what));
     if (in.atomic && in.op != Opcode::TSTORE) fail("instr.atomic", fmt::format("{}: only a tstore may be atomic_add", what));
     if (in.panels < 0 || (in.panels > 0 && in.op != Opcode::TLOAD && in.op != Opcode::TMATMUL &&
@@ -648,6 +649,41 @@ void check_panel_layouts(const InCoreFunction& f) {
   }
 }
 
+/// A tile some load views with its source's row pitch (tload ... view strided) is read only as an
+/// operand (a or b, not the accumulator) of matmuls of bf16 operands: only their kernels take a pitch.
+void check_strided_views(const InCoreFunction& f) {
+  std::set<int> strided;
+  std::vector<const Instr*> seq;
+  for_each_instr(f.body, [&](const Instr& in) {
+    seq.push_back(&in);
+    if (in.op == Opcode::TLOAD && in.strided) strided.insert(in.dst);
+  });
+  if (strided.empty()) return;
+  auto decl = [&](int id) -> const TileDecl* {
+    for (const TileDecl& t : f.tiles)
+      if (t.id == id) return &t;
+    return nullptr;
+  };
+  auto bf16 = [&](int id) {
+    const TileDecl* t = decl(id);
+    return t != nullptr && t->dtype == DataType::BF16 && t->shape.size() >= 2;
+  };
+  for (const Instr* in : seq) {
+    const size_t first = in->op == Opcode::TMATMUL_ACC ? 1 : 0;
+    const bool mm = (in->op == Opcode::TMATMUL || in->op == Opcode::TMATMUL_ACC) && in->srcs.size() >= first + 2 &&
+                    bf16(in->srcs[first]) && bf16(in->srcs[first + 1]);
+    for (size_t i = 0; i < in->srcs.size(); ++i) {
+      if (!strided.count(in->srcs[i])) continue;
+      const TileDecl* t = decl(in->srcs[i]);
+      const bool ok = mm && i >= first;
+      if (!ok)
+        fail("tile.strided", fmt::format("@{}: {} reads tile %{}, which a load views strided: only the operands of a "
+                                         "matmul of two bf16 tiles may be read with their source's row pitch",
+                                         f.name, opcode_name(in->op), t ? t->name : std::to_string(in->srcs[i])));
+    }
+  }
+}
+
 void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs) {
   check_tiles_unique(f.tiles);
   std::set<int> visible(f.locals.begin(), f.locals.end());
@@ -669,6 +705,7 @@ void verify_function(const InCoreFunction& f, const std::vector<MemRef>& memrefs
   // orchestration passes it what it needs.
   c.check(f.body);
   check_panel_layouts(f);
+  check_strided_views(f);
   // Stores into inputs would race with other readers of the caller's tensors.
   for_each_instr(f.body, [&](const Instr& in) {
     if (!writes_memory(in.op)) return;

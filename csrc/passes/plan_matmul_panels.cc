@@ -112,7 +112,7 @@ void plan(InCoreFunction& f, const std::vector<MemRef>& memrefs, const Target& t
     if (in.op == Opcode::TLOAD) {
       auto it = ok.find(in.dst);
       in.panels = it != ok.end() && it->second ? w : 0;
-      if (in.panels > 0) in.view = false;
+      if (in.panels > 0) in.view = in.strided = false;
     } else if (is_matmul(in.op)) {
       auto it = ok.find(in.srcs[b_pos(in)]);
       in.panels = it != ok.end() && it->second ? w : 0;

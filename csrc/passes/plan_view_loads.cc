@@ -7,7 +7,10 @@
 // (no value carried around a loop), and no instruction writes memory between the load and the last
 // read of what it loaded (except that last reader when it is a TSTORE or TSCATTER into another global
 // tensor), nor, for a load from a local buffer, a tile plan_buffers placed over that buffer's bytes.
-// Every other TLOAD loses the flag.
+// Every other TLOAD loses the flag. A viewing load whose tile is bf16 and read only as an operand (a or
+// b) of matmuls also gets `strided`: its box need be dense only along its rows, the tile taking the
+// source's row pitch (the bf16 dot-product kernels read their operands with a pitch), so a tile of a
+// weight's or an activation's rows is read where it lies instead of copied.
 #include "passes/plan_view_loads.h"
 
 #include <fmt/format.h>
@@ -84,11 +87,24 @@ void plan(InCoreFunction& f, const std::vector<MemRef>& memrefs) {
     }
     if (seq[q]->op == Opcode::TLOAD) current[seq[q]->dst] = q;
   }
-  int views = 0;
+  // Tiles read only as the a or b operand of matmuls of two bf16 operands (whose kernels take a row
+  // pitch; a float a with a bf16 b widens b through the float kernel, which does not).
+  std::set<int> pitched;
+  for (const TileDecl& t : f.tiles)
+    if (t.dtype == DataType::BF16 && t.shape.size() >= 2) pitched.insert(t.id);
+  for (const Instr* in : seq) {
+    const size_t first = in->op == Opcode::TMATMUL_ACC ? 1 : 0;
+    const bool mm = (in->op == Opcode::TMATMUL || in->op == Opcode::TMATMUL_ACC) &&
+                    dtype_of(in->srcs.at(first)) == DataType::BF16 && dtype_of(in->srcs.at(first + 1)) == DataType::BF16;
+    for (size_t i = 0; i < in->srcs.size(); ++i)
+      if (!mm || i < first) pitched.erase(in->srcs[i]);
+  }
+  int views = 0, strided = 0;
   for (size_t p = 0; p < seq.size(); ++p) {
     Instr& in = *seq[p];
     if (in.op != Opcode::TLOAD) continue;
     in.view = false;
+    in.strided = false;
     if (excluded.count(in.dst)) continue;
     const size_t end = last_read.count(p) ? last_read.at(p) : p;
     bool stored = false;
@@ -96,9 +112,13 @@ void plan(InCoreFunction& f, const std::vector<MemRef>& memrefs) {
       stored = (writes_memory(seq[q]->op) && !writes_elsewhere(*seq[q], q == end, in.memref, memrefs)) ||
                overwrites_local(f, *seq[q], in.memref, memrefs);
     in.view = !stored;
+    in.strided = in.view && pitched.count(in.dst) > 0;
     views += in.view;
+    strided += in.strided;
   }
-  if (views > 0) pass_note(fmt::format("@{}: {} load(s) may view their source", f.name, views));
+  if (views > 0)
+    pass_note(fmt::format("@{}: {} load(s) may view their source{}", f.name, views,
+                          strided > 0 ? fmt::format(", {} of them strided (bf16 matmul operands)", strided) : ""));
 }
 
 }  // namespace

@@ -468,17 +468,20 @@ __attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const S
 /// `rows` (the instruction's valid rows, when it has them) bounds the float product: rows past it
 /// are not multiplied; a TMATMUL sets them to zero, as the product of a's zero-filled rows would.
 template <bool ACC, int64_t M, int64_t K, int64_t N, bool BT = false>
-void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows);
+void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows,
+                  int64_t lda, int64_t ldb);
 
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t M0 = M, int64_t K0 = K, int64_t N0 = N,
           typename S = T>
-inline void tmatmul(T* __restrict dst, const S* __restrict a, const S* __restrict b, int64_t rows = M) {
+inline void tmatmul(T* __restrict dst, const S* __restrict a, const S* __restrict b, int64_t rows = M,
+                    int64_t lda = K, int64_t ldb = N) {
   static_assert(M % M0 == 0 && K % K0 == 0 && N % N0 == 0, "the L0 cube tile must divide the tile");
   // bf16 operands of a float product (matmul_bf16.h): by dot products over the whole tile, which
   // blocks it by its own register tiles (the L0 blocks are the float micro-kernel's).
   if constexpr (std::is_same<T, float>::value && std::is_same<S, bf16>::value) {
-    tmatmul_bf16<ACC, M, K, N>(dst, a, b, rows);
+    tmatmul_bf16<ACC, M, K, N>(dst, a, b, rows, lda, ldb);
   } else {
+    (void)lda, (void)ldb;  // other operands are whole tiles
     constexpr bool kFloat = std::is_same<T, float>::value && std::is_same<S, float>::value;
     if (!kFloat || rows > M) rows = M;  // other types multiply the whole tile
     if (rows < 0) rows = 0;
@@ -657,13 +660,15 @@ inline void matmul_bt_rows(float* __restrict d, const float* __restrict a, const
 /// the pairs of k adjacent in bt's rows (tmatmul_bf16). `rows` as in tmatmul.
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, typename SB = T, typename SA = T>
 __attribute__((noinline)) PTO_CONTRACT void tmatmul_bt(T* __restrict dst, const SA* __restrict a,
-                                                       const SB* __restrict bt, int64_t rows = M) {
+                                                       const SB* __restrict bt, int64_t rows = M,
+                                                       int64_t lda = K, int64_t ldb = K) {
   PTO_CONTRACT_BODY
   if constexpr (!std::is_same<SA, T>::value) {
     static_assert(std::is_same<T, float>::value && std::is_same<SA, bf16>::value && std::is_same<SB, bf16>::value,
                   "an a of another type than the product's is a float product's bf16, with a bf16 b");
-    tmatmul_bf16<ACC, M, K, N, true>(dst, a, bt, rows);
+    tmatmul_bf16<ACC, M, K, N, true>(dst, a, bt, rows, lda, ldb);
   } else {
+    (void)lda, (void)ldb;
     rows = rows < 0 ? 0 : rows > M ? M : rows;
     if (!ACC) memset(dst + rows * N, 0, sizeof(T) * (M - rows) * N);
     if constexpr (std::is_same<T, float>::value) {

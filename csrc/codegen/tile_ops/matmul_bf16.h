@@ -55,11 +55,12 @@ inline void transpose_words16(uint32_t* __restrict dst, const uint32_t* __restri
   for (int i = 0; i < 16; ++i) memcpy(dst + i * 16, &r[i], sizeof r[i]);
 }
 
-/// The packed b of bt^T, with `bt` the N x K bf16 tile (row stride K) of a transposed b: a pair of
+/// The packed b of bt^T, with `bt` the N x K bf16 tile (row stride KS) of a transposed b: a pair of
 /// k is adjacent in a row of bt, so a panel is a transpose of the words of 16 rows.
 inline void pack_bf16_pairs_transposed(uint32_t* __restrict out, const bf16* __restrict bt, int64_t K, int64_t N,
-                                       int64_t KP, int64_t NP) {
-  const int64_t whole_k = K % 2 == 0 ? K / 2 / 16 * 16 : 0;  // words of a row transposed by blocks
+                                       int64_t KS, int64_t KP, int64_t NP) {
+  // Words of a row transposed by blocks (where pairs and rows start on whole words).
+  const int64_t whole_k = K % 2 == 0 && KS % 2 == 0 ? K / 2 / 16 * 16 : 0;
   for (int64_t p = 0; p < NP / 16; ++p) {
     uint32_t* __restrict panel = out + p * (KP / 2) * 16;
     const int64_t j0 = p * 16;
@@ -67,12 +68,12 @@ inline void pack_bf16_pairs_transposed(uint32_t* __restrict out, const bf16* __r
     int64_t kp = 0;
     if (w == 16)
       for (; kp < whole_k; kp += 16)
-        transpose_words16(panel + kp * 16, reinterpret_cast<const uint32_t*>(bt + j0 * K) + kp, K / 2);
+        transpose_words16(panel + kp * 16, reinterpret_cast<const uint32_t*>(bt + j0 * KS) + kp, KS / 2);
     for (; kp < KP / 2; ++kp)
       for (int64_t c = 0; c < 16; ++c) {
         const int64_t k = 2 * kp;
-        const uint32_t lo = c < w && k < K ? bt[(j0 + c) * K + k].bits : 0;
-        const uint32_t hi = c < w && k + 1 < K ? bt[(j0 + c) * K + k + 1].bits : 0;
+        const uint32_t lo = c < w && k < K ? bt[(j0 + c) * KS + k].bits : 0;
+        const uint32_t hi = c < w && k + 1 < K ? bt[(j0 + c) * KS + k + 1].bits : 0;
         panel[kp * 16 + c] = lo | hi << 16;
       }
   }
@@ -203,7 +204,8 @@ inline void amx_bf16_block(float* __restrict c, int64_t ldc, const bf16* __restr
 /// runs in a buffer. a is copied, zero-padded, where K is not a whole number of the kernel's k step
 /// or the blocks' rows reach past the tile's.
 template <bool ACC, int64_t M, int64_t K, int64_t N, bool AMX, bool BT>
-bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows) {
+bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows,
+                     int64_t lda_in, int64_t ldb) {
   constexpr int64_t RB = AMX ? 32 : kBf16Rows, KS = AMX ? 32 : 2;
   constexpr int64_t KP = (K + KS - 1) / KS * KS, NP = (N + 31) / 32 * 32;
   const int64_t MP = (rows + RB - 1) / RB * RB;
@@ -212,19 +214,19 @@ bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* 
   auto* packed = static_cast<uint32_t*>(matmul_scratch(b_words * 4 + (pad_a ? MP * KP * 2 : 0)));
   if (packed == nullptr) return false;
   if constexpr (BT) {
-    pack_bf16_pairs_transposed(packed, b, K, N, KP, NP);
+    pack_bf16_pairs_transposed(packed, b, K, N, ldb, KP, NP);
   } else {
-    pack_bf16_pairs(packed, b, K, N, N, KP, NP);
+    pack_bf16_pairs(packed, b, K, N, ldb, KP, NP);
   }
   const bf16* ap = a;
-  int64_t lda = K;
+  int64_t lda = lda_in;
   if (pad_a) {
     auto* pa = reinterpret_cast<bf16*>(packed + b_words);
     for (int64_t i = 0; i < MP; ++i) {
       bf16* __restrict row = pa + i * KP;
       int64_t k = 0;
       if (i < rows)
-        for (; k < K; ++k) row[k] = a[i * K + k];
+        for (; k < K; ++k) row[k] = a[i * lda_in + k];
       for (; k < KP; ++k) row[k].bits = 0;
     }
     ap = pa;
@@ -266,45 +268,49 @@ bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* 
 constexpr int64_t kBf16FewRows = 8, kBf16BtRows = 4, kBf16BtCols = 4;
 
 template <int64_t MR, int64_t NR, bool ACC, int64_t K, int64_t N>
-inline void dot_bf16_bt_block(float* __restrict d, const bf16* __restrict a, const bf16* __restrict bt) {
+inline void dot_bf16_bt_block(float* __restrict d, const bf16* __restrict a, int64_t lda, const bf16* __restrict bt,
+                              int64_t ldb) {
   vfloat acc[MR][NR];
   for (int64_t i = 0; i < MR; ++i)
     for (int64_t j = 0; j < NR; ++j) acc[i][j] = vfloat{};
   int64_t k = 0;
   for (; k + 32 <= K; k += 32) {
     vbf16_pairs bv[NR];
-    for (int64_t j = 0; j < NR; ++j) memcpy(&bv[j], bt + j * K + k, sizeof bv[j]);
+    for (int64_t j = 0; j < NR; ++j) memcpy(&bv[j], bt + j * ldb + k, sizeof bv[j]);
     for (int64_t i = 0; i < MR; ++i) {
       vbf16_pairs av;
-      memcpy(&av, a + i * K + k, sizeof av);
+      memcpy(&av, a + i * lda + k, sizeof av);
       for (int64_t j = 0; j < NR; ++j) acc[i][j] = dot_bf16_pairs(acc[i][j], av, bv[j]);
     }
   }
   for (int64_t i = 0; i < MR; ++i)
     for (int64_t j = 0; j < NR; ++j) {
       float sum = vsum(acc[i][j]);
-      for (int64_t kk = k; kk < K; ++kk) sum += cvt<float, bf16>(a[i * K + kk]) * cvt<float, bf16>(bt[j * K + kk]);
+      for (int64_t kk = k; kk < K; ++kk)
+        sum += cvt<float, bf16>(a[i * lda + kk]) * cvt<float, bf16>(bt[j * ldb + kk]);
       d[i * N + j] = ACC ? d[i * N + j] + sum : sum;
     }
 }
 
 /// Rows [0, r) (r <= R, at run time) of one block of NR rows of bt.
 template <int64_t NR, bool ACC, int64_t K, int64_t N, int64_t R = kBf16BtRows>
-inline void dot_bf16_bt_rows(float* __restrict d, const bf16* __restrict a, const bf16* __restrict bt, int64_t r) {
+inline void dot_bf16_bt_rows(float* __restrict d, const bf16* __restrict a, int64_t lda, const bf16* __restrict bt,
+                             int64_t ldb, int64_t r) {
   if constexpr (R > 0) {
-    if (r == R) return dot_bf16_bt_block<R, NR, ACC, K, N>(d, a, bt);
-    dot_bf16_bt_rows<NR, ACC, K, N, R - 1>(d, a, bt, r);
+    if (r == R) return dot_bf16_bt_block<R, NR, ACC, K, N>(d, a, lda, bt, ldb);
+    dot_bf16_bt_rows<NR, ACC, K, N, R - 1>(d, a, lda, bt, ldb, r);
   }
 }
 
 template <bool ACC, int64_t M, int64_t K, int64_t N>
-void matmul_bf16_bt_few(float* __restrict d, const bf16* __restrict a, const bf16* __restrict bt, int64_t rows) {
+void matmul_bf16_bt_few(float* __restrict d, const bf16* __restrict a, const bf16* __restrict bt, int64_t rows,
+                        int64_t lda, int64_t ldb) {
   for (int64_t i0 = 0; i0 < rows; i0 += kBf16BtRows) {
     const int64_t r = rows - i0 < kBf16BtRows ? rows - i0 : kBf16BtRows;
     int64_t j0 = 0;
     for (; j0 + kBf16BtCols <= N; j0 += kBf16BtCols)
-      dot_bf16_bt_rows<kBf16BtCols, ACC, K, N>(d + i0 * N + j0, a + i0 * K, bt + j0 * K, r);
-    for (; j0 < N; ++j0) dot_bf16_bt_rows<1, ACC, K, N>(d + i0 * N + j0, a + i0 * K, bt + j0 * K, r);
+      dot_bf16_bt_rows<kBf16BtCols, ACC, K, N>(d + i0 * N + j0, a + i0 * lda, lda, bt + j0 * ldb, ldb, r);
+    for (; j0 < N; ++j0) dot_bf16_bt_rows<1, ACC, K, N>(d + i0 * N + j0, a + i0 * lda, lda, bt + j0 * ldb, ldb, r);
   }
 }
 
@@ -315,35 +321,36 @@ void matmul_bf16_bt_few(float* __restrict d, const bf16* __restrict a, const bf1
 /// target without them, or no memory to pack b) by the i-k-j loop, widening each element as it
 /// reads it.
 template <bool ACC, int64_t M, int64_t K, int64_t N, bool BT>
-void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows) {
+void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows, int64_t lda,
+                  int64_t ldb) {
   if (rows > M) rows = M;
   if (rows < 0) rows = 0;
   if (!ACC && rows < M) memset(d + rows * N, 0, sizeof(float) * (M - rows) * N);
   if (rows == 0) return;
 #if PTO_BF16_DOT
   if constexpr (BT && M <= kBf16FewRows) {  // few rows: dot products along K, nothing packed
-    return matmul_bf16_bt_few<ACC, M, K, N>(d, a, b, rows);
+    return matmul_bf16_bt_few<ACC, M, K, N>(d, a, b, rows, lda, ldb);
   }
 #endif
 #if PTO_BF16_DOT == 2
   if (amx_permitted()) {
     static const AmxConfig config;
     __asm__ volatile("ldtilecfg %0" ::"m"(config));
-    const bool done = matmul_bf16_dot<ACC, M, K, N, true, BT>(d, a, b, rows);
+    const bool done = matmul_bf16_dot<ACC, M, K, N, true, BT>(d, a, b, rows, lda, ldb);
     __asm__ volatile("tilerelease" ::: "memory");
     if (done) return;
   }
 #endif
 #if PTO_BF16_DOT
-  if (matmul_bf16_dot<ACC, M, K, N, false, BT>(d, a, b, rows)) return;
+  if (matmul_bf16_dot<ACC, M, K, N, false, BT>(d, a, b, rows, lda, ldb)) return;
 #endif
   for (int64_t i = 0; i < rows; ++i) {
     float* __restrict drow = d + i * N;
     if (!ACC)
       for (int64_t j = 0; j < N; ++j) drow[j] = 0.0f;
     for (int64_t k = 0; k < K; ++k) {
-      const float av = cvt<float, bf16>(a[i * K + k]);
-      for (int64_t j = 0; j < N; ++j) drow[j] += av * cvt<float, bf16>(BT ? b[j * K + k] : b[k * N + j]);
+      const float av = cvt<float, bf16>(a[i * lda + k]);
+      for (int64_t j = 0; j < N; ++j) drow[j] += av * cvt<float, bf16>(BT ? b[j * ldb + k] : b[k * ldb + j]);
     }
   }
 }

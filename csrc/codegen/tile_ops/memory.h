@@ -251,6 +251,23 @@ inline const T* tload_view(T* __restrict buf, int rank, const int64_t* tshape, c
   return buf;
 }
 
+/// TLOAD ... view strided: where the box is whole (valid covers the tile), its rows are dense
+/// (innermost stride 1) and the dims before the last two are 1, the tile is `src` with the source's
+/// row pitch `ld`; otherwise it is loaded into `buf` as tload does, `ld` its own row length.
+template <typename T, int64_t C>
+inline const T* tload_view_strided(T* __restrict buf, int rank, const int64_t* tshape, const T* src,
+                                   const int64_t* stride, const int64_t* valid, int64_t& ld) {
+  bool rows = rank >= 2 && stride[rank - 1] == 1;
+  for (int d = 0; d < rank && rows; ++d) rows = valid[d] >= tshape[d] && (d >= rank - 2 || tshape[d] == 1);
+  if (rows) {
+    ld = tshape[rank - 2] == 1 ? C : stride[rank - 2];
+    return src;
+  }
+  ld = C;
+  tload<T, C>(buf, rank, tshape, src, stride, valid);
+  return buf;
+}
+
 /// Element offsets ahead along a source row at which a transposing panel load prefetches.
 constexpr int64_t kPanelPrefetch = 64;
 

@@ -180,3 +180,23 @@ def test_a_transposed_b_with_a_dynamic_m(target, rows, cube):
     got = linear(rows, k, n, pypto.DT_FP32, cube, dynamic=True)(a, b.t().contiguous())
     assert got.shape == (rows, n)
     check(got, want, pypto.DT_FP32)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("transposed", [False, True])
+def test_operand_tiles_are_read_where_they_lie_with_the_row_pitch(target, transposed):
+    # k in four tiles, n in a whole and a partial tile: interior tiles of a and b are views with
+    # their tensor's row pitch (tload ... view strided), the partial ones copies; both multiply the
+    # same values. Without dot products the tiles widen to f32, which is no view.
+    pypto.set_cpu_target(target)
+    m, k, n = 64, 512, 96
+    cube = ([64, 64], [128, 128], [64, 64])
+    a, b, want = operands(m, k, n, seed=11)
+    fn = linear(m, k, n, pypto.DT_FP32, cube) if transposed else product(m, k, n, pypto.DT_FP32, cube)
+    args = (a, b.t().contiguous()) if transposed else (a, b)
+    check(fn(*args), want, pypto.DT_FP32)
+    compiled = pypto.compile(fn, *args)
+    dot = bool(_C.cpu_target_info(target)["bf16_dot_products"])
+    strided = re.findall(r"tload %\w+\[[^\n]* view strided :", compiled.pto())
+    assert len(strided) == (4 if dot else 0), compiled.pto()   # a and b, first k tile and the loop
+    assert ("strided (bf16 matmul operands)" in compiled.dump("passes")) == dot
