@@ -238,7 +238,8 @@ def test_more_rows_or_a_plain_b_keep_the_packed_product():
 @pytest.mark.parametrize("rows", [1, 4])
 def test_a_bf16_weight_of_a_few_row_product_is_read_in_bf16(rows):
     # bf16 x [rows, K] @ w^T, fp32 out: w's tiles stay bf16 ([32 rows of w, 64 of K], loaded as views
-    # of w, no conversion) and the product widens them as it reads them.
+    # of w, no conversion) and the product widens them as it reads them; where the CPU has bf16 dot
+    # products, x stays bf16 too and both are viewed with their row pitch (`view strided`).
     n, k = 75, 200
 
     @pypto.jit
@@ -251,7 +252,10 @@ def test_a_bf16_weight_of_a_few_row_product_is_read_in_bf16(rows):
     assert got.dtype == torch.float32
     torch.testing.assert_close(got, (x.double() @ w.double().T).float(), rtol=1e-5, atol=1e-5)
     pto = pypto.compile(linear, x, w).pto()
-    assert re.search(r"tload %w\[0, 0\] valid \[.*\] view : !pto.tile<32x64xbf16>", pto), pto
+    dot = bool(pypto._C.cpu_target_info(pypto.get_cpu_target())["bf16_dot_products"])
+    view = "view strided" if dot else "view"
+    assert re.search(rf"tload %w\[0, 0\] valid \[.*\] {view} : !pto.tile<32x64xbf16>", pto), pto
+    assert re.search(rf"tload %x\[[^\n]*: !pto.tile<{rows}x64x{'bf16' if dot else 'f32'}>", pto), pto
     assert re.search(r"tmatmul %\w+, %\w+ b_trans : !pto.tile<\d+x32xf32>", pto), pto
 
 
