@@ -42,6 +42,13 @@ int memory_tile(const Instr& in) {
   return reads_memory(in.op) ? in.dst : in.srcs.at(0);
 }
 
+bool reads_with_row_pitch(const Instr& in, size_t i, const std::function<DataType(int)>& dtype) {
+  if (in.op != Opcode::TMATMUL && in.op != Opcode::TMATMUL_ACC) return false;
+  const size_t first = in.op == Opcode::TMATMUL_ACC ? 1 : 0;  // past the accumulator
+  return i >= first && in.srcs.size() >= first + 2 && dtype(in.srcs[first]) == DataType::BF16 &&
+         dtype(in.srcs[first + 1]) == DataType::BF16;
+}
+
 bool accumulates_only(const std::vector<Stmt>& body, int memref) {
   int atomic = 0, other = 0;
   for_each_instr(body, [&](const Instr& in) {

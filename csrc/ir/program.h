@@ -106,6 +106,9 @@ bool reads_memory(Opcode op);
 bool writes_memory(Opcode op);
 /// The tile whose shape is the box a memory instruction touches.
 int memory_tile(const Instr& in);
+/// Whether `in` reads its source `i` as the a or b operand of a product of two bf16 tiles (`dtype`
+/// gives a tile's dtype): the only reads that take a strided view's row pitch (tload ... view strided).
+bool reads_with_row_pitch(const Instr& in, size_t i, const std::function<DataType(int)>& dtype);
 
 struct Stmt;
 struct NamedCall;

@@ -664,19 +664,16 @@ void check_strided_views(const InCoreFunction& f) {
       if (t.id == id) return &t;
     return nullptr;
   };
-  auto bf16 = [&](int id) {
+  // A rank-2 (or more) bf16 tile, as the pass views strided; anything else reads no pitch.
+  auto dtype = [&](int id) {
     const TileDecl* t = decl(id);
-    return t != nullptr && t->dtype == DataType::BF16 && t->shape.size() >= 2;
+    return t != nullptr && t->shape.size() >= 2 ? t->dtype : DataType::FP32;
   };
   for (const Instr* in : seq) {
-    const size_t first = in->op == Opcode::TMATMUL_ACC ? 1 : 0;
-    const bool mm = (in->op == Opcode::TMATMUL || in->op == Opcode::TMATMUL_ACC) && in->srcs.size() >= first + 2 &&
-                    bf16(in->srcs[first]) && bf16(in->srcs[first + 1]);
     for (size_t i = 0; i < in->srcs.size(); ++i) {
       if (!strided.count(in->srcs[i])) continue;
       const TileDecl* t = decl(in->srcs[i]);
-      const bool ok = mm && i >= first;
-      if (!ok)
+      if (!reads_with_row_pitch(*in, i, dtype))
         fail("tile.strided", fmt::format("@{}: {} reads tile %{}, which a load views strided: only the operands of a "
                                          "matmul of two bf16 tiles may be read with their source's row pitch",
                                          f.name, opcode_name(in->op), t ? t->name : std::to_string(in->srcs[i])));

@@ -92,13 +92,9 @@ void plan(InCoreFunction& f, const std::vector<MemRef>& memrefs) {
   std::set<int> pitched;
   for (const TileDecl& t : f.tiles)
     if (t.dtype == DataType::BF16 && t.shape.size() >= 2) pitched.insert(t.id);
-  for (const Instr* in : seq) {
-    const size_t first = in->op == Opcode::TMATMUL_ACC ? 1 : 0;
-    const bool mm = (in->op == Opcode::TMATMUL || in->op == Opcode::TMATMUL_ACC) &&
-                    dtype_of(in->srcs.at(first)) == DataType::BF16 && dtype_of(in->srcs.at(first + 1)) == DataType::BF16;
+  for (const Instr* in : seq)
     for (size_t i = 0; i < in->srcs.size(); ++i)
-      if (!mm || i < first) pitched.erase(in->srcs[i]);
-  }
+      if (!reads_with_row_pitch(*in, i, dtype_of)) pitched.erase(in->srcs[i]);
   int views = 0, strided = 0;
   for (size_t p = 0; p < seq.size(); ++p) {
     Instr& in = *seq[p];

@@ -613,41 +613,70 @@ inline vfloat vload_as_float(const bf16* p) {
   return f;
 }
 
-/// TMATMUL ... b_trans, one block: d (MR x NR, row stride N) = or += a (MR rows of K) @ bt^T for NR
-/// rows of bt (row stride K; float, or bf16 widened as it is read): MR x NR vector accumulators of
-/// products along K, their lanes summed at the end, the K tail in scalars.
-template <int64_t MR, int64_t NR, bool ACC, int64_t K, int64_t N, typename SB>
-inline PTO_CONTRACT void matmul_bt_block(float* __restrict d, const float* __restrict a, const SB* __restrict bt) {
+#if PTO_BF16_DOT
+static_assert(kVecFloats == 16, "bf16 dot products are an AVX-512 library's (PTO_BF16_DOT needs PTO_ISA 4)");
+typedef int32_t vbf16_pairs __attribute__((vector_size(64)));
+
+/// acc + the sum over each lane's pair of a[2l] * b[2l] + a[2l + 1] * b[2l + 1] (VDPBF16PS).
+inline vfloat dot_bf16_pairs(vfloat acc, vbf16_pairs a, vbf16_pairs b) {
+  __asm__("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
+#endif
+
+/// TMATMUL ... b_trans, one block: d (MR x NR, row stride N) = or += a (MR rows of K, row stride
+/// lda) @ bt^T for NR rows of bt (row stride ldb; float, or bf16 widened as it is read): MR x NR
+/// vector accumulators of products along K, their lanes summed at the end, the K tail in scalars.
+/// A bf16 a with a bf16 bt takes 32 k a VDPBF16PS where the target has it (pairs of k are adjacent
+/// in both rows), else is widened as it is read too.
+template <int64_t MR, int64_t NR, bool ACC, int64_t K, int64_t N, typename SB, typename SA>
+inline PTO_CONTRACT void matmul_bt_block(float* __restrict d, const SA* __restrict a, int64_t lda,
+                                         const SB* __restrict bt, int64_t ldb) {
   PTO_CONTRACT_BODY
   vfloat acc[MR][NR];
   for (int64_t i = 0; i < MR; ++i)
     for (int64_t j = 0; j < NR; ++j) acc[i][j] = vfloat{};
   int64_t k = 0;
+#if PTO_BF16_DOT
+  if constexpr (std::is_same<SA, bf16>::value && std::is_same<SB, bf16>::value) {
+    for (; k + 32 <= K; k += 32) {
+      vbf16_pairs bv[NR];
+      for (int64_t j = 0; j < NR; ++j) memcpy(&bv[j], bt + j * ldb + k, sizeof bv[j]);
+      for (int64_t i = 0; i < MR; ++i) {
+        vbf16_pairs av;
+        memcpy(&av, a + i * lda + k, sizeof av);
+        for (int64_t j = 0; j < NR; ++j) acc[i][j] = dot_bf16_pairs(acc[i][j], av, bv[j]);
+      }
+    }
+  }
+#endif
   for (; k + kVecFloats <= K; k += kVecFloats) {
     vfloat bv[NR];
-    for (int64_t j = 0; j < NR; ++j) bv[j] = vload_as_float(bt + j * K + k);
+    for (int64_t j = 0; j < NR; ++j) bv[j] = vload_as_float(bt + j * ldb + k);
     for (int64_t i = 0; i < MR; ++i) {
-      const vfloat av = vload(a + i * K + k);
+      const vfloat av = vload_as_float(a + i * lda + k);
       for (int64_t j = 0; j < NR; ++j) acc[i][j] += av * bv[j];
     }
   }
   for (int64_t i = 0; i < MR; ++i)
     for (int64_t j = 0; j < NR; ++j) {
       float sum = vsum(acc[i][j]);
-      for (int64_t kk = k; kk < K; ++kk) sum += a[i * K + kk] * cvt<float>(bt[j * K + kk]);
+      for (int64_t kk = k; kk < K; ++kk) sum += cvt<float>(a[i * lda + kk]) * cvt<float>(bt[j * ldb + kk]);
       d[i * N + j] = ACC ? d[i * N + j] + sum : sum;
     }
 }
 
-/// Register blocks of the b_trans product: kBtRows rows of a by kBtCols rows of b.
-constexpr int64_t kBtRows = 4, kBtCols = 4;
+/// Register blocks of the b_trans product: kBtRows rows of a by kBtCols rows of b. A bf16 product of
+/// at most kBtDotRows rows (expand_tiles' few rows, kFewRows) runs these blocks; more, the packed kernels.
+constexpr int64_t kBtRows = 4, kBtCols = 4, kBtDotRows = 8;
 
 /// Rows [0, r) (r <= kBtRows, at run time) of one column block of NR rows of bt.
-template <int64_t NR, bool ACC, int64_t K, int64_t N, typename SB, int64_t R = kBtRows>
-inline void matmul_bt_rows(float* __restrict d, const float* __restrict a, const SB* __restrict bt, int64_t r) {
+template <int64_t NR, bool ACC, int64_t K, int64_t N, typename SB, typename SA, int64_t R = kBtRows>
+inline void matmul_bt_rows(float* __restrict d, const SA* __restrict a, int64_t lda, const SB* __restrict bt,
+                           int64_t ldb, int64_t r) {
   if constexpr (R > 0) {
-    if (r == R) return matmul_bt_block<R, NR, ACC, K, N, SB>(d, a, bt);
-    matmul_bt_rows<NR, ACC, K, N, SB, R - 1>(d, a, bt, r);
+    if (r == R) return matmul_bt_block<R, NR, ACC, K, N, SB, SA>(d, a, lda, bt, ldb);
+    matmul_bt_rows<NR, ACC, K, N, SB, SA, R - 1>(d, a, lda, bt, ldb, r);
   }
 }
 
@@ -656,19 +685,21 @@ inline void matmul_bt_rows(float* __restrict d, const float* __restrict a, const
 /// expand_tiles for products of few rows, where the transposing load of b would cost more than the
 /// product: here every element of b is read once, in order. A float product may take a bf16 b
 /// (SB), widened as it is read: a bf16 weight moves half the bytes and is not converted by its
-/// load. bf16 a and bt of a float product (SA, deduced) multiply by bf16 dot products, which read
-/// the pairs of k adjacent in bt's rows (tmatmul_bf16). `rows` as in tmatmul.
+/// load. bf16 a and bt of a float product (SA, deduced) multiply by bf16 dot products: along k of
+/// both rows here for a tile of at most kBtDotRows rows (a decode step), else by tmatmul_bf16's
+/// packed kernels (pairs of k adjacent in bt's rows). `rows` as in tmatmul; lda and ldb the rows'
+/// pitches (a strided view's).
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, typename SB = T, typename SA = T>
 __attribute__((noinline)) PTO_CONTRACT void tmatmul_bt(T* __restrict dst, const SA* __restrict a,
                                                        const SB* __restrict bt, int64_t rows = M,
                                                        int64_t lda = K, int64_t ldb = K) {
   PTO_CONTRACT_BODY
-  if constexpr (!std::is_same<SA, T>::value) {
-    static_assert(std::is_same<T, float>::value && std::is_same<SA, bf16>::value && std::is_same<SB, bf16>::value,
-                  "an a of another type than the product's is a float product's bf16, with a bf16 b");
+  static_assert(std::is_same<SA, T>::value || (std::is_same<T, float>::value && std::is_same<SA, bf16>::value &&
+                                               std::is_same<SB, bf16>::value),
+                "an a of another type than the product's is a float product's bf16, with a bf16 b");
+  if constexpr (!std::is_same<SA, T>::value && M > kBtDotRows) {
     tmatmul_bf16<ACC, M, K, N, true>(dst, a, bt, rows, lda, ldb);
   } else {
-    (void)lda, (void)ldb;
     rows = rows < 0 ? 0 : rows > M ? M : rows;
     if (!ACC) memset(dst + rows * N, 0, sizeof(T) * (M - rows) * N);
     if constexpr (std::is_same<T, float>::value) {
@@ -676,10 +707,12 @@ __attribute__((noinline)) PTO_CONTRACT void tmatmul_bt(T* __restrict dst, const 
         const int64_t r = rows - i0 < kBtRows ? rows - i0 : kBtRows;
         int64_t j0 = 0;
         for (; j0 + kBtCols <= N; j0 += kBtCols)
-          matmul_bt_rows<kBtCols, ACC, K, N, SB>(dst + i0 * N + j0, a + i0 * K, bt + j0 * K, r);
-        for (; j0 < N; ++j0) matmul_bt_rows<1, ACC, K, N, SB>(dst + i0 * N + j0, a + i0 * K, bt + j0 * K, r);
+          matmul_bt_rows<kBtCols, ACC, K, N, SB, SA>(dst + i0 * N + j0, a + i0 * lda, lda, bt + j0 * ldb, ldb, r);
+        for (; j0 < N; ++j0)
+          matmul_bt_rows<1, ACC, K, N, SB, SA>(dst + i0 * N + j0, a + i0 * lda, lda, bt + j0 * ldb, ldb, r);
       }
     } else {
+      (void)lda, (void)ldb;  // integer products read whole tiles
       static_assert(std::is_same<T, SB>::value, "a b of another type than the product's is a float product's bf16");
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < N; ++j) {

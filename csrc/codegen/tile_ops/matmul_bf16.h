@@ -81,14 +81,7 @@ inline void pack_bf16_pairs_transposed(uint32_t* __restrict out, const bf16* __r
 
 /// One register block of the VDPBF16PS micro-kernel: kBf16Rows rows of two panels (32 columns).
 constexpr int64_t kBf16Rows = 8;
-static_assert(kVecFloats == 16, "bf16 dot products are an AVX-512 library's (PTO_BF16_DOT needs PTO_ISA 4)");
-typedef int32_t vbf16_pairs __attribute__((vector_size(64)));
-
-/// acc + the sum over each lane's pair of a[2l] * b[2l] + a[2l + 1] * b[2l + 1] (VDPBF16PS).
-inline vfloat dot_bf16_pairs(vfloat acc, vbf16_pairs a, vbf16_pairs b) {
-  __asm__("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
-  return acc;
-}
+// vbf16_pairs and dot_bf16_pairs (VDPBF16PS) are matmul.h's (its b_trans product of few rows uses them).
 
 // The accumulators stay in registers only when the loops over rows are unrolled.
 #if defined(__clang__)
@@ -261,59 +254,6 @@ bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* 
   return true;
 }
 
-/// Products of few rows with a transposed b (a decode step's linear layer): no packing. Each output
-/// is a dot product along K of a row of a and a row of bt, both read as they lie, 32 k a VDPBF16PS
-/// (a's pairs against bt's); MR x NR accumulators, their lanes summed at the end, the K tail in
-/// scalars.
-constexpr int64_t kBf16FewRows = 8, kBf16BtRows = 4, kBf16BtCols = 4;
-
-template <int64_t MR, int64_t NR, bool ACC, int64_t K, int64_t N>
-inline void dot_bf16_bt_block(float* __restrict d, const bf16* __restrict a, int64_t lda, const bf16* __restrict bt,
-                              int64_t ldb) {
-  vfloat acc[MR][NR];
-  for (int64_t i = 0; i < MR; ++i)
-    for (int64_t j = 0; j < NR; ++j) acc[i][j] = vfloat{};
-  int64_t k = 0;
-  for (; k + 32 <= K; k += 32) {
-    vbf16_pairs bv[NR];
-    for (int64_t j = 0; j < NR; ++j) memcpy(&bv[j], bt + j * ldb + k, sizeof bv[j]);
-    for (int64_t i = 0; i < MR; ++i) {
-      vbf16_pairs av;
-      memcpy(&av, a + i * lda + k, sizeof av);
-      for (int64_t j = 0; j < NR; ++j) acc[i][j] = dot_bf16_pairs(acc[i][j], av, bv[j]);
-    }
-  }
-  for (int64_t i = 0; i < MR; ++i)
-    for (int64_t j = 0; j < NR; ++j) {
-      float sum = vsum(acc[i][j]);
-      for (int64_t kk = k; kk < K; ++kk)
-        sum += cvt<float, bf16>(a[i * lda + kk]) * cvt<float, bf16>(bt[j * ldb + kk]);
-      d[i * N + j] = ACC ? d[i * N + j] + sum : sum;
-    }
-}
-
-/// Rows [0, r) (r <= R, at run time) of one block of NR rows of bt.
-template <int64_t NR, bool ACC, int64_t K, int64_t N, int64_t R = kBf16BtRows>
-inline void dot_bf16_bt_rows(float* __restrict d, const bf16* __restrict a, int64_t lda, const bf16* __restrict bt,
-                             int64_t ldb, int64_t r) {
-  if constexpr (R > 0) {
-    if (r == R) return dot_bf16_bt_block<R, NR, ACC, K, N>(d, a, lda, bt, ldb);
-    dot_bf16_bt_rows<NR, ACC, K, N, R - 1>(d, a, lda, bt, ldb, r);
-  }
-}
-
-template <bool ACC, int64_t M, int64_t K, int64_t N>
-void matmul_bf16_bt_few(float* __restrict d, const bf16* __restrict a, const bf16* __restrict bt, int64_t rows,
-                        int64_t lda, int64_t ldb) {
-  for (int64_t i0 = 0; i0 < rows; i0 += kBf16BtRows) {
-    const int64_t r = rows - i0 < kBf16BtRows ? rows - i0 : kBf16BtRows;
-    int64_t j0 = 0;
-    for (; j0 + kBf16BtCols <= N; j0 += kBf16BtCols)
-      dot_bf16_bt_rows<kBf16BtCols, ACC, K, N>(d + i0 * N + j0, a + i0 * lda, lda, bt + j0 * ldb, ldb, r);
-    for (; j0 < N; ++j0) dot_bf16_bt_rows<1, ACC, K, N>(d + i0 * N + j0, a + i0 * lda, lda, bt + j0 * ldb, ldb, r);
-  }
-}
-
 #endif  // PTO_BF16_DOT
 
 /// TMATMUL of bf16 a and b (BT: the N x K tile of a transposed b, TMATMUL ... b_trans) into float d:
@@ -327,11 +267,6 @@ void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __r
   if (rows < 0) rows = 0;
   if (!ACC && rows < M) memset(d + rows * N, 0, sizeof(float) * (M - rows) * N);
   if (rows == 0) return;
-#if PTO_BF16_DOT
-  if constexpr (BT && M <= kBf16FewRows) {  // few rows: dot products along K, nothing packed
-    return matmul_bf16_bt_few<ACC, M, K, N>(d, a, b, rows, lda, ldb);
-  }
-#endif
 #if PTO_BF16_DOT == 2
   if (amx_permitted()) {
     static const AmxConfig config;
