@@ -465,13 +465,16 @@ class KernelEmitter {
                       N0 = in.l0.empty() ? N : in.l0[2];
         // Valid rows (set by expand_tiles where they may be fewer than the tile's) bound the product.
         std::string rows = in.valid.size() >= 2 ? ", " + cexpr(in.valid[in.valid.size() - 2]) : "";
-        // Operands a load views strided (bf16 products): their row pitches follow the rows.
-        if (strided_tiles_.count(a.id) || strided_tiles_.count(b.id)) {
+        // Operands a load views strided (bf16 products): their row pitches follow the rows; then
+        // the valid columns where they may be fewer than N (products of bf16 operands).
+        const bool some_cols = in.valid.size() >= 2 && !(in.valid.back().as_const() && *in.valid.back().as_const() >= N);
+        if (strided_tiles_.count(a.id) || strided_tiles_.count(b.id) || some_cols) {
           if (rows.empty()) rows = fmt::format(", {}", M);
           auto pitch = [&](const TileDecl& x) {
             return strided_tiles_.count(x.id) ? tn(x) + "_ld" : std::to_string(x.shape.back());
           };
           rows += fmt::format(", {}, {}", pitch(a), pitch(b));
+          if (some_cols) rows += ", " + cexpr(in.valid.back());
         }
         if (in.b_trans) {
           o += fmt::format("{}pto::tmatmul_bt<{}, {}, {}, {}, {}, {}>({}, {}, {}{});{}\n", pad, acc ? "true" : "false",

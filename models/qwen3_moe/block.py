@@ -103,8 +103,8 @@ def make_experts_kernel(hidden: int, expert_ffn: int, experts: int, top_k: int, 
     H, I, E, K = hidden, expert_ffn, experts, top_k
     dt, R = dtype, rows
 
-    # Whole-row weight tiles pay where they are read in place: fp32 weights (a bf16 tile is widened
-    # into a copy as it loads, and so would be the block's rows, whole, for every tile).
+    # Whole-row weight tiles of the transposed products (fp32 weights of more than 8 rows; bf16
+    # weights take the x @ W^T form).
     gate_rows = _weight_rows(H, R) if dt == pypto.DT_FP32 else None
     down_rows = _weight_rows(I, R) if dt == pypto.DT_FP32 else None
 
@@ -119,15 +119,21 @@ def make_experts_kernel(hidden: int, expert_ffn: int, experts: int, top_k: int, 
                 r0 = start + b * R
                 valid = pypto.min(R, count - b * R)
                 xb = pypto.view(xs, [valid, H], [r0, 0])
-                if R <= 8:
+                if R <= 8 or dt == pypto.DT_BF16:
                     # Few rows: each output is a dot product of a token row and a weight row, read
-                    # where it lies (tmatmul b_trans). One task per block.
-                    pypto.set_cube_tile_shapes([R, R], [H, H], [_whole_rows(H), _whole_rows(H)])
+                    # where it lies (tmatmul b_trans). One task per block. bf16 weights, more
+                    # rows: x @ W^T too, by [128, 1024] weight tiles read in place and packed for
+                    # the bf16 dot products as they multiply (W @ x^T would pack the block's rows
+                    # instead, but multiply every row of its tile however few tokens the expert
+                    # has); the block's valid rows bound the product.
+                    few = R <= 8
+                    gate_n, down_n = (_whole_rows(H), _whole_rows(I)) if few else (128, 128)
+                    pypto.set_cube_tile_shapes([R, R], [H, H] if few else [1024, 1024], [gate_n, gate_n])
                     g = pypto.matmul(xb, gate_up[e, :I], pypto.DT_FP32, b_trans=True)     # [rows, I]
                     u = pypto.matmul(xb, gate_up[e, I:], pypto.DT_FP32, b_trans=True)
                     pypto.set_vec_tile_shapes(R, I)
                     a = _act(pypto.silu(g) * u, dt)
-                    pypto.set_cube_tile_shapes([R, R], [I, I], [_whole_rows(I), _whole_rows(I)])
+                    pypto.set_cube_tile_shapes([R, R], [I, I], [down_n, down_n])
                     y = pypto.matmul(a, down[e], pypto.DT_FP32, b_trans=True)            # [rows, H]
                 else:
                     # More rows: the transposed products W @ x^T keep the weights as the left

@@ -469,19 +469,21 @@ __attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const S
 /// are not multiplied; a TMATMUL sets them to zero, as the product of a's zero-filled rows would.
 template <bool ACC, int64_t M, int64_t K, int64_t N, bool BT = false>
 void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows,
-                  int64_t lda, int64_t ldb);
+                  int64_t lda, int64_t ldb, int64_t cols = N);
 
+/// `cols` (the instruction's valid columns, bf16 operands only) bounds the product's columns the
+/// same way.
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t M0 = M, int64_t K0 = K, int64_t N0 = N,
           typename S = T>
 inline void tmatmul(T* __restrict dst, const S* __restrict a, const S* __restrict b, int64_t rows = M,
-                    int64_t lda = K, int64_t ldb = N) {
+                    int64_t lda = K, int64_t ldb = N, int64_t cols = N) {
   static_assert(M % M0 == 0 && K % K0 == 0 && N % N0 == 0, "the L0 cube tile must divide the tile");
   // bf16 operands of a float product (matmul_bf16.h): by dot products over the whole tile, which
   // blocks it by its own register tiles (the L0 blocks are the float micro-kernel's).
   if constexpr (std::is_same<T, float>::value && std::is_same<S, bf16>::value) {
-    tmatmul_bf16<ACC, M, K, N>(dst, a, b, rows, lda, ldb);
+    tmatmul_bf16<ACC, M, K, N>(dst, a, b, rows, lda, ldb, cols);
   } else {
-    (void)lda, (void)ldb;  // other operands are whole tiles
+    (void)lda, (void)ldb, (void)cols;  // other operands are whole tiles
     constexpr bool kFloat = std::is_same<T, float>::value && std::is_same<S, float>::value;
     if (!kFloat || rows > M) rows = M;  // other types multiply the whole tile
     if (rows < 0) rows = 0;
@@ -624,22 +626,38 @@ inline vfloat dot_bf16_pairs(vfloat acc, vbf16_pairs a, vbf16_pairs b) {
 }
 #endif
 
+/// The rows of bt a block of the b_trans product prefetches while it multiplies: `rows` rows (at
+/// most kBtCols) of row stride ldb from `first`, every `every`-th one (the rows the next column
+/// block reads, shared among the row blocks that read the current one).
+constexpr int64_t kBtPrefetchRows = 4;  // at most kBtCols
+template <typename SB>
+struct BtPrefetch {
+  const SB* first = nullptr;
+  int64_t ldb = 0, rows = 0, every = 1;
+};
+
 /// TMATMUL ... b_trans, one block: d (MR x NR, row stride N) = or += a (MR rows of K, row stride
 /// lda) @ bt^T for NR rows of bt (row stride ldb; float, or bf16 widened as it is read): MR x NR
 /// vector accumulators of products along K, their lanes summed at the end, the K tail in scalars.
 /// A bf16 a with a bf16 bt takes 32 k a VDPBF16PS where the target has it (pairs of k are adjacent
-/// in both rows), else is widened as it is read too.
+/// in both rows), else is widened as it is read too. Each step along K also prefetches the same k
+/// of the rows `pf` names, so the next block's weight rows arrive from memory while this one
+/// multiplies (a weight is read once, from DRAM: its latency is not hidden by reuse).
 template <int64_t MR, int64_t NR, bool ACC, int64_t K, int64_t N, typename SB, typename SA>
 inline PTO_CONTRACT void matmul_bt_block(float* __restrict d, const SA* __restrict a, int64_t lda,
-                                         const SB* __restrict bt, int64_t ldb) {
+                                         const SB* __restrict bt, int64_t ldb, const BtPrefetch<SB>& pf) {
   PTO_CONTRACT_BODY
   vfloat acc[MR][NR];
   for (int64_t i = 0; i < MR; ++i)
     for (int64_t j = 0; j < NR; ++j) acc[i][j] = vfloat{};
+  const SB* pf_row[kBtPrefetchRows];
+  int64_t npf = 0;
+  for (int64_t j = 0; j < pf.rows && npf < kBtPrefetchRows; j += pf.every) pf_row[npf++] = pf.first + j * pf.ldb;
   int64_t k = 0;
 #if PTO_BF16_DOT
   if constexpr (std::is_same<SA, bf16>::value && std::is_same<SB, bf16>::value) {
     for (; k + 32 <= K; k += 32) {
+      for (int64_t q = 0; q < npf; ++q) __builtin_prefetch(pf_row[q] + k, 0, 3);
       vbf16_pairs bv[NR];
       for (int64_t j = 0; j < NR; ++j) memcpy(&bv[j], bt + j * ldb + k, sizeof bv[j]);
       for (int64_t i = 0; i < MR; ++i) {
@@ -651,6 +669,9 @@ inline PTO_CONTRACT void matmul_bt_block(float* __restrict d, const SA* __restri
   }
 #endif
   for (; k + kVecFloats <= K; k += kVecFloats) {
+    // A line is 64 bytes: a float step reads one line of each row, a widened bf16 step half.
+    if (sizeof(SB) == 4 || k % 32 == 0)
+      for (int64_t q = 0; q < npf; ++q) __builtin_prefetch(pf_row[q] + k, 0, 3);
     vfloat bv[NR];
     for (int64_t j = 0; j < NR; ++j) bv[j] = vload_as_float(bt + j * ldb + k);
     for (int64_t i = 0; i < MR; ++i) {
@@ -673,10 +694,10 @@ constexpr int64_t kBtRows = 4, kBtCols = 4, kBtDotRows = 8;
 /// Rows [0, r) (r <= kBtRows, at run time) of one column block of NR rows of bt.
 template <int64_t NR, bool ACC, int64_t K, int64_t N, typename SB, typename SA, int64_t R = kBtRows>
 inline void matmul_bt_rows(float* __restrict d, const SA* __restrict a, int64_t lda, const SB* __restrict bt,
-                           int64_t ldb, int64_t r) {
+                           int64_t ldb, int64_t r, const BtPrefetch<SB>& pf) {
   if constexpr (R > 0) {
-    if (r == R) return matmul_bt_block<R, NR, ACC, K, N, SB, SA>(d, a, lda, bt, ldb);
-    matmul_bt_rows<NR, ACC, K, N, SB, SA, R - 1>(d, a, lda, bt, ldb, r);
+    if (r == R) return matmul_bt_block<R, NR, ACC, K, N, SB, SA>(d, a, lda, bt, ldb, pf);
+    matmul_bt_rows<NR, ACC, K, N, SB, SA, R - 1>(d, a, lda, bt, ldb, r, pf);
   }
 }
 
@@ -692,30 +713,42 @@ inline void matmul_bt_rows(float* __restrict d, const SA* __restrict a, int64_t 
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, typename SB = T, typename SA = T>
 __attribute__((noinline)) PTO_CONTRACT void tmatmul_bt(T* __restrict dst, const SA* __restrict a,
                                                        const SB* __restrict bt, int64_t rows = M,
-                                                       int64_t lda = K, int64_t ldb = K) {
+                                                       int64_t lda = K, int64_t ldb = K, int64_t cols = N) {
   PTO_CONTRACT_BODY
   static_assert(std::is_same<SA, T>::value || (std::is_same<T, float>::value && std::is_same<SA, bf16>::value &&
                                                std::is_same<SB, bf16>::value),
                 "an a of another type than the product's is a float product's bf16, with a bf16 b");
   if constexpr (!std::is_same<SA, T>::value && M > kBtDotRows) {
-    tmatmul_bf16<ACC, M, K, N, true>(dst, a, bt, rows, lda, ldb);
+    tmatmul_bf16<ACC, M, K, N, true>(dst, a, bt, rows, lda, ldb, cols);
   } else {
     rows = rows < 0 ? 0 : rows > M ? M : rows;
+    cols = cols < 0 ? 0 : cols > N ? N : cols;
     if (!ACC) memset(dst + rows * N, 0, sizeof(T) * (M - rows) * N);
+    if (!ACC && cols < N)
+      for (int64_t i = 0; i < rows; ++i) memset(dst + i * N + cols, 0, sizeof(T) * (N - cols));
     if constexpr (std::is_same<T, float>::value) {
-      for (int64_t i0 = 0; i0 < rows; i0 += kBtRows) {
-        const int64_t r = rows - i0 < kBtRows ? rows - i0 : kBtRows;
-        int64_t j0 = 0;
-        for (; j0 + kBtCols <= N; j0 += kBtCols)
-          matmul_bt_rows<kBtCols, ACC, K, N, SB, SA>(dst + i0 * N + j0, a + i0 * lda, lda, bt + j0 * ldb, ldb, r);
-        for (; j0 < N; ++j0)
-          matmul_bt_rows<1, ACC, K, N, SB, SA>(dst + i0 * N + j0, a + i0 * lda, lda, bt + j0 * ldb, ldb, r);
+      // Column blocks outside, row blocks inside: a block of bt's rows is read from memory once
+      // and stays in L1 for every row block; the row blocks of one column block share the
+      // prefetch of the next column block's rows (row q by row block q mod their number).
+      const int64_t passes = (rows + kBtRows - 1) / kBtRows;
+      for (int64_t j0 = 0; j0 < cols;) {
+        const int64_t nr = cols - j0 >= kBtCols ? kBtCols : 1, next = j0 + nr;
+        const int64_t next_rows = cols - next >= kBtCols ? kBtCols : cols - next > 0 ? 1 : 0;
+        for (int64_t i0 = 0, p = 0; i0 < rows; i0 += kBtRows, ++p) {
+          const int64_t r = rows - i0 < kBtRows ? rows - i0 : kBtRows;
+          const BtPrefetch<SB> pf{bt + (next + p) * ldb, ldb, next_rows - p, passes};
+          if (nr == kBtCols)
+            matmul_bt_rows<kBtCols, ACC, K, N, SB, SA>(dst + i0 * N + j0, a + i0 * lda, lda, bt + j0 * ldb, ldb, r, pf);
+          else
+            matmul_bt_rows<1, ACC, K, N, SB, SA>(dst + i0 * N + j0, a + i0 * lda, lda, bt + j0 * ldb, ldb, r, pf);
+        }
+        j0 = next;
       }
     } else {
       (void)lda, (void)ldb;  // integer products read whole tiles
       static_assert(std::is_same<T, SB>::value, "a b of another type than the product's is a float product's bf16");
       for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < N; ++j) {
+        for (int64_t j = 0; j < cols; ++j) {
           T sum = T(0);
           for (int64_t k = 0; k < K; ++k) sum = wrapping_add(sum, wrapping_mul(a[i * K + k], bt[j * K + k]));
           dst[i * N + j] = ACC ? wrapping_add(dst[i * N + j], sum) : sum;

@@ -87,39 +87,46 @@ constexpr int64_t kBf16Rows = 8;
 #if defined(__clang__)
 #define PTO_UNROLL _Pragma("clang loop unroll(full)")
 #else
-#define PTO_UNROLL _Pragma("GCC unroll 8")
+#define PTO_UNROLL _Pragma("GCC unroll 16")
 #endif
 
-/// c (kBf16Rows x 32 floats, row stride ldc) = (LOAD: c +) a (kBf16Rows rows of KP bf16, row stride
-/// lda) @ the two packed panels p0 and p1 (KP / 2 rows of 16 words each).
-template <bool LOAD>
+/// c (R x 16P floats, row stride ldc) = (LOAD: c +) a (R rows of KP bf16, row stride lda) @ P packed
+/// panels from p (KP / 2 rows of 16 words each, one after another): R x P accumulators, R
+/// broadcasts of a pair of a and P loads of b a step along k. Each step prefetches a line of the R
+/// rows of `next` (the next block's a, row stride lda; null: none), row after row, one line of each
+/// per 16 pairs: a weight read as a (a product W @ x^T of few columns) comes from memory once, and
+/// its next rows arrive while these multiply.
+template <bool LOAD, int64_t R, int64_t P>
 inline void dot_bf16_block(float* __restrict c, int64_t ldc, const bf16* __restrict a, int64_t lda,
-                           const uint32_t* __restrict p0, const uint32_t* __restrict p1, int64_t KP) {
-  vfloat acc[kBf16Rows][2];
+                           const uint32_t* __restrict p, int64_t KP, const bf16* __restrict next) {
+  static_assert(R * P <= 16 && 16 % R == 0, "16 accumulators at most; R divides 16");
+  constexpr int64_t kEvery = 16 / R;  // steps between two prefetches
+  vfloat acc[R][P];
   PTO_UNROLL
-  for (int64_t r = 0; r < kBf16Rows; ++r) {
-    acc[r][0] = LOAD ? vload(c + r * ldc) : vfloat{};
-    acc[r][1] = LOAD ? vload(c + r * ldc + 16) : vfloat{};
-  }
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t q = 0; q < P; ++q) acc[r][q] = LOAD ? vload(c + r * ldc + 16 * q) : vfloat{};
   for (int64_t kp = 0; kp < KP / 2; ++kp) {
-    vbf16_pairs b0, b1;
-    memcpy(&b0, p0 + kp * 16, sizeof b0);
-    memcpy(&b1, p1 + kp * 16, sizeof b1);
+    if (next != nullptr && kp % kEvery == 0) {
+      const int64_t line = kp / kEvery;
+      __builtin_prefetch(next + line % R * lda + line / R * 32, 0, 3);
+    }
+    vbf16_pairs b[P];
+    for (int64_t q = 0; q < P; ++q) memcpy(&b[q], p + (q * (KP / 2) + kp) * 16, sizeof b[q]);
     PTO_UNROLL
-    for (int64_t r = 0; r < kBf16Rows; ++r) {
+    for (int64_t r = 0; r < R; ++r) {
       int32_t pair;
       memcpy(&pair, a + r * lda + 2 * kp, sizeof pair);
       const vbf16_pairs av = vbf16_pairs{} + pair;
-      acc[r][0] = dot_bf16_pairs(acc[r][0], av, b0);
-      acc[r][1] = dot_bf16_pairs(acc[r][1], av, b1);
+      for (int64_t q = 0; q < P; ++q) acc[r][q] = dot_bf16_pairs(acc[r][q], av, b[q]);
     }
   }
   PTO_UNROLL
-  for (int64_t r = 0; r < kBf16Rows; ++r) {
-    vstore(c + r * ldc, acc[r][0]);
-    vstore(c + r * ldc + 16, acc[r][1]);
-  }
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t q = 0; q < P; ++q) vstore(c + r * ldc + 16 * q, acc[r][q]);
 }
+
+/// Rows of the micro-kernel's block of one panel (a last column panel of at most 16 valid columns).
+constexpr int64_t kBf16PanelRows = 16;
 
 #undef PTO_UNROLL
 
@@ -193,23 +200,31 @@ inline void amx_bf16_block(float* __restrict c, int64_t ldc, const bf16* __restr
 #endif  // PTO_BF16_DOT == 2
 
 /// d (M x N floats) = or += a (M x K bf16) @ b (K x N bf16; BT: b^T, the N x K tile of a transposed
-/// b), rows past `rows` not multiplied (a TMATMUL zeroes them). Blocks of RB rows and 32 columns; a block that crosses the valid rows or N
-/// runs in a buffer. a is copied, zero-padded, where K is not a whole number of the kernel's k step
-/// or the blocks' rows reach past the tile's.
+/// b), rows past `rows` and columns past `cols` not multiplied (a TMATMUL zeroes them). Blocks of
+/// RB rows and two panels (32 columns), or, for a last pair of panels with at most 16 valid columns,
+/// of kBf16PanelRows rows and one panel; a block that crosses the valid rows or columns runs in a
+/// buffer. a is copied, zero-padded, where K is not a whole number of the kernel's k step or the
+/// blocks' rows reach past the tile's.
 template <bool ACC, int64_t M, int64_t K, int64_t N, bool AMX, bool BT>
 bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows,
-                     int64_t lda_in, int64_t ldb) {
+                     int64_t lda_in, int64_t ldb, int64_t cols) {
   constexpr int64_t RB = AMX ? 32 : kBf16Rows, KS = AMX ? 32 : 2;
-  constexpr int64_t KP = (K + KS - 1) / KS * KS, NP = (N + 31) / 32 * 32;
-  const int64_t MP = (rows + RB - 1) / RB * RB;
+  constexpr int64_t KP = (K + KS - 1) / KS * KS;
+  // Panels of the valid columns; the last pair may be one panel (AMX multiplies whole pairs).
+  const int64_t NP = (cols + (AMX ? 31 : 15)) / (AMX ? 32 : 16) * (AMX ? 32 : 16);
+  const bool one_panel = NP % 32 != 0;
+  const int64_t rb_last = one_panel ? kBf16PanelRows : RB;
+  const int64_t MP = (rows + rb_last - 1) / rb_last * rb_last > (rows + RB - 1) / RB * RB
+                         ? (rows + rb_last - 1) / rb_last * rb_last
+                         : (rows + RB - 1) / RB * RB;
   const bool pad_a = KP != K || MP > M;
   const int64_t b_words = KP / 2 * NP;
   auto* packed = static_cast<uint32_t*>(matmul_scratch(b_words * 4 + (pad_a ? MP * KP * 2 : 0)));
   if (packed == nullptr) return false;
   if constexpr (BT) {
-    pack_bf16_pairs_transposed(packed, b, K, N, ldb, KP, NP);
+    pack_bf16_pairs_transposed(packed, b, K, cols, ldb, KP, NP);
   } else {
-    pack_bf16_pairs(packed, b, K, N, ldb, KP, NP);
+    pack_bf16_pairs(packed, b, K, cols, ldb, KP, NP);
   }
   const bf16* ap = a;
   int64_t lda = lda_in;
@@ -225,30 +240,39 @@ bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* 
     ap = pa;
     lda = KP;
   }
-  alignas(64) float buf[RB * 32];
+  if (!ACC && cols < N)
+    for (int64_t i = 0; i < rows; ++i) memset(d + i * N + cols, 0, sizeof(float) * (N - cols));
+  alignas(64) float buf[RB * 32 > kBf16PanelRows * 16 ? RB * 32 : kBf16PanelRows * 16];
   for (int64_t j = 0; j < NP; j += 32) {
     const uint32_t* p0 = packed + (j / 16) * (KP / 2) * 16;
-    const uint32_t* p1 = p0 + (KP / 2) * 16;
-    const int64_t w = N - j < 32 ? N - j : 32;
-    for (int64_t i = 0; i < rows; i += RB) {
-      const int64_t h = rows - i < RB ? rows - i : RB;
-      const bool whole = h == RB && w == 32;
+    const bool pair = NP - j >= 32;
+    const int64_t rb = pair ? RB : kBf16PanelRows, bw = pair ? 32 : 16;
+    const int64_t w = cols - j < bw ? cols - j : bw;
+    for (int64_t i = 0; i < rows; i += rb) {
+      const int64_t h = rows - i < rb ? rows - i : rb;
+      const bool whole = h == rb && w == bw;
       float* c = whole ? d + i * N + j : buf;
-      const int64_t ldc = whole ? N : 32;
+      const int64_t ldc = whole ? N : bw;
       if (!whole && ACC) {
         memset(buf, 0, sizeof buf);
-        for (int64_t r = 0; r < h; ++r) memcpy(buf + r * 32, d + (i + r) * N + j, sizeof(float) * w);
+        for (int64_t r = 0; r < h; ++r) memcpy(buf + r * bw, d + (i + r) * N + j, sizeof(float) * w);
       }
 #if PTO_BF16_DOT == 2
       if constexpr (AMX) {
-        amx_bf16_block<ACC>(c, ldc, ap + i * lda, lda, p0, p1, KP);
+        amx_bf16_block<ACC>(c, ldc, ap + i * lda, lda, p0, p0 + (KP / 2) * 16, KP);
       } else
 #endif
       {
-        dot_bf16_block<ACC>(c, ldc, ap + i * lda, lda, p0, p1, KP);
+        // The next block of a's rows, or, after the last, the first again for the next columns
+        // (where a is read in place; a padded copy is in cache).
+        const bf16* next = pad_a ? nullptr : i + rb < rows ? ap + (i + rb) * lda : j + 32 < NP ? ap : nullptr;
+        if (pair)
+          dot_bf16_block<ACC, kBf16Rows, 2>(c, ldc, ap + i * lda, lda, p0, KP, next);
+        else
+          dot_bf16_block<ACC, kBf16PanelRows, 1>(c, ldc, ap + i * lda, lda, p0, KP, next);
       }
       if (!whole)
-        for (int64_t r = 0; r < h; ++r) memcpy(d + (i + r) * N + j, buf + r * 32, sizeof(float) * w);
+        for (int64_t r = 0; r < h; ++r) memcpy(d + (i + r) * N + j, buf + r * bw, sizeof(float) * w);
     }
   }
   return true;
@@ -262,22 +286,24 @@ bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* 
 /// reads it.
 template <bool ACC, int64_t M, int64_t K, int64_t N, bool BT>
 void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows, int64_t lda,
-                  int64_t ldb) {
+                  int64_t ldb, int64_t cols) {
   if (rows > M) rows = M;
   if (rows < 0) rows = 0;
+  if (cols > N) cols = N;
+  if (cols < 0) cols = 0;
   if (!ACC && rows < M) memset(d + rows * N, 0, sizeof(float) * (M - rows) * N);
   if (rows == 0) return;
 #if PTO_BF16_DOT == 2
   if (amx_permitted()) {
     static const AmxConfig config;
     __asm__ volatile("ldtilecfg %0" ::"m"(config));
-    const bool done = matmul_bf16_dot<ACC, M, K, N, true, BT>(d, a, b, rows, lda, ldb);
+    const bool done = matmul_bf16_dot<ACC, M, K, N, true, BT>(d, a, b, rows, lda, ldb, cols);
     __asm__ volatile("tilerelease" ::: "memory");
     if (done) return;
   }
 #endif
 #if PTO_BF16_DOT
-  if (matmul_bf16_dot<ACC, M, K, N, false, BT>(d, a, b, rows, lda, ldb)) return;
+  if (matmul_bf16_dot<ACC, M, K, N, false, BT>(d, a, b, rows, lda, ldb, cols)) return;
 #endif
   for (int64_t i = 0; i < rows; ++i) {
     float* __restrict drow = d + i * N;
@@ -285,7 +311,7 @@ void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __r
       for (int64_t j = 0; j < N; ++j) drow[j] = 0.0f;
     for (int64_t k = 0; k < K; ++k) {
       const float av = cvt<float, bf16>(a[i * lda + k]);
-      for (int64_t j = 0; j < N; ++j) drow[j] += av * cvt<float, bf16>(BT ? b[j * ldb + k] : b[k * ldb + j]);
+      for (int64_t j = 0; j < cols; ++j) drow[j] += av * cvt<float, bf16>(BT ? b[j * ldb + k] : b[k * ldb + j]);
     }
   }
 }

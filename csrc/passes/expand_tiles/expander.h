@@ -214,9 +214,11 @@ class Expander {
               int64_t ct, DataType compute, std::vector<Stmt>& body, bool keep_bf16 = false);
 
   /// TMATMUL of a and b into a new tile of `shape` when `acc` < 0, else TMATMUL_ACC into `acc`;
-  /// returns the accumulator. `rows`: the valid rows of a, when they may be fewer than the tile's.
+  /// returns the accumulator. `rows`: the valid rows of a, when they may be fewer than the tile's;
+  /// `cols`: the valid columns of b (a product of bf16 operands, which multiplies only those).
   int product(int a, int b, int acc, const std::vector<int64_t>& shape, DataType dt, const std::vector<int64_t>& l0,
-              std::vector<Stmt>& body, const Expr* rows = nullptr, bool b_trans = false);
+              std::vector<Stmt>& body, const Expr* rows = nullptr, bool b_trans = false,
+              const Expr* cols = nullptr);
 
   /// Products of at most this many rows (a decode step) read a transposed b as it lies in memory
   /// (tmatmul ... b_trans).

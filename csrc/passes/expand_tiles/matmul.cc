@@ -54,17 +54,19 @@ std::vector<int64_t> Expander::l0_blocks(const std::vector<int64_t>& l0_sizes, i
 /// TMATMUL of a and b into a new tile of `shape` when `acc` < 0, else TMATMUL_ACC into `acc`;
 /// returns the accumulator.
 int Expander::product(int a, int b, int acc, const std::vector<int64_t>& shape, DataType dt,
-                      const std::vector<int64_t>& l0, std::vector<Stmt>& body, const Expr* rows, bool b_trans) {
+                      const std::vector<int64_t>& l0, std::vector<Stmt>& body, const Expr* rows, bool b_trans,
+                      const Expr* cols) {
   Instr mm{acc < 0 ? Opcode::TMATMUL : Opcode::TMATMUL_ACC};
   mm.l0 = l0;
   mm.b_trans = b_trans;
   // Rows that may be fewer than the tile's (a dynamic M): the instruction's valid extents, so the
   // product multiplies only those.
   size_t r = shape.size();
-  if (rows && dt == DataType::FP32 && !(rows->as_const() && *rows->as_const() >= shape[r - 2])) {
+  auto partial = [](const Expr* e, int64_t full) { return e && !(e->as_const() && *e->as_const() >= full); };
+  if (dt == DataType::FP32 && (partial(rows, shape[r - 2]) || partial(cols, shape[r - 1]))) {
     mm.valid.assign(r, Expr(1));
-    mm.valid[r - 2] = *rows;
-    mm.valid[r - 1] = Expr(shape[r - 1]);
+    mm.valid[r - 2] = partial(rows, shape[r - 2]) ? *rows : Expr(shape[r - 2]);
+    mm.valid[r - 1] = partial(cols, shape[r - 1]) ? *cols : Expr(shape[r - 1]);
   }
   if (acc < 0) {
     mm.dst = new_tile(shape, dt);
@@ -156,8 +158,12 @@ std::vector<Stmt> Expander::matmul(const TensorOp& op, int idx, std::string& not
     std::vector<int64_t> shape(r, 1);
     shape[r - 2] = mt;
     shape[r - 1] = nt;
-    if (bt >= 0) return product(a, b, acc, shape, acc_dt, {}, body, &s.valid[r - 2], true);
-    return product(a, b, acc, shape, acc_dt, l0_blocks(op.cube_tile_l0, mt, kt, nt), body, &s.valid[r - 2]);
+    // Products of bf16 operands multiply only the valid columns (a dynamic N: tokens of a
+    // W @ x^T), by panels of 16.
+    const Expr* cols = bf16_dot ? &s.valid[r - 1] : nullptr;
+    if (bt >= 0) return product(a, b, acc, shape, acc_dt, {}, body, &s.valid[r - 2], true, cols);
+    return product(a, b, acc, shape, acc_dt, l0_blocks(op.cube_tile_l0, mt, kt, nt), body, &s.valid[r - 2], false,
+                   cols);
   };
   std::vector<Stmt> body;
   int acc = step(Expr(0), -1, body);

@@ -200,3 +200,33 @@ def test_operand_tiles_are_read_where_they_lie_with_the_row_pitch(target, transp
     strided = re.findall(r"tload %\w+\[[^\n]* view strided :", compiled.pto())
     assert len(strided) == (4 if dot else 0), compiled.pto()   # a and b, first k tile and the loop
     assert ("strided (bf16 matmul operands)" in compiled.dump("passes")) == dot
+
+
+COLS = pypto.frontend.dynamic("COLS")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("cols", [1, 16, 17, 33, 64, 100])
+def test_a_dynamic_n_multiplies_only_the_valid_columns(target, transposed, cols):
+    # N known at run time (the tokens of a W @ x^T): with dot products the tmatmul carries the
+    # valid columns (one panel of 16 for a last pair with at most 16, none past them); k in two
+    # tiles accumulates into the same valid columns. Every count matches torch.
+    pypto.set_cpu_target(target)
+    m, k = 72, 192
+    cube = ([64, 64], [96, 96], [64, 64])
+
+    @pypto.frontend.jit
+    def w_xt(w: pypto.Tensor((m, k), pypto.DT_BF16), x: pypto.Tensor((COLS, k) if transposed else (k, COLS), pypto.DT_BF16)):
+        pypto.set_cube_tile_shapes(*cube)
+        return pypto.matmul(w, x, out_dtype=pypto.DT_FP32, b_trans=transposed)
+
+    w, b, want = operands(m, k, cols, seed=cols + 7 * transposed)
+    x = b.t().contiguous() if transposed else b
+    got = w_xt(w, x)
+    assert got.shape == (m, cols)
+    check(got, want, pypto.DT_FP32)
+    pto = pypto.compile(w_xt, w, x).pto()
+    dot = bool(_C.cpu_target_info(target)["bf16_dot_products"])
+    # The product's valid extents name the run-time columns only where bf16 dot products multiply.
+    assert bool(re.search(r"tmatmul[^\n]* valid \[[^\]]*COLS", pto)) == dot, pto
