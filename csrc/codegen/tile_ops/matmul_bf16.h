@@ -94,8 +94,8 @@ constexpr int64_t kBf16Rows = 8;
 /// panels from p (KP / 2 rows of 16 words each, one after another): R x P accumulators, R
 /// broadcasts of a pair of a and P loads of b a step along k. Each step prefetches a line of the R
 /// rows of `next` (the next block's a, row stride lda; null: none), row after row, one line of each
-/// per 16 pairs: a weight read as a (a product W @ x^T of few columns) comes from memory once, and
-/// its next rows arrive while these multiply.
+/// per 16 pairs: a weight read as a in a product W @ x^T of at most 32 columns comes from memory
+/// once, and its next rows arrive while these multiply.
 template <bool LOAD, int64_t R, int64_t P>
 inline void dot_bf16_block(float* __restrict c, int64_t ldc, const bf16* __restrict a, int64_t lda,
                            const uint32_t* __restrict p, int64_t KP, const bf16* __restrict next) {
@@ -263,9 +263,10 @@ bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* 
       } else
 #endif
       {
-        // The next block of a's rows, or, after the last, the first again for the next columns
-        // (where a is read in place; a padded copy is in cache).
-        const bf16* next = pad_a ? nullptr : i + rb < rows ? ap + (i + rb) * lda : j + 32 < NP ? ap : nullptr;
+        // The next block of a's rows where a is read once, in place (one pair of panels: a
+        // W @ x^T of few columns); a's rows read again for more columns, or a padded copy, are in
+        // cache.
+        const bf16* next = !pad_a && NP <= 32 && i + rb < rows ? ap + (i + rb) * lda : nullptr;
         if (pair)
           dot_bf16_block<ACC, kBf16Rows, 2>(c, ldc, ap + i * lda, lda, p0, KP, next);
         else
