@@ -626,10 +626,13 @@ inline vfloat dot_bf16_pairs(vfloat acc, vbf16_pairs a, vbf16_pairs b) {
 }
 #endif
 
+/// Register blocks of the b_trans product: kBtRows rows of a by kBtCols rows of b. A bf16 product of
+/// at most kBtDotRows rows (expand_tiles' few rows, kFewRows) runs these blocks; more, the packed kernels.
+constexpr int64_t kBtRows = 4, kBtCols = 4, kBtDotRows = 8;
+
 /// The rows of bt a block of the b_trans product prefetches while it multiplies: `rows` rows (at
 /// most kBtCols) of row stride ldb from `first`, every `every`-th one (the rows the next column
 /// block reads, shared among the row blocks that read the current one).
-constexpr int64_t kBtPrefetchRows = 4;  // at most kBtCols
 template <typename SB>
 struct BtPrefetch {
   const SB* first = nullptr;
@@ -650,9 +653,9 @@ inline PTO_CONTRACT void matmul_bt_block(float* __restrict d, const SA* __restri
   vfloat acc[MR][NR];
   for (int64_t i = 0; i < MR; ++i)
     for (int64_t j = 0; j < NR; ++j) acc[i][j] = vfloat{};
-  const SB* pf_row[kBtPrefetchRows];
+  const SB* pf_row[kBtCols];
   int64_t npf = 0;
-  for (int64_t j = 0; j < pf.rows && npf < kBtPrefetchRows; j += pf.every) pf_row[npf++] = pf.first + j * pf.ldb;
+  for (int64_t j = 0; j < pf.rows && npf < kBtCols; j += pf.every) pf_row[npf++] = pf.first + j * pf.ldb;
   int64_t k = 0;
 #if PTO_BF16_DOT
   if constexpr (std::is_same<SA, bf16>::value && std::is_same<SB, bf16>::value) {
@@ -686,10 +689,6 @@ inline PTO_CONTRACT void matmul_bt_block(float* __restrict d, const SA* __restri
       d[i * N + j] = ACC ? d[i * N + j] + sum : sum;
     }
 }
-
-/// Register blocks of the b_trans product: kBtRows rows of a by kBtCols rows of b. A bf16 product of
-/// at most kBtDotRows rows (expand_tiles' few rows, kFewRows) runs these blocks; more, the packed kernels.
-constexpr int64_t kBtRows = 4, kBtCols = 4, kBtDotRows = 8;
 
 /// Rows [0, r) (r <= kBtRows, at run time) of one column block of NR rows of bt.
 template <int64_t NR, bool ACC, int64_t K, int64_t N, typename SB, typename SA, int64_t R = kBtRows>

@@ -127,6 +127,7 @@ inline void dot_bf16_block(float* __restrict c, int64_t ldc, const bf16* __restr
 
 /// Rows of the micro-kernel's block of one panel (a last column panel of at most 16 valid columns).
 constexpr int64_t kBf16PanelRows = 16;
+static_assert(kBf16PanelRows % kBf16Rows == 0, "a tile's rows padded for one-panel blocks cover the pairs' blocks");
 
 #undef PTO_UNROLL
 
@@ -212,11 +213,8 @@ bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* 
   constexpr int64_t KP = (K + KS - 1) / KS * KS;
   // Panels of the valid columns; the last pair may be one panel (AMX multiplies whole pairs).
   const int64_t NP = (cols + (AMX ? 31 : 15)) / (AMX ? 32 : 16) * (AMX ? 32 : 16);
-  const bool one_panel = NP % 32 != 0;
-  const int64_t rb_last = one_panel ? kBf16PanelRows : RB;
-  const int64_t MP = (rows + rb_last - 1) / rb_last * rb_last > (rows + RB - 1) / RB * RB
-                         ? (rows + rb_last - 1) / rb_last * rb_last
-                         : (rows + RB - 1) / RB * RB;
+  const int64_t rb_most = NP % 32 != 0 ? kBf16PanelRows : RB;  // the largest block of rows run
+  const int64_t MP = (rows + rb_most - 1) / rb_most * rb_most;
   const bool pad_a = KP != K || MP > M;
   const int64_t b_words = KP / 2 * NP;
   auto* packed = static_cast<uint32_t*>(matmul_scratch(b_words * 4 + (pad_a ? MP * KP * 2 : 0)));
@@ -240,8 +238,6 @@ bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* 
     ap = pa;
     lda = KP;
   }
-  if (!ACC && cols < N)
-    for (int64_t i = 0; i < rows; ++i) memset(d + i * N + cols, 0, sizeof(float) * (N - cols));
   alignas(64) float buf[RB * 32 > kBf16PanelRows * 16 ? RB * 32 : kBf16PanelRows * 16];
   for (int64_t j = 0; j < NP; j += 32) {
     const uint32_t* p0 = packed + (j / 16) * (KP / 2) * 16;
@@ -293,6 +289,8 @@ void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __r
   if (cols > N) cols = N;
   if (cols < 0) cols = 0;
   if (!ACC && rows < M) memset(d + rows * N, 0, sizeof(float) * (M - rows) * N);
+  if (!ACC && cols < N)
+    for (int64_t i = 0; i < rows; ++i) memset(d + i * N + cols, 0, sizeof(float) * (N - cols));
   if (rows == 0) return;
 #if PTO_BF16_DOT == 2
   if (amx_permitted()) {
@@ -309,7 +307,7 @@ void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __r
   for (int64_t i = 0; i < rows; ++i) {
     float* __restrict drow = d + i * N;
     if (!ACC)
-      for (int64_t j = 0; j < N; ++j) drow[j] = 0.0f;
+      for (int64_t j = 0; j < cols; ++j) drow[j] = 0.0f;
     for (int64_t k = 0; k < K; ++k) {
       const float av = cvt<float, bf16>(a[i * lda + k]);
       for (int64_t j = 0; j < cols; ++j) drow[j] += av * cvt<float, bf16>(BT ? b[j * ldb + k] : b[k * ldb + j]);
