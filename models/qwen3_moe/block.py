@@ -59,6 +59,14 @@ def _weight_rows(k: int, rows: int) -> int | None:
     return m if m >= 8 else None
 
 
+def _bf16_weight_rows(n: int) -> int:
+    """The weight rows of a bf16 x @ W^T tile for a weight of n rows: the most, up to 512, in
+    multiples of 32 (the dot-product kernel's pairs of panels) that divide n, else 256. The kernel
+    packs one pair of panels at a time and prefetches the next pair while this one multiplies, so a
+    tile's first pair, streamed with nothing to overlap, is a smaller share of a larger tile."""
+    return next((m for m in range(512, 31, -32) if n % m == 0), 256)
+
+
 def _act(a, dt):
     """The activations in the weights' dtype (the next product's operand)."""
     return a if dt == pypto.DT_FP32 else pypto.cast(a, dt)
@@ -122,12 +130,13 @@ def make_experts_kernel(hidden: int, expert_ffn: int, experts: int, top_k: int, 
                 if R <= 8 or dt == pypto.DT_BF16:
                     # Few rows: each output is a dot product of a token row and a weight row, read
                     # where it lies (tmatmul b_trans). One task per block. bf16 weights, more
-                    # rows: x @ W^T too, by [128, 1024] weight tiles read in place and packed for
-                    # the bf16 dot products as they multiply (W @ x^T would pack the block's rows
-                    # instead, but multiply every row of its tile however few tokens the expert
-                    # has); the block's valid rows bound the product.
+                    # rows: x @ W^T too, by weight tiles of up to [512, 1024] read in place and
+                    # packed for the bf16 dot products as they multiply (W @ x^T would pack the
+                    # block's rows instead, but multiply every row of its tile however few tokens
+                    # the expert has); the block's valid rows bound the product.
                     few = R <= 8
-                    gate_n, down_n = (_whole_rows(H), _whole_rows(I)) if few else (128, 128)
+                    gate_n, down_n = ((_whole_rows(H), _whole_rows(I)) if few else
+                                      (_bf16_weight_rows(I), _bf16_weight_rows(H)))
                     pypto.set_cube_tile_shapes([R, R], [H, H] if few else [1024, 1024], [gate_n, gate_n])
                     g = pypto.matmul(xb, gate_up[e, :I], pypto.DT_FP32, b_trans=True)     # [rows, I]
                     u = pypto.matmul(xb, gate_up[e, I:], pypto.DT_FP32, b_trans=True)

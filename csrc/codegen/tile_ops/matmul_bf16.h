@@ -90,25 +90,38 @@ constexpr int64_t kBf16Rows = 8;
 #define PTO_UNROLL _Pragma("GCC unroll 16")
 #endif
 
+/// Lines a block of the VDPBF16PS micro-kernel prefetches while it multiplies, spread evenly over
+/// its steps along k: `lines` lines (64 bytes) from each of `rows` rows `stride` bytes apart from
+/// `first` (none where rows is 0), into L1 (T0: the next block's rows of a, read in place) or L2
+/// (the source of the next pair of panels, packed while its lines are in cache).
+struct Bf16Prefetch {
+  const char* first = nullptr;
+  int64_t stride = 0, rows = 0, lines = 0;
+  bool t0 = false;
+};
+
 /// c (R x 16P floats, row stride ldc) = (LOAD: c +) a (R rows of KP bf16, row stride lda) @ P packed
 /// panels from p (KP / 2 rows of 16 words each, one after another): R x P accumulators, R
-/// broadcasts of a pair of a and P loads of b a step along k. Each step prefetches a line of the R
-/// rows of `next` (the next block's a, row stride lda; null: none), row after row, one line of each
-/// per 16 pairs: a weight read as a in a product W @ x^T of at most 32 columns comes from memory
-/// once, and its next rows arrive while these multiply.
+/// broadcasts of a pair of a and P loads of b a step along k, and the prefetches `pf` names: a
+/// weight read once from memory (as a in a product W @ x^T of few columns, or as the b of the next
+/// panels) arrives while these multiply.
 template <bool LOAD, int64_t R, int64_t P>
 inline void dot_bf16_block(float* __restrict c, int64_t ldc, const bf16* __restrict a, int64_t lda,
-                           const uint32_t* __restrict p, int64_t KP, const bf16* __restrict next) {
-  static_assert(R * P <= 16 && 16 % R == 0, "16 accumulators at most; R divides 16");
-  constexpr int64_t kEvery = 16 / R;  // steps between two prefetches
+                           const uint32_t* __restrict p, int64_t KP, const Bf16Prefetch& pf) {
+  static_assert(R * P <= 16, "16 accumulators at most");
   vfloat acc[R][P];
   PTO_UNROLL
   for (int64_t r = 0; r < R; ++r)
     for (int64_t q = 0; q < P; ++q) acc[r][q] = LOAD ? vload(c + r * ldc + 16 * q) : vfloat{};
-  for (int64_t kp = 0; kp < KP / 2; ++kp) {
-    if (next != nullptr && kp % kEvery == 0) {
-      const int64_t line = kp / kEvery;
-      __builtin_prefetch(next + line % R * lda + line / R * 32, 0, 3);
+  // Line `line` of row `row` is next; `due` counts lines owed, in steps (KP / 2 per line).
+  const int64_t steps = KP / 2, owed = pf.rows * pf.lines;
+  int64_t due = 0, row = 0, line = 0;
+  for (int64_t kp = 0; kp < steps; ++kp) {
+    for (due += owed; due >= steps && row < pf.rows; due -= steps) {
+      const char* at = pf.first + row * pf.stride + line * 64;
+      if (pf.t0) __builtin_prefetch(at, 0, 3);
+      else __builtin_prefetch(at, 0, 2);
+      if (++line == pf.lines) line = 0, ++row;
     }
     vbf16_pairs b[P];
     for (int64_t q = 0; q < P; ++q) memcpy(&b[q], p + (q * (KP / 2) + kp) * 16, sizeof b[q]);
@@ -201,11 +214,13 @@ inline void amx_bf16_block(float* __restrict c, int64_t ldc, const bf16* __restr
 #endif  // PTO_BF16_DOT == 2
 
 /// d (M x N floats) = or += a (M x K bf16) @ b (K x N bf16; BT: b^T, the N x K tile of a transposed
-/// b), rows past `rows` and columns past `cols` not multiplied (a TMATMUL zeroes them). Blocks of
-/// RB rows and two panels (32 columns), or, for a last pair of panels with at most 16 valid columns,
-/// of kBf16PanelRows rows and one panel; a block that crosses the valid rows or columns runs in a
-/// buffer. a is copied, zero-padded, where K is not a whole number of the kernel's k step or the
-/// blocks' rows reach past the tile's.
+/// b), rows past `rows` and columns past `cols` not multiplied (a TMATMUL zeroes them). Pair by pair
+/// of panels (32 columns): the pair is packed, then multiplied by blocks of RB rows, or, for a last
+/// pair with at most 16 valid columns, one panel by blocks of kBf16PanelRows rows; a block that
+/// crosses the valid rows or columns runs in a buffer. The blocks of one pair prefetch the next
+/// pair's columns of b into L2, shared among them, so a weight streamed from memory arrives while the
+/// pair before it multiplies. a is copied, zero-padded, where K is not a whole number of the
+/// kernel's k step or the blocks' rows reach past the tile's.
 template <bool ACC, int64_t M, int64_t K, int64_t N, bool AMX, bool BT>
 bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows,
                      int64_t lda_in, int64_t ldb, int64_t cols) {
@@ -216,14 +231,9 @@ bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* 
   const int64_t rb_most = NP % 32 != 0 ? kBf16PanelRows : RB;  // the largest block of rows run
   const int64_t MP = (rows + rb_most - 1) / rb_most * rb_most;
   const bool pad_a = KP != K || MP > M;
-  const int64_t b_words = KP / 2 * NP;
+  const int64_t b_words = KP / 2 * 32;  // one pair of panels
   auto* packed = static_cast<uint32_t*>(matmul_scratch(b_words * 4 + (pad_a ? MP * KP * 2 : 0)));
   if (packed == nullptr) return false;
-  if constexpr (BT) {
-    pack_bf16_pairs_transposed(packed, b, K, cols, ldb, KP, NP);
-  } else {
-    pack_bf16_pairs(packed, b, K, cols, ldb, KP, NP);
-  }
   const bf16* ap = a;
   int64_t lda = lda_in;
   if (pad_a) {
@@ -240,11 +250,19 @@ bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* 
   }
   alignas(64) float buf[RB * 32 > kBf16PanelRows * 16 ? RB * 32 : kBf16PanelRows * 16];
   for (int64_t j = 0; j < NP; j += 32) {
-    const uint32_t* p0 = packed + (j / 16) * (KP / 2) * 16;
     const bool pair = NP - j >= 32;
     const int64_t rb = pair ? RB : kBf16PanelRows, bw = pair ? 32 : 16;
     const int64_t w = cols - j < bw ? cols - j : bw;
-    for (int64_t i = 0; i < rows; i += rb) {
+    if constexpr (BT) {
+      pack_bf16_pairs_transposed(packed, b + j * ldb, K, w, ldb, KP, bw);
+    } else {
+      pack_bf16_pairs(packed, b + j, K, w, ldb, KP, bw);
+    }
+    const uint32_t* p0 = packed;
+    // The next pair's valid columns of b: rows of bt, or a line or two of each row of b.
+    const int64_t next_w = cols - j - bw < 32 ? cols - j - bw : 32;
+    const int64_t blocks = (rows + rb - 1) / rb;
+    for (int64_t i = 0, bi = 0; i < rows; i += rb, ++bi) {
       const int64_t h = rows - i < rb ? rows - i : rb;
       const bool whole = h == rb && w == bw;
       float* c = whole ? d + i * N + j : buf;
@@ -259,14 +277,29 @@ bool matmul_bf16_dot(float* __restrict d, const bf16* __restrict a, const bf16* 
       } else
 #endif
       {
-        // The next block of a's rows where a is read once, in place (one pair of panels: a
-        // W @ x^T of few columns); a's rows read again for more columns, or a padded copy, are in
-        // cache.
-        const bf16* next = !pad_a && NP <= 32 && i + rb < rows ? ap + (i + rb) * lda : nullptr;
+        Bf16Prefetch pf;
+        if (next_w > 0) {
+          // Row block bi prefetches rows bi, bi + blocks, ... of the next pair's source.
+          const int64_t src_rows = BT ? next_w : K, row_bytes = (BT ? K : next_w) * 2;
+          const char* first = reinterpret_cast<const char*>(BT ? b + (j + bw) * ldb : b + j + bw);
+          pf.first = first + bi * ldb * 2;
+          pf.stride = blocks * ldb * 2;
+          pf.rows = src_rows > bi ? (src_rows - bi + blocks - 1) / blocks : 0;
+          pf.lines = (reinterpret_cast<uintptr_t>(first) % 64 + row_bytes + 63) / 64;
+        } else if (!pad_a && NP <= 32 && i + rb < rows) {
+          // The next block of a's rows where a is read once, in place (one pair of panels: a
+          // W @ x^T of few columns); a's rows read again for more columns, or a padded copy, are
+          // in cache.
+          pf.first = reinterpret_cast<const char*>(ap + (i + rb) * lda);
+          pf.stride = lda * 2;
+          pf.rows = rb;
+          pf.lines = (reinterpret_cast<uintptr_t>(pf.first) % 64 + K * 2 + 63) / 64;
+          pf.t0 = true;
+        }
         if (pair)
-          dot_bf16_block<ACC, kBf16Rows, 2>(c, ldc, ap + i * lda, lda, p0, KP, next);
+          dot_bf16_block<ACC, kBf16Rows, 2>(c, ldc, ap + i * lda, lda, p0, KP, pf);
         else
-          dot_bf16_block<ACC, kBf16PanelRows, 1>(c, ldc, ap + i * lda, lda, p0, KP, next);
+          dot_bf16_block<ACC, kBf16PanelRows, 1>(c, ldc, ap + i * lda, lda, p0, KP, pf);
       }
       if (!whole)
         for (int64_t r = 0; r < h; ++r) memcpy(d + (i + r) * N + j, buf + r * bw, sizeof(float) * w);
