@@ -443,15 +443,25 @@ int TensorGraphBuilder::add_view(int base, const std::vector<Expr>& shape, const
 
 namespace {
 
-// True when two shapes hold the same number of elements as products of the same symbolic dims and
-// constants ([n, 96] and [n, 3, 32]): the constants multiply to one number, the other dims match as
-// a multiset.
+// True when two shapes hold the same number of elements as products of the same symbolic factors
+// and constants ([n, 96] and [n, 3, 32]; [32, c * 64] and [32, c, 64]): each dim is flattened into
+// the factors of its products, the constants multiply to one number, the other factors match as a
+// multiset.
 bool same_factors(const std::vector<Expr>& a, const std::vector<Expr>& b) {
   auto split = [](const std::vector<Expr>& dims, int64_t& c, std::vector<std::string>& syms) {
     c = 1;
-    for (const Expr& d : dims) {
-      if (auto v = d.as_const()) c *= *v;
-      else syms.push_back(d.str());
+    std::vector<Expr> todo(dims.rbegin(), dims.rend());
+    while (!todo.empty()) {
+      const Expr d = todo.back();
+      todo.pop_back();
+      if (auto v = d.as_const()) {
+        c *= *v;
+      } else if (d.kind() == Expr::Kind::Mul) {
+        todo.push_back(d.rhs());
+        todo.push_back(d.lhs());
+      } else {
+        syms.push_back(d.str());
+      }
     }
     std::sort(syms.begin(), syms.end());
   };

@@ -81,6 +81,32 @@ def test_reshape_splitting_a_static_dim_next_to_a_dynamic_one():
         g(torch.randn(4, 96))
 
 
+def test_reshape_splitting_a_dim_that_is_a_product():
+    # [2, c * 8, 4] and [2, c, 8, 4] (c a dynamic chunk count) hold the same elements: a dim that is a
+    # product counts as its factors; [2, c, 7, 4] does not match
+    def make(inner):
+        @pypto.jit
+        def f(x: pypto.Tensor((2, pypto.DYNAMIC, 4), pypto.DT_FP32)):
+            c = pypto.ceildiv(x.shape[1], 8)
+            pypto.set_vec_tile_shapes(2, 8, 4)
+            padded = pypto.zeros([2, c * 8, 4], pypto.DT_FP32)
+            pypto.assemble(x, [0, 0, 0], padded)
+            pypto.set_vec_tile_shapes(2, 1, 8, 4)
+            return pypto.reshape(padded, [2, c, inner, 4]) * 2
+        return f
+
+    f = make(8)
+    for n in (5, 16, 19):
+        x = torch.randn(2, n, 4)
+        c = -(-n // 8)
+        ref = torch.zeros(2, c * 8, 4)
+        ref[:, :n] = x
+        torch.testing.assert_close(f(x), ref.reshape(2, c, 8, 4) * 2)
+
+    with pytest.raises(pypto.UserError, match=r"cannot reshape \[2, .*, 4\] .* to \[2, .*, 7, 4\]"):
+        make(7)(torch.randn(2, 5, 4))
+
+
 def test_creation_ops():
     @pypto.jit
     def f(x: pypto.Tensor((5, 7), pypto.DT_FP32)):
