@@ -303,17 +303,17 @@ TEST(ExpandTilesTest, OutputsStoredWholeAreNotZeroFilled) {
 }
 
 TEST(ExpandTilesTest, TinyBatchedProductsRunABlockOfTheBatchPerGridPoint) {
-  // 32 x 12 products of one row by a 64 x 64 matrix: grid points over 8 consecutive products of
+  // 32 x 12 products of 8 rows by a 64 x 64 matrix: grid points over 8 consecutive products of
   // the inner batch dim (the last block holds 4), each a sequential loop over its products.
   TensorGraphBuilder b("bmm");
-  int a = b.add_param("a", {Expr(32), Expr(12), Expr(1), Expr(64)}, DataType::FP32);
+  int a = b.add_param("a", {Expr(32), Expr(12), Expr(8), Expr(64)}, DataType::FP32);
   int w = b.add_param("w", {Expr(32), Expr(12), Expr(64), Expr(64)}, DataType::FP32);
   int mm = b.add_matmul(a, w, DataType::FP32, {8, 64, 64}, {8, 64, 64}, TestLoc(1));
   b.set_outputs({mm});
   TileGraph t = Expand(b.finish());
   EXPECT_NO_THROW(verify(t));
   ASSERT_EQ(t.nests.size(), 1u);
-  EXPECT_EQ(t.nests[0].note, "batch block 8: 8 consecutive products of 1x64x64 per task");
+  EXPECT_EQ(t.nests[0].note, "batch block 8: 8 consecutive products of 8x64x64 per task");
   std::vector<const Loop*> loops = LoopChain(t.nests[0].body);
   ASSERT_EQ(loops.size(), 5u) << print(t);
   for (int d = 0; d < 4; ++d) EXPECT_TRUE(loops[d]->parallel) << d;

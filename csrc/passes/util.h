@@ -66,7 +66,8 @@ int64_t clamp_tile(const Expr& dim, int64_t tile);
 /// multiply-adds, so that a batch of tiny products is not one task each (their submission and
 /// scheduling would cost more than the products), yet not below kBatchBlockMinTasks tasks when the
 /// grid's size is known. expand_tiles walks this grid; retile_epilogues gives it to the epilogues.
-constexpr int64_t kBatchBlockMacs = 32 * 1024;
+/// 256K multiply-adds take a core 1-2 us, about what a task's submission and scheduling cost.
+constexpr int64_t kBatchBlockMacs = 256 * 1024;
 constexpr int64_t kBatchBlockMinTasks = 16;
 std::vector<int64_t> matmul_output_tile(const TensorGraph& g, const TensorOp& op);
 

@@ -267,25 +267,26 @@ CHUNKS = pypto.frontend.dynamic("CHUNKS")
 @pytest.mark.parametrize("chunks", [8, 12, 3])
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-4), (torch.bfloat16, 2e-2)])
 def test_tiny_batched_products_share_tasks_in_blocks_of_the_batch(chunks, dtype, tol):
-    """A batch of one-row products (one query row against each head's and chunk's 64 x 64 matrix)
-    runs 8 consecutive products per task (passes/util matmul_output_tile), over chunk counts that
-    do and do not divide the block and a dynamic count, with an epilogue fused over the same grid."""
+    """A batch of small products (8 query rows against each head's and chunk's 64 x 64 matrix, 32K
+    multiply-adds) runs 8 consecutive products per task (passes/util matmul_output_tile), over
+    chunk counts that do and do not divide the block and a dynamic count, with an epilogue fused
+    over the same grid."""
 
     @pypto.jit
-    def f(a: pypto.Tensor((32, CHUNKS, 1, 64), PT[dtype]), b: pypto.Tensor((32, CHUNKS, 64, 64), PT[dtype])):
+    def f(a: pypto.Tensor((32, CHUNKS, 8, 64), PT[dtype]), b: pypto.Tensor((32, CHUNKS, 64, 64), PT[dtype])):
         pypto.set_cube_tile_shapes([8, 8], [64, 64], [64, 64])
-        pypto.set_vec_tile_shapes(2, 2, 1, 64)
+        pypto.set_vec_tile_shapes(2, 2, 8, 64)
         return pypto.matmul(a, b, pypto.DT_FP32) * 2.0 + 1.0
 
-    a, b = torch.randn(32, chunks, 1, 64).to(dtype), torch.randn(32, chunks, 64, 64).to(dtype)
+    a, b = torch.randn(32, chunks, 8, 64).to(dtype), torch.randn(32, chunks, 64, 64).to(dtype)
     ref = (a.double() @ b.double()) * 2.0 + 1.0
     torch.testing.assert_close(f(a, b).double(), ref, atol=tol * 8, rtol=tol)
     compiled = pypto.compile(f, a, b)
     # One task per head and block of 8 chunks (the epilogue shares them), not one per product.
     assert compiled.stats()["tasks"] == 32 * -(-chunks // 8)
     passes = compiled.dump("passes")
-    assert "batch block 8: 8 consecutive products of 1x64x64 per task" in passes
-    assert "retiled to [1, 8, 1, 64] (the output tile of @matmul" in passes
+    assert "batch block 8: 8 consecutive products of 8x64x64 per task" in passes
+    assert "retiled to [1, 8, 8, 64] (the output tile of @matmul" in passes
 
 
 def test_a_batch_too_small_for_blocks_keeps_one_product_per_task():
@@ -296,3 +297,20 @@ def test_a_batch_too_small_for_blocks_keeps_one_product_per_task():
     compiled = pypto.compile(f, a, b)
     assert compiled.stats()["tasks"] == 4
     assert "batch block" not in compiled.dump("passes")
+
+
+@pytest.mark.parametrize("batch", [150, 64, 5])
+def test_one_row_products_of_a_dynamic_batch_take_64_a_task(batch):
+    # 4096 multiply-adds a product: 64 of them make a task's 256K (the grid's size unknown at compile
+    # time, no minimum task count applies); a last block of fewer products and a batch of 5.
+    @pypto.jit
+    def f(a: pypto.Tensor((CHUNKS, 1, 64), pypto.DT_FP32), b: pypto.Tensor((CHUNKS, 64, 64), pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes([8, 8], [64, 64], [64, 64])
+        pypto.set_vec_tile_shapes(64, 1, 64)
+        return pypto.matmul(a, b, pypto.DT_FP32) + 1.0
+
+    a, b = torch.randn(batch, 1, 64), torch.randn(batch, 64, 64)
+    torch.testing.assert_close(f(a, b), a @ b + 1.0, atol=1e-4, rtol=1e-4)
+    compiled = pypto.compile(f, a, b)
+    assert compiled.stats()["tasks"] == -(-batch // 64)
+    assert "batch block 64: 64 consecutive products of 1x64x64 per task" in compiled.dump("passes")
