@@ -85,12 +85,15 @@ def chunked_rule(qv, kv, v, g, beta, state, n, dims: DeltaDims):
     VH, DK, DV = dims.v_heads, dims.k_dim, dims.v_dim
     L = CHUNK
     nc = pypto.ceildiv(n, L)
-    # Head-major, zero-padded to whole chunks: [VH, C, L, d] (padding has g = beta = 0: no effect).
+    # Head-major, zero-padded to whole chunks: [VH, C, L, d] (padding has g = beta = 0: no effect),
+    # copied so that a chunk's rows lie next to each other (the products below read [L, d] blocks;
+    # read through a permuted view of the token-major input, their rows are VH * d apart and
+    # share the first-level cache's sets).
     def chunks(x, d):
-        pypto.set_vec_tile_shapes(min(64, max(1, 2048 // d)), VH, d)   # 64-256 KiB tiles: few tasks
-        padded = pypto.zeros([nc * L, VH, d], pypto.DT_FP32)
-        pypto.assemble(pypto.cast(x, pypto.DT_FP32), [0, 0, 0], padded)
-        return pypto.permute(pypto.reshape(padded, [nc, L, VH, d]), 2, 0, 1, 3)
+        pypto.set_vec_tile_shapes(VH if d == 1 else 4, 64, d)   # 128 KiB tiles: few tasks
+        padded = pypto.zeros([VH, nc * L, d], pypto.DT_FP32)
+        pypto.assemble(pypto.cast(pypto.permute(x, 1, 0, 2), pypto.DT_FP32), [0, 0, 0], padded)
+        return pypto.reshape(padded, [VH, nc, L, d])
     Q, K, V = chunks(qv, DK), chunks(kv, DK), chunks(v, DV)
     B = chunks(pypto.reshape(beta, [n, VH, 1]), 1)                          # [VH, C, L, 1]
     G = pypto.reshape(chunks(pypto.reshape(g, [n, VH, 1]), 1), [VH, nc, L])
@@ -112,18 +115,22 @@ def chunked_rule(qv, kv, v, g, beta, state, n, dims: DeltaDims):
     pypto.set_vec_tile_shapes(2, 2, L, L)
     a = pypto.zeros([VH, nc, L, L], pypto.DT_FP32)
     pypto.assemble(pypto.where(below, 0.0 - ut, 0.0), [0, 0, 0, 0], a)
-    # Forward substitution: row i += row i @ A (rows above it done), i = 1 .. L-1.
+    # Forward substitution: row i += row i @ A (rows above it done), i = 1 .. L-1, with heads and
+    # chunks as one batch dim so that a task's block of consecutive products (matmul_output_tile:
+    # 64 of them) spans heads. (A product of doubling factors (I + A)(I + A^2)... would take 10
+    # products instead of 63 steps, but its powers of A overflow where the keys are correlated:
+    # test_correlated_keys_and_slow_decay.)
+    a_rows = pypto.reshape(a, [VH * nc, L, L])
     for i in pypto.loop(1, L, idx_name="i"):
-        row = pypto.view(a, [VH, nc, 1, L], [0, 0, i, 0])
+        row = pypto.view(a_rows, [VH * nc, 1, L], [0, i, 0])
         pypto.set_cube_tile_shapes([8, 8], [L, L], [L, L])
-        # Four heads' rows of 8 chunks per task: the products' batch block (matmul_output_tile).
-        pypto.set_vec_tile_shapes(4, 8, 1, L)
-        pypto.assemble(row + pypto.matmul(row, a, pypto.DT_FP32), [0, 0, i, 0], a)
+        pypto.set_vec_tile_shapes(64, 1, L)
+        pypto.assemble(row + pypto.matmul(row, a_rows, pypto.DT_FP32), [0, i, 0], a_rows)
     pypto.set_vec_tile_shapes(2, 2, L, L)
     t = a + eye
     e = pypto.exp(cum)
-    pypto.set_vec_tile_shapes(2, 2, L, 64)
-    pypto.set_cube_tile_shapes([L, L], [L, L], [64, 64])
+    pypto.set_vec_tile_shapes(2, 2, L, DV)
+    pypto.set_cube_tile_shapes([L, L], [L, L], [DV, DV])
     values = pypto.matmul(t, vb, pypto.DT_FP32)                             # [VH, C, L, DV]
     k_cumdecay = pypto.matmul(t, kb * pypto.reshape(e, [VH, nc, L, 1]), pypto.DT_FP32)
     pypto.set_cube_tile_shapes([L, L], [64, 64], [L, L])
@@ -139,15 +146,15 @@ def chunked_rule(qv, kv, v, g, beta, state, n, dims: DeltaDims):
         st = pypto.reshape(state, [VH, 1, DK, DV])
         def at(x, d):
             return pypto.view(x, [VH, 1, L, d], [0, c, 0, 0])
-        pypto.set_cube_tile_shapes([L, L], [64, 64], [64, 64])
-        pypto.set_vec_tile_shapes(4, 1, L, 64)
+        pypto.set_cube_tile_shapes([L, L], [DK, DK], [DV, DV])
+        pypto.set_vec_tile_shapes(4, 1, L, DV)
         v_new = at(values, DV) - pypto.matmul(at(k_cumdecay, DK), st, pypto.DT_FP32)
         o = pypto.matmul(at(qd, DK), st, pypto.DT_FP32) + pypto.matmul(at(intra, L), v_new, pypto.DT_FP32)
         pypto.assemble(o, [0, c, 0, 0], out)
         cd = pypto.view(chunk_decay, [VH, 1, 1, 1], [0, c, 0, 0])
-        pypto.set_vec_tile_shapes(4, 1, 64, 64)
+        pypto.set_vec_tile_shapes(4, 1, 64, DV)
         new_state = st * cd + pypto.matmul(at(kd, DK), v_new, pypto.DT_FP32, a_trans=True)
-        pypto.set_vec_tile_shapes(4, 64, 64)
+        pypto.set_vec_tile_shapes(4, 64, DV)
         pypto.assemble(pypto.reshape(new_state, [VH, DK, DV]), [0, 0, 0], state)
     pypto.set_vec_tile_shapes(1, 16, VH, DV)
     tokens = pypto.reshape(pypto.permute(out, 1, 2, 0, 3), [nc * L, VH, DV])

@@ -104,10 +104,11 @@ def make_kernels(dims: LayerDims = QWEN3_NEXT_80B, dtype=pypto.DT_FP32):
         qv, kv = gd.qk_per_value_head(q, k, n, rule)
         o = gd.recurrent_step(qv, kv, v, g, beta, state, rule) if one_row else \
             gd.chunked_rule(qv, kv, v, g, beta, state, n, rule)                    # [n, VH, DV] fp32
+        # The gated RMSNorm per value head (rounded to dtype first, as transformers), then the output
+        # projection.
+        pypto.set_vec_tile_shapes(8, VH, DV)
         if dt != pypto.DT_FP32:
             o = pypto.cast(pypto.cast(o, dt), pypto.DT_FP32)
-        # The gated RMSNorm per value head, then the output projection.
-        pypto.set_vec_tile_shapes(8, VH, DV)
         normed = o * pypto.rsqrt(pypto.sum(o * o, -1, True) * (1.0 / DV) + dims.eps)
         if dt != pypto.DT_FP32:
             normed = pypto.cast(pypto.cast(normed, dt), pypto.DT_FP32)

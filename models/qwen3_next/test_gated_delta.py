@@ -71,3 +71,25 @@ def test_bf16_inputs():
     got = kernels.chunked(q[0], k[0], v[0], g[0], beta[0], torch.zeros(4, 32, 32))
     assert got.dtype == torch.bfloat16
     assert rel_err(got, want[0]) < 1.5 * rel_err(theirs, want) + 1e-3
+
+
+def test_correlated_keys_and_slow_decay():
+    # Keys close to one shared direction, rates near 1 and almost no decay: the chunk's matrix
+    # beta K K^T has entries near 1 below the diagonal, where the UT transform's powers of the
+    # matrix grow like binomial coefficients (a sum of them cancels only in exact arithmetic).
+    dims = gd.DeltaDims(2, 4, 32, 32)
+    kernels = gd.make_kernels(dims)
+    n = 130
+    torch.manual_seed(11)
+    base = torch.randn(1, 1, dims.k_heads, dims.k_dim)
+    q = torch.randn(1, n, dims.k_heads, dims.k_dim)
+    k = base + 0.05 * torch.randn(1, n, dims.k_heads, dims.k_dim)
+    v = torch.randn(1, n, dims.v_heads, dims.v_dim)
+    g = -torch.rand(1, n, dims.v_heads) * 1e-3
+    beta = 0.9 + 0.1 * torch.rand(1, n, dims.v_heads)
+    want, want_state = torch_chunk_gated_delta_rule(q.double(), k.double(), v.double(), g.double(), beta.double(),
+                                                    output_final_state=True, use_qk_l2norm_in_kernel=True)
+    state = torch.zeros(dims.v_heads, dims.k_dim, dims.v_dim)
+    got = kernels.chunked(q[0], k[0], v[0], g[0], beta[0], state)
+    assert rel_err(got, want[0].float()) < 1e-3
+    assert rel_err(state, want_state[0].float()) < 1e-3
