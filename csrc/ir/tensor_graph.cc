@@ -450,15 +450,15 @@ namespace {
 bool same_factors(const std::vector<Expr>& a, const std::vector<Expr>& b) {
   auto split = [](const std::vector<Expr>& dims, int64_t& c, std::vector<std::string>& syms) {
     c = 1;
-    std::vector<Expr> todo(dims.rbegin(), dims.rend());
+    std::vector<Expr> todo(dims);  // the factors' order does not matter: syms is sorted below
     while (!todo.empty()) {
       const Expr d = todo.back();
       todo.pop_back();
       if (auto v = d.as_const()) {
         c *= *v;
       } else if (d.kind() == Expr::Kind::Mul) {
-        todo.push_back(d.rhs());
         todo.push_back(d.lhs());
+        todo.push_back(d.rhs());
       } else {
         syms.push_back(d.str());
       }
