@@ -3,8 +3,8 @@ under torch.compile, side by side in one run (medians of calls taken in alternat
 
     python benchmarks/models.py [--rounds 3] [--prefill 512,2048] [--context 2048] [--dtype fp32]
                                 [--blocks llama3,qwen3_moe,deepseek_v3_moe] [--experts 128]
-                                [--deepseek-experts 32] (blocks: llama3, qwen3_moe, deepseek_v3_moe,
-                                deepseek_v3_mla, qwen3_next)
+                                [--deepseek-experts 32] [--decode-steps 8]
+                                (blocks: llama3, qwen3_moe, deepseek_v3_moe, deepseek_v3_mla, qwen3_next)
 
 Rows (tokens per second, higher is better):
 - llama3 prefill S: one LLaMA-3-8B decoder layer on a prompt of S tokens (causal GQA);
@@ -21,6 +21,11 @@ Rows (tokens per second, higher is better):
 - qwen3_next prefill S / decode: Qwen3-Next-80B-A3B's linear-attention layer (gated delta rule,
   chunked for prefill, recurrent for decode); decode continues after a prefill of --prefill's
   first length (transformers with its cache).
+
+Each decode sample is the mean of `--decode-steps` calls in a row (8 by default) of one
+implementation, the implementations taken in alternation: a model decodes token after token, and
+a single call right after a torch call shares the cores with torch's threads still spinning from
+it (the first pypto call after one measured 1.7x its steady time, qwen3_next fp32 on Zen 5).
 
 OMP_WAIT_POLICY is left as the environment has it (unset: OpenMP's own policy, what a torch program
 gets), so torch's threads spin briefly after each parallel region and pypto's tasks share the cores
@@ -73,9 +78,17 @@ from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRot
 import pypto  # noqa: E402
 
 
-def alternate(fns: dict, rounds: int) -> dict:
-    """Median seconds per call of each function, calls taken in alternation."""
-    return {name: statistics.median(v) for name, v in time_interleaved(fns, rounds).items()}
+def alternate(fns: dict, rounds: int, calls: int = 1) -> dict:
+    """Median seconds per call of each function, taken in alternation: each round runs each
+    function `calls` times in a row (a sample is their mean)."""
+    def burst(fn):
+        def run():
+            for _ in range(calls):
+                fn()
+        return run
+
+    samples = time_interleaved({name: burst(fn) for name, fn in fns.items()}, rounds)
+    return {name: statistics.median(v) / calls for name, v in samples.items()}
 
 
 def cached_block_rows(label, args, dtype, hidden, ours, ref, hf_call, cache_tensors, fill_ours, cfg):
@@ -122,7 +135,7 @@ def cached_block_rows(label, args, dtype, hidden, ours, ref, hf_call, cache_tens
 
     hf_decode("compile", compiled)
     t = alternate({"pypto": pypto_decode, "eager": lambda: hf_decode("eager", ref),
-                   "compile": lambda: hf_decode("compile", compiled)}, max(args.rounds, 5))
+                   "compile": lambda: hf_decode("compile", compiled)}, max(args.rounds, 5), args.decode_steps)
     rows.append((f"{label} decode (context {ctx})", 1, t, err))
     return rows
 
@@ -136,7 +149,8 @@ def stateless_block_rows(label, args, dtype, hidden, ours, ref):
         x = torch.randn(1, s, hidden, dtype=dtype)
         with torch.no_grad():
             err = _rel_err(ours(x[0]), ref(x)[0])
-        t = alternate({"pypto": lambda: ours(x[0]), "eager": lambda: ref(x), "compile": lambda: compiled(x)}, args.rounds)
+        t = alternate({"pypto": lambda: ours(x[0]), "eager": lambda: ref(x), "compile": lambda: compiled(x)}, args.rounds,
+                      args.decode_steps if s == 1 else 1)
         rows.append((f"{label} {'decode' if s == 1 else f'prefill {s}'}", s, t, err))
     return rows
 
@@ -274,7 +288,7 @@ def qwen3_next_rows(args, dtype):
             return module(x, cache=caches[name])
 
     t = alternate({"pypto": lambda: ours.decode(x[0]), "eager": lambda: hf_decode("eager", ref),
-                   "compile": lambda: hf_decode("compile", compiled)}, max(args.rounds, 5))
+                   "compile": lambda: hf_decode("compile", compiled)}, max(args.rounds, 5), args.decode_steps)
     rows.append(("qwen3_next decode", 1, t, err))
     return rows
 
@@ -289,6 +303,8 @@ def main() -> None:
                         help="the blocks to measure")
     parser.add_argument("--deepseek-experts", type=int, default=32, help="routed experts of the deepseek_v3_moe block")
     parser.add_argument("--experts", type=int, default=128, help="routed experts of the qwen3_moe block")
+    parser.add_argument("--decode-steps", type=int, default=8,
+                        help="decode steps each side runs in a row per round (a decode loop's steady state)")
     parser.add_argument("--omp-passive", action="store_true",
                         help="set OMP_WAIT_POLICY=PASSIVE (unless set) before torch loads")
     args = parser.parse_args()
