@@ -89,21 +89,25 @@ inline PTO_CONTRACT void matmul_column_rows(float* __restrict d, const float* __
   if (i0 < rows) matmul_block_of<NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b, rows - i0);
 }
 
-/// The float product of the first `rows` rows of a (M x K) only: a tile whose valid rows are fewer
-/// than its rows (a dynamic M, a decode step's single row) costs what its valid rows cost.
+/// The float product of the first `rows` rows of a (M x K) and the first `cols` columns of b only,
+/// these in whole vectors (up to N): a tile whose valid rows or columns are fewer than its own (a
+/// dynamic M, a decode step's single row; a dynamic N, the tokens of a W @ x^T) costs what its
+/// valid part costs. The columns past those are left as they were.
 template <bool ACC, int64_t M, int64_t K, int64_t N, int64_t KA, int64_t NS>
-__attribute__((noinline)) PTO_CONTRACT void matmul_tile_rows(float* __restrict d, const float* __restrict a,
-                                                             const float* __restrict b, int64_t rows) {
+__attribute__((noinline)) PTO_CONTRACT void matmul_tile_part(float* __restrict d, const float* __restrict a,
+                                                             const float* __restrict b, int64_t rows, int64_t cols) {
   PTO_CONTRACT_BODY
+  const int64_t up = (cols + kVecFloats - 1) / kVecFloats * kVecFloats, nc = up < N ? up : N;
   int64_t j0 = 0;
-  for (; j0 + kMatmulCols <= N; j0 += kMatmulCols) matmul_column_rows<kMatmulVecs, ACC, K, NS, KA>(d + j0, a, b + j0, rows);
-  for (; j0 + kVecFloats <= N; j0 += kVecFloats) matmul_column_rows<1, ACC, K, NS, KA>(d + j0, a, b + j0, rows);
-  for (int64_t i = 0; i < rows && j0 < N; ++i) {
+  for (; j0 + kMatmulCols <= nc; j0 += kMatmulCols)
+    matmul_column_rows<kMatmulVecs, ACC, K, NS, KA>(d + j0, a, b + j0, rows);
+  for (; j0 + kVecFloats <= nc; j0 += kVecFloats) matmul_column_rows<1, ACC, K, NS, KA>(d + j0, a, b + j0, rows);
+  for (int64_t i = 0; i < rows && j0 < nc; ++i) {
     float* __restrict drow = d + i * NS;
     if (!ACC)
-      for (int64_t j = j0; j < N; ++j) drow[j] = 0.0f;
+      for (int64_t j = j0; j < nc; ++j) drow[j] = 0.0f;
     for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = j0; j < N; ++j) drow[j] += a[i * KA + k] * b[k * NS + j];
+      for (int64_t j = j0; j < nc; ++j) drow[j] += a[i * KA + k] * b[k * NS + j];
   }
 }
 
@@ -471,8 +475,8 @@ template <bool ACC, int64_t M, int64_t K, int64_t N, bool BT = false>
 void tmatmul_bf16(float* __restrict d, const bf16* __restrict a, const bf16* __restrict b, int64_t rows,
                   int64_t lda, int64_t ldb, int64_t cols = N);
 
-/// `cols` (the instruction's valid columns, bf16 operands only) bounds the product's columns the
-/// same way.
+/// `cols` (the instruction's valid columns, float products) bounds the product's columns the same
+/// way: a float product multiplies whole vectors of them, a TMATMUL zeroes the columns past them.
 template <bool ACC, typename T, int64_t M, int64_t K, int64_t N, int64_t M0 = M, int64_t K0 = K, int64_t N0 = N,
           typename S = T>
 inline void tmatmul(T* __restrict dst, const S* __restrict a, const S* __restrict b, int64_t rows = M,
@@ -483,31 +487,35 @@ inline void tmatmul(T* __restrict dst, const S* __restrict a, const S* __restric
   if constexpr (std::is_same<T, float>::value && std::is_same<S, bf16>::value) {
     tmatmul_bf16<ACC, M, K, N>(dst, a, b, rows, lda, ldb, cols);
   } else {
-    (void)lda, (void)ldb, (void)cols;  // other operands are whole tiles
+    (void)lda, (void)ldb;  // these operands are whole tiles
     constexpr bool kFloat = std::is_same<T, float>::value && std::is_same<S, float>::value;
     if (!kFloat || rows > M) rows = M;  // other types multiply the whole tile
     if (rows < 0) rows = 0;
+    if (!kFloat || cols > N) cols = N;
+    if (cols < 0) cols = 0;
     if (!ACC && rows < M) memset(dst + rows * N, 0, sizeof(T) * (M - rows) * N);
-    // One block: a whole one, or the one the valid rows end in (r < M0). A is the accumulate flag,
-    // a type so that only the forms a tile uses are instantiated.
-    auto block = [](auto acc, T* d, const S* ab, const S* bb, int64_t r) {
+    // One block: a whole one, or the one the valid rows or columns end in (r < M0, c < N0). A is
+    // the accumulate flag, a type so that only the forms a tile uses are instantiated.
+    auto block = [](auto acc, T* d, const S* ab, const S* bb, int64_t r, int64_t c) {
       constexpr bool A = decltype(acc)::value;
       if constexpr (kFloat) {
-        if (r < M0) return matmul_tile_rows<A, M0, K0, N0, K, N>(d, ab, bb, r);
+        if (r < M0 || c < N0) return matmul_tile_part<A, M0, K0, N0, K, N>(d, ab, bb, r, c);
       }
       matmul_tile<A, T, M0, K0, N0, K, N>(d, ab, bb);
     };
     for (int64_t k0 = 0; k0 < K; k0 += K0)
-      for (int64_t j0 = 0; j0 < N; j0 += N0)
+      for (int64_t j0 = 0; j0 < cols; j0 += N0)
         for (int64_t i0 = 0; i0 < rows; i0 += M0) {
           T* d = dst + i0 * N + j0;
           const S* ab = a + i0 * K + k0;
           const S* bb = b + k0 * N + j0;
-          const int64_t r = rows - i0 < M0 ? rows - i0 : M0;
-          if constexpr (ACC || K0 == K) block(std::integral_constant<bool, ACC>{}, d, ab, bb, r);
-          else if (k0 > 0) block(std::true_type{}, d, ab, bb, r);
-          else block(std::false_type{}, d, ab, bb, r);
+          const int64_t r = rows - i0 < M0 ? rows - i0 : M0, c = cols - j0 < N0 ? cols - j0 : N0;
+          if constexpr (ACC || K0 == K) block(std::integral_constant<bool, ACC>{}, d, ab, bb, r, c);
+          else if (k0 > 0) block(std::true_type{}, d, ab, bb, r, c);
+          else block(std::false_type{}, d, ab, bb, r, c);
         }
+    if (!ACC && cols < N)
+      for (int64_t i = 0; i < rows; ++i) memset(dst + i * N + cols, 0, sizeof(T) * (N - cols));
   }
 }
 
@@ -563,26 +571,29 @@ __attribute__((noinline)) PTO_CONTRACT void matmul_panels_block(float* __restric
 
 /// TMATMUL / TMATMUL_ACC ... panels=W: dst (M x N) = or += a (M x K) @ b, b the K x N float tile in
 /// column panels of W columns (tload_panels), blocked by the L0 cube tile (M0, K0, N0) as tmatmul is.
-/// `rows` as in tmatmul.
+/// `rows` as in tmatmul; `cols` bounds the product by L0 blocks (a TMATMUL zeroes the columns past
+/// them); the operands are whole tiles (lda, ldb unused).
 template <bool ACC, int64_t M, int64_t K, int64_t N, int64_t M0, int64_t K0, int64_t N0, int64_t W>
 inline PTO_CONTRACT void tmatmul_panels(float* __restrict dst, const float* __restrict a, const float* __restrict bp,
-                                        int64_t rows = M) {
+                                        int64_t rows = M, int64_t lda = K, int64_t ldb = N, int64_t cols = N) {
   PTO_CONTRACT_BODY
   static_assert(M % M0 == 0 && K % K0 == 0 && N % N0 == 0, "the L0 cube tile must divide the tile");
   static_assert(W > 0 && N0 % W == 0, "the L0 cube tile's n is a whole number of panels");
+  (void)lda, (void)ldb;
   rows = rows < 0 ? 0 : rows > M ? M : rows;
+  cols = cols < 0 ? 0 : cols > N ? N : cols;
   if (!ACC && rows < M) memset(dst + rows * N, 0, sizeof(float) * (M - rows) * N);
   if constexpr (W % kVecFloats != 0) {
     // Panels narrower than whole vectors (written by hand for another target): element by element.
     for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < N; ++j) {
+      for (int64_t j = 0; j < cols; ++j) {
         float sum = ACC ? dst[i * N + j] : 0.0f;
         for (int64_t k = 0; k < K; ++k) sum += a[i * K + k] * bp[(j / W) * K * W + k * W + j % W];
         dst[i * N + j] = sum;
       }
   } else {
     for (int64_t k0 = 0; k0 < K; k0 += K0)
-      for (int64_t j0 = 0; j0 < N; j0 += N0)
+      for (int64_t j0 = 0; j0 < cols; j0 += N0)
         for (int64_t i0 = 0; i0 < rows; i0 += M0) {
           float* d = dst + i0 * N + j0;
           const float* ab = a + i0 * K + k0;
@@ -592,6 +603,8 @@ inline PTO_CONTRACT void tmatmul_panels(float* __restrict dst, const float* __re
           else matmul_panels_block<false, M0, K0, N0, K, N, K * W, W>(d, ab, bb, r);
         }
   }
+  if (!ACC && cols < N)
+    for (int64_t i = 0; i < rows; ++i) memset(dst + i * N + cols, 0, sizeof(float) * (N - cols));
 }
 
 /// The sum of a vector's lanes.

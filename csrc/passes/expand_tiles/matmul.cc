@@ -158,9 +158,9 @@ std::vector<Stmt> Expander::matmul(const TensorOp& op, int idx, std::string& not
     std::vector<int64_t> shape(r, 1);
     shape[r - 2] = mt;
     shape[r - 1] = nt;
-    // Products of bf16 operands multiply only the valid columns (a dynamic N: tokens of a
-    // W @ x^T), by panels of 16.
-    const Expr* cols = bf16_dot ? &s.valid[r - 1] : nullptr;
+    // Float products multiply only the valid columns of b (a dynamic N: the tokens of a W @ x^T),
+    // in whole vectors (bf16 operands: by panels of 16).
+    const Expr* cols = acc_dt == DataType::FP32 ? &s.valid[r - 1] : nullptr;
     if (bt >= 0) return product(a, b, acc, shape, acc_dt, {}, body, &s.valid[r - 2], true, cols);
     return product(a, b, acc, shape, acc_dt, l0_blocks(op.cube_tile_l0, mt, kt, nt), body, &s.valid[r - 2], false,
                    cols);

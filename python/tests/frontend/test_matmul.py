@@ -188,6 +188,34 @@ def test_a_dynamic_m_multiplies_only_its_valid_rows(rows, b_trans):
     assert re.search(r"tmatmul_acc %\w+, %\w+, %\w+ valid \[min\(64, \(ROWS - ", pto), pto
 
 
+COLS = pypto.frontend.dynamic("COLS")
+
+
+@pytest.mark.parametrize("cols", [1, 15, 16, 17, 33, 64, 100])
+@pytest.mark.parametrize("panels", [False, True])
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-4), (torch.float16, 2e-2)])
+def test_a_dynamic_n_multiplies_only_its_valid_columns(cols, panels, dtype, tol):
+    # The tokens of a W @ x^T: N known at run time, in 64-column tiles (a last one partial, or one
+    # partial tile only). The float product carries the valid columns and multiplies whole vectors
+    # of them; k in two tiles accumulates (tmatmul_acc) into the same columns; b in column panels
+    # (matmul_panels) or by rows; fp16 operands widen to float as they load.
+    m, k = 72, 192
+
+    @pypto.frontend.jit(pass_options={"matmul_panels": panels})
+    def w_xt(w: pypto.Tensor((m, k), PT[dtype]), x: pypto.Tensor((k, COLS), PT[dtype])):
+        pypto.set_cube_tile_shapes([32, 32], [96, 96], [64, 64])
+        return pypto.matmul(w, x, out_dtype=pypto.DT_FP32)
+
+    g = torch.Generator().manual_seed(cols)
+    w, x = torch.randn(m, k, generator=g).to(dtype), torch.randn(k, cols, generator=g).to(dtype)
+    got = w_xt(w, x)
+    assert got.shape == (m, cols)
+    torch.testing.assert_close(got, (w.double() @ x.double()).float(), rtol=tol, atol=tol)
+    pto = pypto.compile(w_xt, w, x).pto()
+    assert re.search(r"tmatmul %\w+, %\w+ valid \[[^\]]*, min\(64, \(COLS - ", pto), pto
+    assert re.search(r"tmatmul_acc %\w+, %\w+, %\w+ valid \[[^\]]*, min\(64, \(COLS - ", pto), pto
+
+
 def test_a_static_m_has_no_valid_rows_on_its_products():
     @pypto.jit
     def linear(x: pypto.Tensor((64, 96), pypto.DT_FP32), w: pypto.Tensor((96, 128), pypto.DT_FP32)):
