@@ -32,20 +32,34 @@ constexpr int64_t kMatmulVecs = PTO_MATMUL_VECS;
 constexpr int64_t kMatmulCols = kMatmulVecs * kVecFloats;
 
 /// The micro-kernel: d (MR x NV vectors, row stride N) = or += a (MR rows, row stride KA) @ b (K rows,
-/// row stride BS: N in a row-major tile, NV vectors in a column panel).
-template <int64_t MR, int64_t NV, bool ACC, int64_t K, int64_t N, int64_t KA, int64_t BS = N>
-inline PTO_CONTRACT void matmul_block(float* __restrict d, const float* __restrict a, const float* __restrict b) {
+/// row stride BS: N in a row-major tile, NV vectors in a column panel). With PF, each step of
+/// kVecFloats along K also prefetches that step's cache line of MR rows from `pf` (the next block's
+/// rows of a) into the second-level cache: a read once, streamed from memory, arrives before the
+/// next block needs it.
+template <int64_t MR, int64_t NV, bool ACC, int64_t K, int64_t N, int64_t KA, int64_t BS = N, bool PF = false>
+inline PTO_CONTRACT void matmul_block(float* __restrict d, const float* __restrict a, const float* __restrict b,
+                                      const float* pf = nullptr) {
   PTO_CONTRACT_BODY
   vfloat acc[MR][NV];
   for (int64_t i = 0; i < MR; ++i)
     for (int64_t v = 0; v < NV; ++v) acc[i][v] = ACC ? vload(d + i * N + v * kVecFloats) : vfloat{};
-  for (int64_t k = 0; k < K; ++k) {
+  auto step = [&](int64_t k) {
     vfloat bv[NV];
     for (int64_t v = 0; v < NV; ++v) bv[v] = vload(b + k * BS + v * kVecFloats);
     for (int64_t i = 0; i < MR; ++i) {
       const float av = a[i * KA + k];
       for (int64_t v = 0; v < NV; ++v) acc[i][v] += av * bv[v];
     }
+  };
+  if constexpr (PF) {
+    constexpr int64_t KS = K / kVecFloats * kVecFloats;
+    for (int64_t k0 = 0; k0 < KS; k0 += kVecFloats) {
+      for (int64_t i = 0; i < MR; ++i) __builtin_prefetch(pf + i * KA + k0, 0, 2);
+      for (int64_t k = k0; k < k0 + kVecFloats; ++k) step(k);
+    }
+    for (int64_t k = KS; k < K; ++k) step(k);
+  } else {
+    for (int64_t k = 0; k < K; ++k) step(k);
   }
   for (int64_t i = 0; i < MR; ++i)
     for (int64_t v = 0; v < NV; ++v) vstore(d + i * N + v * kVecFloats, acc[i][v]);
@@ -89,6 +103,37 @@ inline PTO_CONTRACT void matmul_column_rows(float* __restrict d, const float* __
   if (i0 < rows) matmul_block_of<NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b, rows - i0);
 }
 
+/// Products of at most kFewVecs vectors of columns (a W @ x^T of few tokens) run one column block
+/// of all of them, so a is read once, by register blocks of kFewRows<NV> rows: NV x rows
+/// accumulators in three quarters of the vector registers, at most kMatmulRows rows.
+constexpr int64_t kFewVecs = 4;
+template <int64_t NV>
+constexpr int64_t kFewRows = PTO_VECTOR_REGS * 3 / 4 / NV < 1 ? 1
+                             : PTO_VECTOR_REGS * 3 / 4 / NV < kMatmulRows ? PTO_VECTOR_REGS * 3 / 4 / NV
+                                                                          : kMatmulRows;
+
+/// Rows [0, rows) of a product of NV <= kFewVecs vectors of columns (row strides: KA in a, NS in d
+/// and b), in one column block: each register block prefetches the next one's rows of a.
+template <int64_t NV, bool ACC, int64_t K, int64_t NS, int64_t KA>
+inline PTO_CONTRACT void matmul_few_columns(float* __restrict d, const float* __restrict a, const float* __restrict b,
+                                            int64_t rows) {
+  constexpr int64_t RB = kFewRows<NV>;
+  int64_t i0 = 0;
+  for (; i0 + RB <= rows; i0 += RB)
+    matmul_block<RB, NV, ACC, K, NS, KA, NS, true>(d + i0 * NS, a + i0 * KA, b, a + (i0 + RB) * KA);
+  if (i0 < rows) matmul_block_of<NV, ACC, K, NS, KA, NS, RB - 1>(d + i0 * NS, a + i0 * KA, b, rows - i0);
+}
+
+/// matmul_few_columns for nv (1 to kFewVecs) vectors known at run time.
+template <bool ACC, int64_t K, int64_t NS, int64_t KA, int64_t NV = kFewVecs>
+inline PTO_CONTRACT void matmul_few_columns_of(float* __restrict d, const float* __restrict a,
+                                               const float* __restrict b, int64_t rows, int64_t nv) {
+  if constexpr (NV > 0) {
+    if (nv == NV) return matmul_few_columns<NV, ACC, K, NS, KA>(d, a, b, rows);
+    matmul_few_columns_of<ACC, K, NS, KA, NV - 1>(d, a, b, rows, nv);
+  }
+}
+
 /// The float product of the first `rows` rows of a (M x K) and the first `cols` columns of b only,
 /// these in whole vectors (up to N): a tile whose valid rows or columns are fewer than its own (a
 /// dynamic M, a decode step's single row; a dynamic N, the tokens of a W @ x^T) costs what its
@@ -99,6 +144,10 @@ __attribute__((noinline)) PTO_CONTRACT void matmul_tile_part(float* __restrict d
   PTO_CONTRACT_BODY
   const int64_t up = (cols + kVecFloats - 1) / kVecFloats * kVecFloats, nc = up < N ? up : N;
   int64_t j0 = 0;
+  if (nc >= kVecFloats && nc <= kFewVecs * kVecFloats) {
+    j0 = nc / kVecFloats * kVecFloats;
+    matmul_few_columns_of<ACC, K, NS, KA>(d, a, b, rows, nc / kVecFloats);
+  }
   for (; j0 + kMatmulCols <= nc; j0 += kMatmulCols)
     matmul_column_rows<kMatmulVecs, ACC, K, NS, KA>(d + j0, a, b + j0, rows);
   for (; j0 + kVecFloats <= nc; j0 += kVecFloats) matmul_column_rows<1, ACC, K, NS, KA>(d + j0, a, b + j0, rows);
@@ -444,7 +493,10 @@ __attribute__((noinline)) PTO_CONTRACT void matmul_tile(T* __restrict d, const S
       if (matmul_int_as_float<ACC, T, M, K, N, KA, NS>(d, a, b)) return;
     }
   }
-  if constexpr (std::is_same<T, float>::value) {
+  if constexpr (std::is_same<T, float>::value && N >= kVecFloats && N <= kFewVecs * kVecFloats) {
+    j0 = N / kVecFloats * kVecFloats;
+    matmul_few_columns<N / kVecFloats, ACC, K, NS, KA>(d, a, b, M);
+  } else if constexpr (std::is_same<T, float>::value) {
     for (; j0 + kMatmulCols <= N; j0 += kMatmulCols)
       matmul_column_block<kMatmulVecs, ACC, M, K, NS, KA>(d + j0, a, b + j0);
     for (; j0 + kVecFloats <= N; j0 += kVecFloats) matmul_column_block<1, ACC, M, K, NS, KA>(d + j0, a, b + j0);

@@ -34,6 +34,14 @@
 #ifndef PTO_MATMUL_VECS
 #define PTO_MATMUL_VECS 2
 #endif
+// Vector registers: 32 on AVX-512 and AArch64, 16 on the other x86 variants.
+#ifndef PTO_VECTOR_REGS
+#if PTO_ISA == 4 || defined(__aarch64__)
+#define PTO_VECTOR_REGS 32
+#else
+#define PTO_VECTOR_REGS 16
+#endif
+#endif
 // Int8 dot products (AVX512-VNNI's VPDPBUSD: four u8 x s8 products and their sum into each int32
 // lane) in the AVX-512 variant, where the target has them: generated code defines it from its
 // Target's features; code that includes the header by itself gets it from the compiler's macro.

@@ -216,6 +216,26 @@ def test_a_dynamic_n_multiplies_only_its_valid_columns(cols, panels, dtype, tol)
     assert re.search(r"tmatmul_acc %\w+, %\w+, %\w+ valid \[[^\]]*, min\(64, \(COLS - ", pto), pto
 
 
+@pytest.mark.parametrize("n", [16, 32, 48, 64, 80])
+@pytest.mark.parametrize("m", [60, 61])
+def test_products_of_few_columns_read_a_once_in_one_column_block(m, n):
+    # Up to four vectors of columns run as one column block of all of them (a weight streamed once
+    # in a W @ x^T), by register blocks of rows sized to the vector registers: 60 rows leave a last
+    # partial register block whatever its size (6 or 8 rows), 61 a tile with 1 valid row past
+    # the first; 80 columns are more than four vectors of any target (the general blocking). k in two
+    # tiles accumulates into the same blocks.
+    k = 256
+
+    @pypto.frontend.jit
+    def w_xt(w: pypto.Tensor((m, k), pypto.DT_FP32), x: pypto.Tensor((k, n), pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes([60, 60], [128, 128], [n, n])
+        return pypto.matmul(w, x)
+
+    g = torch.Generator().manual_seed(m * n)
+    w, x = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    torch.testing.assert_close(w_xt(w, x), (w.double() @ x.double()).float(), rtol=1e-4, atol=1e-4)
+
+
 def test_a_static_m_has_no_valid_rows_on_its_products():
     @pypto.jit
     def linear(x: pypto.Tensor((64, 96), pypto.DT_FP32), w: pypto.Tensor((96, 128), pypto.DT_FP32)):
