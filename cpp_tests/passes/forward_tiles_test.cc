@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/expand_tiles.h"
@@ -102,6 +105,71 @@ TEST(ForwardTilesTest, ADifferentValidBoxIsNotForwarded) {
   }
   BlockGraph after = ForwardTiles(b, PassOptions{});
   EXPECT_EQ(LocalNames(after, after.functions[0]), (std::vector<std::string>{"v1", "v3"}));
+}
+
+// Two products of one operand, %w @ %x and %v @ %x, stored to %y and %z at the end, with
+// `between` (statements) after the first product.
+BlockGraph TwoProducts(const std::string& between) {
+  const std::string text = fmt::format(R"(module @m entry @main
+
+incore func @f(%w: !pto.memref<gm,64x64,f32>, %v: !pto.memref<gm,64x64,f32>, %x: !pto.memref<gm,64x32,f32>, %y: !pto.memref<gm,64x32,f32> out, %z: !pto.memref<gm,64x32,f32> out) buffer_bytes=0 {{
+  %l = alloc_local : !pto.memref<local,64x32,f32>
+  %a = alloc_tile : !pto.tile<64x64xf32>
+  %b = alloc_tile : !pto.tile<64x32xf32>
+  %c = alloc_tile : !pto.tile<64x32xf32>
+  %d = alloc_tile : !pto.tile<64x64xf32>
+  %e = alloc_tile : !pto.tile<64x32xf32>
+  %g = alloc_tile : !pto.tile<64x32xf32>
+  %a = tload %w[0, 0] : !pto.tile<64x64xf32>
+  %b = tload %x[0, 0] : !pto.tile<64x32xf32>
+  %c = tmatmul %a, %b : !pto.tile<64x32xf32>
+{0}  %d = tload %v[0, 0] : !pto.tile<64x64xf32>
+  %e = tload %x[0, 0] : !pto.tile<64x32xf32>
+  %g = tmatmul %d, %e : !pto.tile<64x32xf32>
+  tstore %g, %z[0, 0]
+  tstore %c, %y[0, 0]
+  return
+}}
+
+orchestration func @main(%w: !pto.memref<gm,64x64,f32>, %v: !pto.memref<gm,64x64,f32>, %x: !pto.memref<gm,64x32,f32>, %y: !pto.memref<gm,64x32,f32> out, %z: !pto.memref<gm,64x32,f32> out) {{
+  CALL @f(%w -> %w[0, 0; 64, 64], %v -> %v[0, 0; 64, 64], %x -> %x[0, 0; 64, 32], %y -> %y[0, 0; 64, 32], %z -> %z[0, 0; 64, 32])
+  return
+}}
+)",
+                                       between);
+  return ForwardTiles(testing::BlockOf(parse_pto(text)), PassOptions{});
+}
+
+// The loads of %x left, and whether the second product reads the first one's tile of it.
+int LoadsOfX(const BlockGraph& g) {
+  int n = 0;
+  for (const Instr* in : InstrsOf(g.functions[0].body))
+    if (in->op == Opcode::TLOAD && g.memrefs[in->memref].name == "x") ++n;
+  return n;
+}
+bool ProductsShareB(const BlockGraph& g) {
+  std::vector<const Instr*> mm;
+  for (const Instr* in : InstrsOf(g.functions[0].body))
+    if (in->op == Opcode::TMATMUL) mm.push_back(in);
+  return mm.size() == 2 && mm[0]->srcs[1] == mm[1]->srcs[1];
+}
+
+TEST(ForwardTilesTest, ASecondLoadOfAProductsOperandReadsTheFirstTile) {
+  BlockGraph after = TwoProducts("");
+  EXPECT_NO_THROW(verify(after));
+  EXPECT_EQ(LoadsOfX(after), 1);
+  EXPECT_TRUE(ProductsShareB(TwoProducts("")));
+  // A store to the function's own local buffer in between aliases no parameter.
+  BlockGraph local = TwoProducts("  tstore %c, %l[0, 0]\n");
+  EXPECT_EQ(LoadsOfX(local), 1);
+  EXPECT_TRUE(ProductsShareB(local));
+}
+
+TEST(ForwardTilesTest, AStoreToAParameterBetweenTheLoadsKeepsBoth) {
+  // %y might be %x's memory under another name: the second load reads what the store left.
+  BlockGraph after = TwoProducts("  tstore %c, %y[0, 0]\n");
+  EXPECT_EQ(LoadsOfX(after), 2);
+  EXPECT_FALSE(ProductsShareB(after));
 }
 
 }  // namespace

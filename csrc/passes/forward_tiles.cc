@@ -4,9 +4,13 @@
 // Guarantees: a TLOAD of exactly the box a preceding TSTORE wrote (same
 // memref, offsets and valid extents, no other store to that memref and no
 // rewrite of the stored tile in between, in the same loop iteration or an
-// enclosing scope) is removed and its uses read the stored tile. Local
-// buffers nobody loads any more lose their stores and are dropped, then
-// instructions whose result is never read, and tiles no instruction uses.
+// enclosing scope) is removed and its uses read the stored tile. So is a
+// TLOAD of exactly the box an earlier TLOAD of a product's operand loaded (two
+// products of one operand, the gate and up projections of one block of
+// tokens), with no store to memory other than the function's own local
+// buffers and no rewrite of the tile in between. Local buffers nobody loads
+// any more lose their stores and are dropped, then instructions whose result
+// is never read, and tiles no instruction uses.
 #include "passes/forward_tiles.h"
 
 #include <functional>
@@ -21,6 +25,7 @@ struct Entry {
   int memref;
   std::vector<Expr> offsets, valid;
   int tile;
+  bool loaded = false;  ///< the box a TLOAD read (memory unchanged since), not one a TSTORE wrote
 };
 
 bool same_exprs(const std::vector<Expr>& a, const std::vector<Expr>& b) {
@@ -32,7 +37,11 @@ bool same_exprs(const std::vector<Expr>& a, const std::vector<Expr>& b) {
 
 class Forwarder {
  public:
-  explicit Forwarder(InCoreFunction& f) : f_(f) {}
+  explicit Forwarder(InCoreFunction& f) : f_(f) {
+    for_each_instr(f_.body, [&](const Instr& in) {
+      if (in.op == Opcode::TMATMUL || in.op == Opcode::TMATMUL_ACC) operands_.insert(in.srcs.begin(), in.srcs.end());
+    });
+  }
 
   void run() {
     std::vector<Entry> avail;
@@ -59,6 +68,13 @@ class Forwarder {
   static void kill_tile(std::vector<Entry>& avail, int t) {
     avail.erase(std::remove_if(avail.begin(), avail.end(), [&](const Entry& e) { return e.tile == t; }), avail.end());
   }
+  bool is_local(int m) const { return std::find(f_.locals.begin(), f_.locals.end(), m) != f_.locals.end(); }
+
+  // Another memref may alias a stored one (not a function's own local buffer): after such a
+  // store, what a load read is no longer known.
+  static void kill_loaded(std::vector<Entry>& avail) {
+    avail.erase(std::remove_if(avail.begin(), avail.end(), [](const Entry& e) { return e.loaded; }), avail.end());
+  }
   static void kill_memref(std::vector<Entry>& avail, int m) {
     avail.erase(std::remove_if(avail.begin(), avail.end(), [&](const Entry& e) { return e.memref == m; }), avail.end());
   }
@@ -74,6 +90,8 @@ class Forwarder {
           if (in.dst >= 0) written_tiles.insert(in.dst);
         });
         for (int m : stored_mems) kill_memref(avail, m);
+        for (int m : stored_mems)
+          if (!is_local(m)) kill_loaded(avail);
         for (int t : written_tiles) kill_tile(avail, resolve(t));
         std::vector<Entry> inner = avail;
         walk(l->body, inner);
@@ -99,7 +117,12 @@ class Forwarder {
         if (forwarded) continue;
       }
       if (in->dst >= 0) kill_tile(avail, in->dst);
-      if (writes_memory(in->op)) kill_memref(avail, in->memref);
+      if (writes_memory(in->op)) {
+        kill_memref(avail, in->memref);
+        if (!is_local(in->memref)) kill_loaded(avail);
+      }
+      if (in->op == Opcode::TLOAD && operands_.count(in->dst))
+        avail.push_back(Entry{in->memref, in->offsets, in->valid, in->dst, true});
       // After an atomic addition the memory holds a sum, not the stored tile.
       if (in->op == Opcode::TSTORE && !in->atomic) avail.push_back(Entry{in->memref, in->offsets, in->valid, in->srcs[0]});
     }
@@ -146,6 +169,7 @@ class Forwarder {
   }
 
   InCoreFunction& f_;
+  std::set<int> operands_;  ///< tiles the products read
   std::map<int, int> rename_;
 };
 
@@ -153,6 +177,8 @@ class Forwarder {
 
 BlockGraph ForwardTiles(const BlockGraph& g, const PassOptions&) {
   BlockGraph out = g;
+  // A forwarded load keeps the first tile live up to the second one's last use; a function that
+  // then exceeds the budget has its fusion cut by the pipeline, as any other.
   for (InCoreFunction& f : out.functions) Forwarder(f).run();
   // A local buffer nothing loads any more has left its function's `locals` (eliminate_dead); its
   // memref stays in the graph's list, unused.

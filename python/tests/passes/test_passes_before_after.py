@@ -577,3 +577,60 @@ def test_binary_expand_turns_a_ranged_loop_into_blocks_and_a_residual():
     prog(x, y, 100)
     torch.testing.assert_close(y, -x)
     assert prog.count_tasks(x, y, 100) == 100
+
+
+# -- two products of one operand ------------------------------------------------
+
+N_TOK = pypto.frontend.dynamic("N_TOK")
+
+
+def _gate_up(wg: pypto.Tensor((128, 256), pypto.DT_FP32), wu: pypto.Tensor((128, 256), pypto.DT_FP32),
+             x: pypto.Tensor((N_TOK, 256), pypto.DT_FP32)):
+    # The gate and up projections of a block of tokens, transposed (W @ x^T): both products read
+    # the same tile of x^T, a transposing copy.
+    pypto.set_cube_tile_shapes([64, 64], [256, 256], [32, 32])
+    xt = pypto.transpose(x, 0, 1)
+    g, u = pypto.matmul(wg, xt), pypto.matmul(wu, xt)
+    pypto.set_vec_tile_shapes(64, 32)
+    return pypto.silu(g) * u
+
+
+@pytest.fixture(scope="module")
+def gate_up():
+    torch.manual_seed(2)
+    wg, wu, x = torch.randn(128, 256) / 16, torch.randn(128, 256) / 16, torch.randn(45, 256)
+    return _Program(_gate_up, (wg, wu, x), F.silu(wg @ x.T) * (wu @ x.T))
+
+
+def test_gate_up_forward_tiles_loads_the_shared_operand_once(gate_up):
+    before, after = gate_up.before("forward_tiles"), gate_up.after("forward_tiles")
+    (fb,), (fa,) = _functions(before), _functions(after)
+    x_loads = lambda f: [ln for ln in f["body"] if re.search(r"= tload .*: !pto.tile<256x32xf32>", ln)]
+    assert len(x_loads(fb)) == 2 and len(x_loads(fa)) == 1
+    # Both products read the one tile of x^T.
+    prods = _tile_operands(fa["body"], "tmatmul")
+    assert len(prods) == 2 and prods[0][1][1] == prods[1][1][1]
+    assert " ".join(_ops(fa["body"])) == "tload tload tmatmul tload tmatmul tsilu tmul tstore"
+
+
+@pytest.mark.parametrize("tokens", [1, 17, 32, 45, 64])
+def test_gate_up_matches_torch_for_any_number_of_tokens(gate_up, tokens):
+    g = torch.Generator().manual_seed(tokens)
+    wg, wu, _ = gate_up.args
+    x = torch.randn(tokens, 256, generator=g)
+    torch.testing.assert_close(pypto.jit(_gate_up)(wg, wu, x), F.silu(wg @ x.T) * (wu @ x.T), rtol=1e-4, atol=1e-4)
+
+
+def test_a_store_between_two_loads_keeps_both():
+    # An in-place update of x between the products: the second one reads what the store wrote.
+    @pypto.frontend.jit
+    def twice(w: pypto.Tensor((64, 64), pypto.DT_FP32), x: pypto.Tensor((64, 32), pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes([64, 64], [64, 64], [32, 32])
+        pypto.set_vec_tile_shapes(64, 32)
+        a = pypto.matmul(w, x)
+        pypto.assemble(a, [0, 0], x)
+        return pypto.matmul(w, x)
+
+    w, x = torch.randn(64, 64) / 8, torch.randn(64, 32)
+    want = w @ (w @ x)
+    torch.testing.assert_close(twice(w, x.clone()), want, rtol=1e-4, atol=1e-4)
