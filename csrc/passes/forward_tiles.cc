@@ -8,13 +8,16 @@
 // TLOAD of exactly the box an earlier TLOAD of a product's operand loaded (two
 // products of one operand, the gate and up projections of one block of
 // tokens), with no store to memory other than the function's own local
-// buffers and no rewrite of the tile in between. Local buffers nobody loads
+// buffers and no rewrite of the tile in between, where the function's arena
+// (as plan_buffers would lay it out) then stays within the buffer budget or
+// does not grow. Local buffers nobody loads
 // any more lose their stores and are dropped, then instructions whose result
 // is never read, and tiles no instruction uses.
 #include "passes/forward_tiles.h"
 
 #include <functional>
 
+#include "passes/plan_buffers.h"
 #include "passes/util.h"
 
 namespace pypto {
@@ -37,11 +40,16 @@ bool same_exprs(const std::vector<Expr>& a, const std::vector<Expr>& b) {
 
 class Forwarder {
  public:
-  explicit Forwarder(InCoreFunction& f) : f_(f) {
-    for_each_instr(f_.body, [&](const Instr& in) {
-      if (in.op == Opcode::TMATMUL || in.op == Opcode::TMATMUL_ACC) operands_.insert(in.srcs.begin(), in.srcs.end());
-    });
+  /// With `loads`, loads of products' operands are forwarded too.
+  Forwarder(InCoreFunction& f, bool loads) : f_(f) {
+    if (loads)
+      for_each_instr(f_.body, [&](const Instr& in) {
+        if (in.op == Opcode::TMATMUL || in.op == Opcode::TMATMUL_ACC) operands_.insert(in.srcs.begin(), in.srcs.end());
+      });
   }
+
+  /// Loads forwarded from an earlier load.
+  int forwarded_loads() const { return forwarded_loads_; }
 
   void run() {
     std::vector<Entry> avail;
@@ -108,6 +116,7 @@ class Forwarder {
           if (e.memref == in->memref && same_exprs(e.offsets, in->offsets) && same_exprs(e.valid, in->valid) && dt &&
               st && dt->shape == st->shape && dt->dtype == st->dtype) {
             rename_[in->dst] = e.tile;
+            forwarded_loads_ += e.loaded ? 1 : 0;
             body.erase(body.begin() + i);
             --i;
             forwarded = true;
@@ -169,17 +178,29 @@ class Forwarder {
   }
 
   InCoreFunction& f_;
-  std::set<int> operands_;  ///< tiles the products read
+  int forwarded_loads_ = 0;
+  std::set<int> operands_;  ///< tiles the products read (with `loads`)
   std::map<int, int> rename_;
 };
 
 }  // namespace
 
-BlockGraph ForwardTiles(const BlockGraph& g, const PassOptions&) {
+BlockGraph ForwardTiles(const BlockGraph& g, const PassOptions& opts) {
   BlockGraph out = g;
-  // A forwarded load keeps the first tile live up to the second one's last use; a function that
-  // then exceeds the budget has its fusion cut by the pipeline, as any other.
-  for (InCoreFunction& f : out.functions) Forwarder(f).run();
+  const bool reuse = !opts.disabled.count("plan_buffers");
+  for (InCoreFunction& f : out.functions) {
+    // A forwarded load keeps the first tile live up to the second one's last use. Where that takes
+    // the arena past the budget (and it grows), the pipeline would cut the function's fusion,
+    // which costs more than the copy (a bf16 block of MoE experts in three tasks instead of one):
+    // the loads are kept there.
+    InCoreFunction with_loads = f;
+    Forwarder fl(with_loads, true);
+    fl.run();
+    Forwarder(f, false).run();
+    if (fl.forwarded_loads() == 0) continue;
+    const int64_t bytes = planned_arena_bytes(with_loads, out.memrefs, reuse);
+    if (bytes <= buffer_budget_bytes(opts) || bytes <= planned_arena_bytes(f, out.memrefs, reuse)) f = std::move(with_loads);
+  }
   // A local buffer nothing loads any more has left its function's `locals` (eliminate_dead); its
   // memref stays in the graph's list, unused.
   return out;

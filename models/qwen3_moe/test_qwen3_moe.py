@@ -1,6 +1,8 @@
 """The pypto Qwen3-MoE block against transformers' Qwen3MoeSparseMoeBlock (random weights, no
 download): Qwen3-30B-A3B's hidden and expert sizes and top-8, with 16 experts instead of 128."""
 
+import re
+
 import pytest
 import torch
 
@@ -122,3 +124,32 @@ def test_bad_weights_and_inputs_are_errors(real_sizes):
                        block.MoeDims(2048, 768, 16, 8))
     with pytest.raises(ValueError, match=r"x has shape \(3, 100\), expected \[tokens, 2048\]"):
         block.MoeBlock.from_hf(m)(torch.randn(3, 100))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_block_of_tokens_runs_its_three_products_in_one_task(dtype):
+    # Each block of an expert's tokens is one InCore function: gate, up and down with the SwiGLU
+    # between them (fp32: in tiles of weight rows, the block's x^T copied once for gate and up). A
+    # shared operand's load forwarded past the buffer budget would cut that function in three.
+    m = _module(experts=4, top_k=2).to(dtype)
+    ours = block.MoeBlock.from_hf(m)
+    x = torch.randn(40, 2048, dtype=dtype)
+    k = ours._many
+    routed = k.route(x, ours.gate)
+    c = k.experts.compile(x, *routed, ours.gate_up, ours.down)
+    text = c.dump()
+    products = [f for f in set(re.findall(r"incore func @(\w+)\(.*fused=\[([^\]]*)\]", text))
+                if "matmul" in f[1]]
+    fused = {name: members.count("matmul") for name, members in products}
+    if dtype == torch.bfloat16:
+        assert list(fused.values()) == [3], fused
+    else:
+        # fp32: gate and up by tiles of weight rows in one function, down by its own tiles.
+        assert sorted(fused.values()) == [1, 2], fused
+        (gate_up,) = [n for n, c in fused.items() if c == 2]
+        body = text[text.index(f"incore func @{gate_up}("):]
+        body = body[:body.index("\n}\n")]
+        assert body.count("tmatmul") == 2 and body.count("tload") == 3, body
+    with torch.no_grad():
+        want = m(x[None])[0].reshape(40, -1)
+    assert rel_err(k.experts(x, *routed, ours.gate_up, ours.down), want) < (1e-4 if dtype == torch.float32 else 2e-2)
