@@ -92,36 +92,30 @@ inline PTO_CONTRACT void matmul_block_of(float* __restrict d, const float* __res
   }
 }
 
-/// Rows [0, rows) of one column block, rows known at run time: whole register blocks, then one of
-/// the rows left.
-template <int64_t NV, bool ACC, int64_t K, int64_t NS, int64_t KA>
+/// Rows [0, rows) of one column block, rows known at run time: whole register blocks of RB rows,
+/// then one of the rows left. With PF, each whole block prefetches the next one's rows of a.
+template <int64_t NV, bool ACC, int64_t K, int64_t NS, int64_t KA, int64_t RB = kMatmulRows, bool PF = false>
 inline PTO_CONTRACT void matmul_column_rows(float* __restrict d, const float* __restrict a, const float* __restrict b,
                                             int64_t rows) {
   int64_t i0 = 0;
-  for (; i0 + kMatmulRows <= rows; i0 += kMatmulRows)
-    matmul_block<kMatmulRows, NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b);
-  if (i0 < rows) matmul_block_of<NV, ACC, K, NS, KA>(d + i0 * NS, a + i0 * KA, b, rows - i0);
+  for (; i0 + RB <= rows; i0 += RB)
+    matmul_block<RB, NV, ACC, K, NS, KA, NS, PF>(d + i0 * NS, a + i0 * KA, b, a + (i0 + RB) * KA);
+  if (i0 < rows) matmul_block_of<NV, ACC, K, NS, KA, NS, RB - 1>(d + i0 * NS, a + i0 * KA, b, rows - i0);
 }
 
 /// Products of at most kFewVecs vectors of columns (a W @ x^T of few tokens) run one column block
-/// of all of them, so a is read once, by register blocks of kFewRows<NV> rows: NV x rows
+/// of all of them, so a is read once, by register blocks of kFewColumnRows<NV> rows: NV x rows
 /// accumulators in three quarters of the vector registers, at most kMatmulRows rows.
-constexpr int64_t kFewVecs = 4;
+constexpr int64_t kFewVecs = 4, kFewAccumulators = PTO_VECTOR_REGS * 3 / 4;
 template <int64_t NV>
-constexpr int64_t kFewRows = PTO_VECTOR_REGS * 3 / 4 / NV < 1 ? 1
-                             : PTO_VECTOR_REGS * 3 / 4 / NV < kMatmulRows ? PTO_VECTOR_REGS * 3 / 4 / NV
-                                                                          : kMatmulRows;
+constexpr int64_t kFewColumnRows = kFewAccumulators / NV < kMatmulRows ? kFewAccumulators / NV : kMatmulRows;
 
 /// Rows [0, rows) of a product of NV <= kFewVecs vectors of columns (row strides: KA in a, NS in d
-/// and b), in one column block: each register block prefetches the next one's rows of a.
+/// and b), in one column block, each register block prefetching the next one's rows of a.
 template <int64_t NV, bool ACC, int64_t K, int64_t NS, int64_t KA>
 inline PTO_CONTRACT void matmul_few_columns(float* __restrict d, const float* __restrict a, const float* __restrict b,
                                             int64_t rows) {
-  constexpr int64_t RB = kFewRows<NV>;
-  int64_t i0 = 0;
-  for (; i0 + RB <= rows; i0 += RB)
-    matmul_block<RB, NV, ACC, K, NS, KA, NS, true>(d + i0 * NS, a + i0 * KA, b, a + (i0 + RB) * KA);
-  if (i0 < rows) matmul_block_of<NV, ACC, K, NS, KA, NS, RB - 1>(d + i0 * NS, a + i0 * KA, b, rows - i0);
+  matmul_column_rows<NV, ACC, K, NS, KA, kFewColumnRows<NV>, true>(d, a, b, rows);
 }
 
 /// matmul_few_columns for nv (1 to kFewVecs) vectors known at run time.
