@@ -98,8 +98,7 @@ class Forwarder {
           if (in.dst >= 0) written_tiles.insert(in.dst);
         });
         for (int m : stored_mems) kill_memref(avail, m);
-        for (int m : stored_mems)
-          if (!is_local(m)) kill_loaded(avail);
+        if (std::any_of(stored_mems.begin(), stored_mems.end(), [&](int m) { return !is_local(m); })) kill_loaded(avail);
         for (int t : written_tiles) kill_tile(avail, resolve(t));
         std::vector<Entry> inner = avail;
         walk(l->body, inner);
@@ -196,10 +195,14 @@ BlockGraph ForwardTiles(const BlockGraph& g, const PassOptions& opts) {
     InCoreFunction with_loads = f;
     Forwarder fl(with_loads, true);
     fl.run();
-    Forwarder(f, false).run();
-    if (fl.forwarded_loads() == 0) continue;
-    const int64_t bytes = planned_arena_bytes(with_loads, out.memrefs, reuse);
-    if (bytes <= buffer_budget_bytes(opts) || bytes <= planned_arena_bytes(f, out.memrefs, reuse)) f = std::move(with_loads);
+    if (fl.forwarded_loads() > 0) {
+      const int64_t bytes = planned_arena_bytes(with_loads, out.memrefs, reuse);
+      if (bytes > buffer_budget_bytes(opts)) {
+        Forwarder(f, false).run();
+        if (bytes > planned_arena_bytes(f, out.memrefs, reuse)) continue;
+      }
+    }
+    f = std::move(with_loads);
   }
   // A local buffer nothing loads any more has left its function's `locals` (eliminate_dead); its
   // memref stays in the graph's list, unused.
