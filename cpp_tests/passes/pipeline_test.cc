@@ -168,6 +168,25 @@ TEST(PipelineTest, MatmulOverBudgetShrinksItsCubeTileAndSaysSo) {
   EXPECT_EQ(print(r.tensor), print(MatmulGraph(128, 256, 128, {64, 128, 64})));  // the input graph is untouched
 }
 
+TEST(PipelineTest, AnEpilogueOverBudgetShrinksItsMatmulAndFusesAgain) {
+  // relu(x @ w + bias) with 256 x 128 output tiles: the product fits 256 KB, the epilogue does not
+  // (alone or fused); the matmul's cube tile shrinks and the whole chain fits as one function.
+  TensorGraphBuilder b("mm");
+  int x = b.add_param("x", {Expr(512), Expr(64)}, DataType::FP32);
+  int w = b.add_param("w", {Expr(64), Expr(128)}, DataType::FP32);
+  int bias = b.add_param("bias", {Expr(1), Expr(128)}, DataType::FP32);
+  int mm = b.add_matmul(x, w, DataType::FP32, {256, 16, 128}, {64, 16, 64}, testing::TestLoc(2));
+  int add = b.add_binary(TensorOpKind::Add, mm, bias, {64, 128}, testing::TestLoc(3));
+  b.set_outputs({b.add_unary(TensorOpKind::Relu, add, {64, 128}, testing::TestLoc(4))});
+  PipelineResult r = run_pipeline(b.finish(), PassOptions{});
+  ASSERT_EQ(r.block.functions.size(), 1u);
+  EXPECT_LE(r.block.functions[0].buffer_bytes, 256 * 1024);
+  const PassRecord& p = Record(r, "expand_tiles");
+  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_EQ(p.notes[0], "shrank the cube tile of matmul_0 from m=256, k=16, n=128 to m=128, k=16, n=128 to fit the budget of 256 KB");
+  EXPECT_TRUE(Record(r, "fuse_blocks").notes.empty());  // no split left behind
+}
+
 TEST(PipelineTest, CubeTilesShrinkNoFurtherThanEight) {
   PassOptions opts;
   opts.sram_budget_kb = 1;

@@ -30,7 +30,9 @@ TEST(RetileEpiloguesTest, TheEpilogueTakesTheMatmulsOutputTile) {
   for (int i : {1, 2}) {
     EXPECT_EQ(out.ops[i].tile_shape, (std::vector<int64_t>{32, 64})) << i;
     EXPECT_EQ(out.ops[i].tile_note, "retiled to [32, 64] (the output tile of @matmul_0) to fuse with it") << i;
+    EXPECT_EQ(out.ops[i].retiled_from, 0) << i;  // the matmul whose cube tile shrinks for them
   }
+  EXPECT_EQ(out.ops[0].retiled_from, -1);
 }
 
 TEST(RetileEpiloguesTest, TheEpilogueOfTinyBatchedProductsTakesTheBatchBlock) {
@@ -56,6 +58,7 @@ TEST(RetileEpiloguesTest, OpsNotOverAMatmulKeepTheirTile) {
   TensorGraph out = RetileEpilogues(g, PassOptions{});
   EXPECT_EQ(print(out), print(g));
   EXPECT_TRUE(out.ops[0].tile_note.empty());
+  EXPECT_EQ(out.ops[0].retiled_from, -1);
 }
 
 }  // namespace

@@ -89,6 +89,9 @@ struct TensorOp {
   std::vector<int64_t> conv;
   ScatterReduce reduce = ScatterReduce::None;  ///< Scatter: replace, add or multiply
   std::string tile_note;          ///< why a Tensor-level pass changed tile_shape (shown on the op's tile nest)
+  /// The matmul whose output tile retile_epilogues gave this op (-1: none): an epilogue over the
+  /// buffer budget shrinks with that matmul's cube tile.
+  int retiled_from = -1;
   /// The user's op when this one was written for it (a gather for pypto.index_select); messages name it.
   std::string label;
   /// Full: a copy that follows writes every element before anything reads one, so no fill is made

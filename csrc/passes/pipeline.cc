@@ -194,7 +194,8 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
   if (opts.verify) verify(g);
   // Tile, fuse and plan; then, until every InCore function fits the budget,
   // split a fused chain over budget at its midpoint, or shrink the cube tile
-  // of a matmul or the blocks of an attention op that is over budget on its own.
+  // of a matmul or the blocks of an attention op that is over budget on its own
+  // (or whose epilogue, retiled to its output tile, is; fusion then starts over).
   const int64_t budget = buffer_budget_bytes(opts);
   TensorGraph work = optional_step<TensorGraph>(r, "fuse_attention", g, opts, FuseAttention);
   const PassRecord graph_record = r.passes.back();
@@ -232,14 +233,24 @@ PipelineResult run_pipeline(const TensorGraph& g, const PassOptions& opts) {
       if (f.buffer_bytes <= budget) continue;
       again = true;
       if (f.source_ops.size() <= 1) {
-        TensorOp& op = work.ops.at(f.source_ops.empty() ? 0 : f.source_ops[0]);
-        if (op.kind == TensorOpKind::Matmul || op.kind == TensorOpKind::Attention) {
-          std::string from = cube_str(op);
-          if (shrink_cube_tile(work, op)) {
-            shrunk.emplace(f.source_ops[0], from);
+        const int source = f.source_ops.empty() ? 0 : f.source_ops[0];
+        // An epilogue that took a matmul's output tile (retile_epilogues) shrinks with that matmul.
+        const int owner = tiled.ops.at(source).retiled_from >= 0 ? tiled.ops.at(source).retiled_from : source;
+        TensorOp& cube_op = work.ops.at(owner);
+        if (cube_op.kind == TensorOpKind::Matmul || cube_op.kind == TensorOpKind::Attention) {
+          std::string from = cube_str(cube_op);
+          if (shrink_cube_tile(work, cube_op)) {
+            shrunk.emplace(owner, from);
+            if (owner != source) {
+              // The chains split while the epilogue had the larger tile may fit whole with the
+              // smaller one: fusion starts over.
+              cur.cut_before = opts.cut_before;
+              split_notes.clear();
+            }
             continue;
           }
         }
+        const TensorOp& op = work.ops.at(source);
         std::string tile = op.kind == TensorOpKind::Matmul || op.kind == TensorOpKind::Conv
                                ? "cube tile " + cube_str(op)
                                                            : fmt::format("tile shape {}", ints_str(op.tile_shape));

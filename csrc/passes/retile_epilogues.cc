@@ -3,8 +3,9 @@
 // Requires: a verified Tensor Graph whose matmuls carry their cube tile.
 // Guarantees: every elementwise op (unary, binary, where, cast) that reads a matmul's output, or
 // the output of such an op, of the same shape and in the same control region, has the matmul's
-// output tile (matmul_output_tile: [1, ..., bb, m, n]) as its tile shape and says so in its `tile_note`; nothing else
-// changes. Its loop nest then walks the matmul's tile grid, so the epilogue (bias, activation,
+// output tile (matmul_output_tile: [1, ..., bb, m, n]) as its tile shape, says so in its `tile_note` and names
+// the matmul in `retiled_from` (the pipeline shrinks that matmul's cube tile when the epilogue is over the
+// buffer budget); nothing else changes. Its loop nest then walks the matmul's tile grid, so the epilogue (bias, activation,
 // gating) fuses with the product instead of reading it back from memory.
 #include "passes/retile_epilogues.h"
 #include "passes/util.h"
@@ -30,7 +31,12 @@ bool same_shape(const std::vector<Expr>& a, const std::vector<Expr>& b) {
 
 TensorGraph RetileEpilogues(const TensorGraph& g, const PassOptions&) {
   TensorGraph out = g;
-  std::map<int, std::pair<std::vector<int64_t>, std::string>> cube;  // value -> (tile, matmul nest name)
+  struct Source {
+    std::vector<int64_t> tile;  // the matmul's output tile
+    std::string nest;           // its nest name
+    int op = -1;                // its index
+  };
+  std::map<int, Source> cube;  // value -> the matmul whose output tile it takes
   std::map<int, int> region_of;  // value -> region of the op that made it (-1: a parameter)
   for (const TensorOp& op : out.ops) region_of.emplace(op.output, op.region);
   for (size_t i = 0; i < out.ops.size(); ++i) {
@@ -38,7 +44,7 @@ TensorGraph RetileEpilogues(const TensorGraph& g, const PassOptions&) {
     const OpInfo& info = op_info(op.kind);
     const TensorValue& result = out.value(op.output);
     if (info.cls == OpClass::Matmul) {
-      cube[op.output] = {matmul_output_tile(out, op), fmt::format("{}_{}", info.name, i)};
+      cube[op.output] = {matmul_output_tile(out, op), fmt::format("{}_{}", info.name, i), static_cast<int>(i)};
       continue;
     }
     if (info.cls != OpClass::Unary && info.cls != OpClass::Binary && info.cls != OpClass::Where &&
@@ -49,9 +55,10 @@ TensorGraph RetileEpilogues(const TensorGraph& g, const PassOptions&) {
       if (it == cube.end() || !same_shape(out.value(in).shape, result.shape) || op.region != region_of.at(in))
         continue;
       cube[op.output] = it->second;
-      op.tile_shape = it->second.first;
-      op.tile_note = fmt::format("retiled to {} (the output tile of @{}) to fuse with it", ints_str(it->second.first),
-                                 it->second.second);
+      op.tile_shape = it->second.tile;
+      op.retiled_from = it->second.op;
+      op.tile_note = fmt::format("retiled to {} (the output tile of @{}) to fuse with it", ints_str(it->second.tile),
+                                 it->second.nest);
       break;
     }
   }

@@ -148,6 +148,45 @@ def test_matmul_over_budget_shrinks_its_cube_tile():
     torch.testing.assert_close(c(x, w), x @ w, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("m", [512, 300])
+@pytest.mark.parametrize("dtype", [pypto.DT_FP32, pypto.DT_BF16])
+def test_an_epilogue_over_budget_shrinks_its_matmuls_cube_tile_and_fuses(m, dtype):
+    # The product fits the budget with 256-row tiles, but its epilogue (retiled to them) does not,
+    # alone or fused: the matmul's cube tile shrinks, and the fused chain fits at 128 rows. Before,
+    # the lone epilogue was an error ("pypto.add ... more than the buffer budget").
+    def f(x: pypto.Tensor((m, 64), dtype), w: pypto.Tensor((64, 128), dtype), bias: pypto.Tensor((1, 128), pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes([64, 256], [16, 16], [64, 128])
+        pypto.set_vec_tile_shapes(64, 128)
+        return pypto.relu(pypto.matmul(x, w, out_dtype=pypto.DT_FP32) + bias)
+
+    tdt = torch.float32 if dtype == pypto.DT_FP32 else torch.bfloat16
+    x, w, bias = torch.randn(m, 64).to(tdt), torch.randn(64, 128).to(tdt), torch.randn(1, 128)
+    c = pypto.compile(pypto.jit(f), x, w, bias)
+    passes = c.dump("passes")
+    assert "note: shrank the cube tile of matmul_0 from m=256, k=16, n=128 to m=128, k=16, n=128" in passes
+    assert "note: split @" not in passes
+    assert c.stats()["incore_functions"] == 1, c.dump("block")
+    assert max(c.stats()["buffer_bytes"].values()) <= 256 * 1024
+    torch.testing.assert_close(c(x, w, bias), torch.relu(x.float() @ w.float() + bias), atol=1e-4, rtol=1e-4)
+
+
+def test_a_split_that_fits_keeps_the_matmuls_cube_tile():
+    # Where the epilogue fits alone once split off, the product keeps the cube tile it was given.
+    def f(x: pypto.Tensor((256, 64), pypto.DT_FP32), w: pypto.Tensor((64, 128), pypto.DT_FP32)):
+        pypto.set_cube_tile_shapes([64, 256], [16, 16], [64, 128])
+        pypto.set_vec_tile_shapes(64, 128)
+        return pypto.cast(pypto.matmul(x, w), pypto.DT_BF16)
+
+    x, w = torch.randn(256, 64), torch.randn(64, 128)
+    c = pypto.compile(pypto.jit(f), x, w)
+    passes = c.dump("passes")
+    assert "shrank the cube tile" not in passes
+    assert "note: split @" in passes
+    assert c.stats()["incore_functions"] == 2
+    assert "!pto.tile<256x128xf32>" in c.pto()
+    torch.testing.assert_close(c(x, w), (x @ w).bfloat16(), atol=1e-2, rtol=1e-2)
+
+
 @pytest.mark.parametrize("rows,cols", [(96, 64), (100, 70), (33, 129)])
 def test_column_reduction_interchanges_its_producer_to_fuse(rows, cols):
     def f(x: pypto.Tensor((rows, cols), pypto.DT_FP32)):
