@@ -80,7 +80,8 @@ import pypto  # noqa: E402
 
 def alternate(fns: dict, rounds: int, calls: int = 1) -> dict:
     """Median seconds per call of each function, taken in alternation: each round runs each
-    function `calls` times in a row (a sample is their mean)."""
+    function `calls` times in a row (a sample is their mean), the order rotating from round to
+    round (run.time_interleaved)."""
     def burst(fn):
         def run():
             for _ in range(calls):
