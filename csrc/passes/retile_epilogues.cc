@@ -31,12 +31,7 @@ bool same_shape(const std::vector<Expr>& a, const std::vector<Expr>& b) {
 
 TensorGraph RetileEpilogues(const TensorGraph& g, const PassOptions&) {
   TensorGraph out = g;
-  struct Source {
-    std::vector<int64_t> tile;  // the matmul's output tile
-    std::string nest;           // its nest name
-    int op = -1;                // its index
-  };
-  std::map<int, Source> cube;  // value -> the matmul whose output tile it takes
+  std::map<int, int> matmul_of;  // value -> index of the matmul whose output tile it takes
   std::map<int, int> region_of;  // value -> region of the op that made it (-1: a parameter)
   for (const TensorOp& op : out.ops) region_of.emplace(op.output, op.region);
   for (size_t i = 0; i < out.ops.size(); ++i) {
@@ -44,21 +39,22 @@ TensorGraph RetileEpilogues(const TensorGraph& g, const PassOptions&) {
     const OpInfo& info = op_info(op.kind);
     const TensorValue& result = out.value(op.output);
     if (info.cls == OpClass::Matmul) {
-      cube[op.output] = {matmul_output_tile(out, op), fmt::format("{}_{}", info.name, i), static_cast<int>(i)};
+      matmul_of[op.output] = static_cast<int>(i);
       continue;
     }
     if (info.cls != OpClass::Unary && info.cls != OpClass::Binary && info.cls != OpClass::Where &&
         info.cls != OpClass::Cast)
       continue;
     for (int in : op.inputs) {
-      auto it = cube.find(in);
-      if (it == cube.end() || !same_shape(out.value(in).shape, result.shape) || op.region != region_of.at(in))
+      auto it = matmul_of.find(in);
+      if (it == matmul_of.end() || !same_shape(out.value(in).shape, result.shape) || op.region != region_of.at(in))
         continue;
-      cube[op.output] = it->second;
-      op.tile_shape = it->second.tile;
-      op.retiled_from = it->second.op;
-      op.tile_note = fmt::format("retiled to {} (the output tile of @{}) to fuse with it", ints_str(it->second.tile),
-                                 it->second.nest);
+      const TensorOp& mm = out.ops[it->second];
+      matmul_of[op.output] = it->second;
+      op.tile_shape = matmul_output_tile(out, mm);
+      op.retiled_from = it->second;
+      op.tile_note = fmt::format("retiled to {} (the output tile of @{}_{}) to fuse with it", ints_str(op.tile_shape),
+                                 op_info(mm.kind).name, it->second);
       break;
     }
   }
